@@ -1,0 +1,243 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// testNow is the clock buildScheduleRequest sees in tests.
+var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// parseSchedule parses schedule's flags from args (after the required
+// --identity alice --kind echo) and builds the request.
+func parseSchedule(t *testing.T, args ...string) (*taskdv1.ScheduleTaskRequest, error) {
+	t.Helper()
+	var o scheduleOptions
+	fs := newFlagSet("schedule")
+	defineScheduleFlags(fs, &o)
+	pos, err := parseInterspersed(fs, append([]string{"--identity", "alice", "--kind", "echo"}, args...))
+	if err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	if len(pos) > 0 {
+		t.Fatalf("parsing %q: positional arguments %q", args, pos)
+	}
+	return buildScheduleRequest(o, testNow)
+}
+
+// once, periodic and spec help to write the expected requests.
+func once(o *taskdv1.OnceTrigger) []*taskdv1.Trigger {
+	return []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: o}}}
+}
+
+func periodic(p *taskdv1.PeriodicTrigger) []*taskdv1.Trigger {
+	return []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Periodic{Periodic: p}}}
+}
+
+func spec(scope taskdv1.Scope, triggers []*taskdv1.Trigger, edit ...func(*taskdv1.TaskSpec)) *taskdv1.ScheduleTaskRequest {
+	s := &taskdv1.TaskSpec{Identity: "alice", Kind: "echo", Scope: scope, Triggers: triggers}
+	for _, e := range edit {
+		e(s)
+	}
+	return &taskdv1.ScheduleTaskRequest{Task: s}
+}
+
+func ts(s string) *timestamppb.Timestamp {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return timestamppb.New(t)
+}
+
+func TestBuildScheduleRequest(t *testing.T) {
+	const id = taskdv1.Scope_SCOPE_IDENTITY
+	payloadFile := filepath.Join(t.TempDir(), "payload")
+	if err := os.WriteFile(payloadFile, []byte("from\x00file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want *taskdv1.ScheduleTaskRequest
+	}{
+		{"once now", []string{"--scope", "identity"}, spec(id, once(&taskdv1.OnceTrigger{}))},
+		{"scope every-node", []string{"--scope", "every-node"}, spec(taskdv1.Scope_SCOPE_EVERY_NODE, once(&taskdv1.OnceTrigger{}))},
+		{"scope upper case", []string{"--scope", "EVERY_NODE"}, spec(taskdv1.Scope_SCOPE_EVERY_NODE, once(&taskdv1.OnceTrigger{}))},
+		{"once delay", []string{"--scope", "identity", "--delay", "90s"},
+			spec(id, once(&taskdv1.OnceTrigger{Delay: durationpb.New(90 * time.Second)}))},
+		{"once zero delay", []string{"--scope", "identity", "--delay", "0s"},
+			spec(id, once(&taskdv1.OnceTrigger{Delay: durationpb.New(0)}))},
+		{"once at", []string{"--scope", "identity", "--at", "2026-05-01T10:00:00Z"},
+			spec(id, once(&taskdv1.OnceTrigger{At: ts("2026-05-01T10:00:00Z")}))},
+		{"once at with offset", []string{"--scope", "identity", "--at", "2026-05-01T12:00:00.5+02:00"},
+			spec(id, once(&taskdv1.OnceTrigger{At: ts("2026-05-01T10:00:00.5Z")}))},
+		{"every", []string{"--scope", "identity", "--every", "1m"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Minute)}))},
+		{"every 1ms", []string{"--scope", "identity", "--every", "1ms"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Millisecond)}))},
+		{"every start count until", []string{"--scope", "identity", "--every", "1h", "--start", "2026-05-01T00:00:00Z",
+			"--count", "5", "--until", "2026-05-02T00:00:00Z"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Hour), Start: ts("2026-05-01T00:00:00Z"),
+				Count: 5, End: ts("2026-05-02T00:00:00Z")}))},
+		{"every count", []string{"--scope", "identity", "--every", "10s", "--count", "3"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(10 * time.Second), Count: 3}))},
+		{"every until", []string{"--scope", "identity", "--every", "10s", "--until", "2026-05-02T00:00:00Z"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(10 * time.Second), End: ts("2026-05-02T00:00:00Z")}))},
+		{"every with delay sets start", []string{"--scope", "identity", "--every", "1m", "--delay", "30s"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Minute), Start: timestamppb.New(testNow.Add(30 * time.Second))}))},
+		{"every with at sets start", []string{"--scope", "identity", "--at", "2026-05-01T00:00:00Z", "--every", "1m"},
+			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Minute), Start: ts("2026-05-01T00:00:00Z")}))},
+		{"labels", []string{"--scope", "identity", "--label", "team=core", "--label", "expr=a=b", "--label", "empty="},
+			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+				s.Labels = map[string]string{"team": "core", "expr": "a=b", "empty": ""}
+			})},
+		{"payload and data", []string{"--scope", "identity", "--payload", "hello", "--data", "state"},
+			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+				s.Payload, s.Data = []byte("hello"), []byte("state")
+			})},
+		{"payload file", []string{"--scope", "identity", "--payload-file", payloadFile},
+			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) { s.Payload = []byte("from\x00file") })},
+		{"settings", []string{"--scope", "identity", "--non-durable", "--priority", "-5", "--max-attempts", "3",
+			"--timeout-task", "30s", "--no-recovery", "--allow-overlap", "--idempotency-key", "k1"},
+			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+				s.NonDurable, s.Priority, s.MaxAttempts = true, -5, 3
+				s.Timeout = durationpb.New(30 * time.Second)
+				s.RequestsRecovery = proto.Bool(false)
+				s.AllowOverlap, s.IdempotencyKey = true, "k1"
+			})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseSchedule(t, tc.args...)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if !proto.Equal(tc.want, got) {
+				t.Errorf("request mismatch:\n got: %v\nwant: %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildScheduleRequestErrors(t *testing.T) {
+	scoped := func(args ...string) []string { return append([]string{"--scope", "identity"}, args...) }
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // substring of the error: names the flag
+	}{
+		{"scope missing", nil, "missing required flag --scope"},
+		{"scope bad", []string{"--scope", "cluster"}, `invalid value "cluster" for flag --scope`},
+		{"delay bad", scoped("--delay", "soon"), `flag --delay`},
+		{"delay negative", scoped("--delay", "-1s"), `flag --delay: must be positive`},
+		{"at bad", scoped("--at", "2026-05-01 10:00"), `flag --at: want an RFC3339 time`},
+		{"at and delay", scoped("--at", "2026-05-01T10:00:00Z", "--delay", "1m"), "--delay and --at"},
+		{"every bad", scoped("--every", "often"), "flag --every"},
+		{"every zero", scoped("--every", "0s"), "flag --every: must be positive"},
+		{"every below 1ms", scoped("--every", "500us"), "flag --every: must be at least 1ms"},
+		{"start bad", scoped("--every", "1m", "--start", "now"), "flag --start"},
+		{"until bad", scoped("--every", "1m", "--until", "later"), "flag --until"},
+		{"until before start", scoped("--every", "1m", "--start", "2026-05-02T00:00:00Z", "--until", "2026-05-01T00:00:00Z"), "flag --until: before the first fire time"},
+		{"count negative", scoped("--every", "1m", "--count", "-1"), "flag --count"},
+		{"start without every", scoped("--start", "2026-05-01T00:00:00Z"), "--start needs --every"},
+		{"count without every", scoped("--count", "3"), "--count needs --every"},
+		{"until without every", scoped("--until", "2026-05-01T00:00:00Z"), "--until needs --every"},
+		{"start with delay", scoped("--every", "1m", "--start", "2026-05-01T00:00:00Z", "--delay", "1s"), "--start excludes --delay and --at"},
+		{"label without equals", scoped("--label", "team"), `invalid value "team" for flag --label`},
+		{"label empty key", scoped("--label", "=x"), "flag --label"},
+		{"label twice", scoped("--label", "a=1", "--label", "a=2"), `key "a" given twice`},
+		{"payload and file", scoped("--payload", "x", "--payload-file", "f"), "--payload and --payload-file"},
+		{"payload file missing", scoped("--payload-file", filepath.Join(t.TempDir(), "nope")), "flag --payload-file"},
+		{"max attempts negative", scoped("--max-attempts", "-1"), "flag --max-attempts"},
+		{"priority out of range", scoped("--priority", strconv.FormatInt(1<<40, 10)), "flag --priority"},
+		{"timeout-task zero", scoped("--timeout-task", "0s"), "flag --timeout-task: must be positive"},
+		{"timeout-task bad", scoped("--timeout-task", "long"), "flag --timeout-task"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := parseSchedule(t, tc.args...)
+			if err == nil {
+				t.Fatalf("no error; request %v", req)
+			}
+			var ue *usageError
+			if !errors.As(err, &ue) {
+				t.Errorf("error %v (%T) is not a usage error", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildScheduleRequestRequired(t *testing.T) {
+	for _, tc := range []struct {
+		o    scheduleOptions
+		want string
+	}{
+		{scheduleOptions{Kind: "k", Scope: "identity"}, "missing required flag --identity"},
+		{scheduleOptions{Identity: "a", Scope: "identity"}, "missing required flag --kind"},
+		{scheduleOptions{Identity: "a", Kind: "k"}, "missing required flag --scope"},
+	} {
+		if _, err := buildScheduleRequest(tc.o, testNow); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("buildScheduleRequest(%+v) error = %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestTaskID(t *testing.T) {
+	for _, tc := range []struct {
+		flag    string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{"", []string{"t1"}, "t1", ""},
+		{"t1", nil, "t1", ""},
+		{"t1", []string{"t1"}, "t1", ""},
+		{"", nil, "", "missing task id"},
+		{"t1", []string{"t2"}, "", "given twice"},
+		{"", []string{"t1", "t2"}, "", "unexpected argument"},
+	} {
+		got, err := taskID(tc.flag, tc.args)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("taskID(%q, %q) error = %v, want %q", tc.flag, tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("taskID(%q, %q) = %q, %v; want %q", tc.flag, tc.args, got, err, tc.want)
+		}
+	}
+}
+
+func TestDescribeError(t *testing.T) {
+	opts := &globalOptions{addr: "10.0.0.1:7420", timeout: 3 * time.Second}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{status.Error(codes.NotFound, "task t1 not found"), "NotFound: task t1 not found"},
+		{status.Error(codes.InvalidArgument, "kind:\n  unknown"), "InvalidArgument: kind: unknown"},
+		{status.Error(codes.Unavailable, "connection refused"), "Unavailable: connection refused (is a taskd node listening on 10.0.0.1:7420?"},
+		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "DeadlineExceeded: context deadline exceeded (no answer from 10.0.0.1:7420 within --timeout 3s)"},
+		{errors.New("plain failure"), "plain failure"},
+	} {
+		if got := describeError(tc.err, opts); !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
+			t.Errorf("describeError(%v) = %q, want one line starting %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,286 @@
+// Command taskctl is the command-line client of taskd. It talks to any node
+// of a taskd cluster over the public gRPC API (proto/taskd/v1) to schedule,
+// inspect and control tasks.
+//
+// Usage:
+//
+//	taskctl [--addr HOST:PORT] [-o table|json] [--timeout DUR] COMMAND [flags] [args]
+//
+// Run "taskctl help" for the list of commands and "taskctl COMMAND -h" for
+// the flags of one command.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Exit codes of run.
+const (
+	exitOK    = 0 // the command succeeded, or help was asked for
+	exitError = 1 // the command failed (an RPC error, an output error)
+	exitUsage = 2 // the command line was wrong
+)
+
+const (
+	defaultAddr    = "127.0.0.1:7420"
+	defaultTimeout = 10 * time.Second
+	envAddr        = "TASKCTL_ADDR"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// globalOptions are the flags given before the command. The output format
+// may also be given after the command.
+type globalOptions struct {
+	addr    string
+	format  outputFormat
+	timeout time.Duration
+}
+
+// usageError is a mistake on the command line: run reports it with exit
+// code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// usagef makes a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// env is what a command's action works with: the global options, the output
+// streams and a lazily dialled client.
+type env struct {
+	cmd    string
+	opts   *globalOptions
+	stdout io.Writer
+	stderr io.Writer
+
+	conn   *grpc.ClientConn
+	client taskdv1.TaskServiceClient
+}
+
+// taskClient returns the gRPC client, creating the connection on first use.
+// grpc.NewClient does not connect; the first RPC does.
+func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
+	if e.client != nil {
+		return e.client, nil
+	}
+	conn, err := grpc.NewClient(e.opts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, usagef("invalid --addr %q: %v", e.opts.addr, err)
+	}
+	e.conn = conn
+	e.client = taskdv1.NewTaskServiceClient(conn)
+	return e.client, nil
+}
+
+// close releases the connection, if one was made.
+func (e *env) close() {
+	if e.conn != nil {
+		_ = e.conn.Close()
+		e.conn, e.client = nil, nil
+	}
+}
+
+// run is the whole program: it parses args (without the program name),
+// runs one command writing to stdout and stderr, and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	opts := &globalOptions{addr: defaultAddr, format: formatTable, timeout: defaultTimeout}
+	if a := os.Getenv(envAddr); a != "" {
+		opts.addr = a
+	}
+
+	gfs := newFlagSet("taskctl")
+	defineGlobalFlags(gfs, opts)
+	if err := gfs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "taskctl: %v (see 'taskctl help')\n", err)
+		return exitUsage
+	}
+	if opts.timeout <= 0 {
+		fmt.Fprintf(stderr, "taskctl: invalid value %q for flag --timeout: must be positive\n", opts.timeout)
+		return exitUsage
+	}
+	rest := gfs.Args()
+	if len(rest) == 0 {
+		fmt.Fprintln(stderr, "taskctl: missing command (see 'taskctl help')")
+		return exitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		return runHelp(rest, stdout, stderr)
+	}
+	cmd := lookupCommand(name)
+	if cmd == nil {
+		fmt.Fprintf(stderr, "taskctl: unknown command %q (see 'taskctl help')\n", name)
+		return exitUsage
+	}
+
+	fs := newFlagSet(cmd.name)
+	fs.Var(&opts.format, "o", "output `format`: table or json")
+	fs.Var(&opts.format, "output", "output `format`: table or json (same as -o)")
+	act := cmd.define(fs)
+	pos, err := parseInterspersed(fs, rest)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandUsage(stdout, cmd, fs)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "taskctl: %s: %v%s (see 'taskctl %s -h')\n", cmd.name, err, globalFlagHint(err), cmd.name)
+		return exitUsage
+	}
+
+	e := &env{cmd: cmd.name, opts: opts, stdout: stdout, stderr: stderr}
+	defer e.close()
+	if err := act(e, pos); err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "taskctl: %s: %v (see 'taskctl %s -h')\n", cmd.name, ue, cmd.name)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "taskctl: %s: %s\n", cmd.name, describeError(err, opts))
+		return exitError
+	}
+	return exitOK
+}
+
+// defineGlobalFlags registers the flags that come before the command.
+func defineGlobalFlags(fs *flag.FlagSet, o *globalOptions) {
+	fs.StringVar(&o.addr, "addr", o.addr, "`HOST:PORT` of a taskd node's gRPC API (env "+envAddr+")")
+	fs.Var(&o.format, "o", "output `format`: table or json")
+	fs.Var(&o.format, "output", "output `format`: table or json (same as -o)")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "deadline of every RPC")
+}
+
+// globalFlagHint adds a hint when a global flag was given after the command.
+func globalFlagHint(err error) string {
+	const prefix = "flag provided but not defined: -"
+	msg := err.Error()
+	if !strings.HasPrefix(msg, prefix) {
+		return ""
+	}
+	switch name := strings.TrimLeft(strings.TrimPrefix(msg, prefix), "-"); name {
+	case "addr", "timeout":
+		return fmt.Sprintf("; the global flag --%s goes before the command", name)
+	}
+	return ""
+}
+
+// newFlagSet makes a silent FlagSet: run prints errors and usage itself.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseInterspersed parses fs from args allowing flags after positional
+// arguments: the flag package stops at the first positional argument, so the
+// remainder is parsed again until nothing is left. Everything after a "--"
+// terminator is positional. It returns the positional arguments in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if endedByTerminator(fs, args[:len(args)-len(rest)]) {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// endedByTerminator reports whether the flag package stopped parsing
+// consumed (the arguments it used up) at a "--" terminator, as opposed to a
+// "--" that was the value of a flag. It walks consumed the way the flag
+// package does.
+func endedByTerminator(fs *flag.FlagSet, consumed []string) bool {
+	for i := 0; i < len(consumed); i++ {
+		s := consumed[i]
+		if s == "--" {
+			return i == len(consumed)-1
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(s, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		i++ // the flag's value
+	}
+	return false
+}
+
+// runHelp handles "taskctl help [COMMAND]".
+func runHelp(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stdout)
+		return exitOK
+	}
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		fmt.Fprintf(stderr, "taskctl: help: unknown command %q (see 'taskctl help')\n", args[0])
+		return exitUsage
+	}
+	fs := newFlagSet(cmd.name)
+	f := formatTable
+	fs.Var(&f, "o", "output `format`: table or json")
+	fs.Var(&f, "output", "output `format`: table or json (same as -o)")
+	cmd.define(fs)
+	printCommandUsage(stdout, cmd, fs)
+	return exitOK
+}
+
+// printUsage writes the program's usage: global flags and every command.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `taskctl is the command-line client of taskd.
+
+Usage:
+  taskctl [global flags] COMMAND [flags] [args]
+
+Commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "  help      show this help, or a command's flags with 'taskctl help COMMAND'\n\nGlobal flags:\n")
+	fs := newFlagSet("taskctl")
+	defineGlobalFlags(fs, &globalOptions{addr: defaultAddr, format: formatTable, timeout: defaultTimeout})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\nFlags take one dash or two (-o, --output). Run 'taskctl COMMAND -h' for the flags of a command.\n")
+}
+
+// printCommandUsage writes one command's synopsis and flags.
+func printCommandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage:\n  taskctl [global flags] %s %s\n\n%s\n\nFlags:\n", c.name, c.synopsis, c.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a test leaves goroutines behind (a gRPC
+// connection that was not closed, for instance).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// runCLI calls run in-process and returns its exit code and output.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// freeAddr returns a 127.0.0.1 address where nothing listens: a port the
+// kernel handed out and that was closed again.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string // substrings of stdout
+	}{
+		{[]string{"help"}, append([]string{"Usage:", "-addr", "-timeout", "-output", "help"}, commandNames()...)},
+		{[]string{"-h"}, commandNames()},
+		{[]string{"--help"}, commandNames()},
+		{[]string{"--addr", "x:1", "-h"}, commandNames()},
+		{[]string{"help", "schedule"}, []string{"taskctl [global flags] schedule", "-scope", "-every", "-label", "-idempotency-key", "-output"}},
+		{[]string{"schedule", "-h"}, []string{"-scope", "-payload-file", "-timeout-task", "-no-recovery", "-allow-overlap"}},
+		{[]string{"schedule", "--identity", "a", "--help"}, []string{"-scope"}},
+		{[]string{"get", "-h"}, []string{"taskctl [global flags] get --identity ID TASK_ID", "-identity", "-task"}},
+		{[]string{"list", "-h"}, []string{"-page-size", "-all"}},
+		{[]string{"runs", "-h"}, []string{"-identity", "-task"}},
+		{[]string{"nodes", "-h"}, []string{"-o format"}},
+		{[]string{"identity", "-h"}, []string{"identity ID"}},
+		{[]string{"run-now", "-h"}, []string{"-identity"}},
+		{[]string{"cancel", "-h"}, []string{"-identity"}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, tc.args...)
+			if code != exitOK {
+				t.Errorf("exit code = %d, want 0; stderr: %s", code, errOut)
+			}
+			if errOut != "" {
+				t.Errorf("stderr = %q, want empty", errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+func TestUsageErrors(t *testing.T) {
+	addr := freeAddr(t) // an accidental RPC would fail with exit 1, not 2
+	sched := []string{"schedule", "--identity", "a", "--kind", "k", "--scope", "identity"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // substring of stderr
+	}{
+		{"no command", nil, "missing command"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown global flag", []string{"--bogus", "nodes"}, "-bogus"},
+		{"bad output", []string{"-o", "yaml", "nodes"}, "flag -o"},
+		{"bad output long", []string{"--output=xml", "nodes"}, "flag -output"},
+		{"bad output after command", []string{"nodes", "-o", "xml"}, "flag -o"},
+		{"bad timeout", []string{"--timeout", "soon", "nodes"}, "flag -timeout"},
+		{"zero timeout", []string{"--timeout", "0s", "nodes"}, "--timeout"},
+		{"timeout missing value", []string{"nodes", "--timeout"}, "-timeout"},
+		{"global flag after command", []string{"nodes", "--addr", "x:1"}, "--addr goes before the command"},
+		{"help unknown", []string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown command flag", []string{"get", "--identity", "a", "t1", "--bogus"}, "-bogus"},
+		{"flag missing value", []string{"get", "t1", "--identity"}, "flag needs an argument: -identity"},
+		{"get missing task", []string{"get", "--identity", "a"}, "missing task id"},
+		{"get missing identity", []string{"get", "t1"}, "missing required flag --identity"},
+		{"get two tasks", []string{"get", "--identity", "a", "t1", "t2"}, `unexpected argument "t2"`},
+		{"get task twice", []string{"get", "--identity", "a", "--task", "t1", "t2"}, "task id given twice"},
+		{"cancel missing task", []string{"cancel", "--identity", "a"}, "missing task id"},
+		{"run-now missing identity", []string{"run-now", "--task", "t1"}, "--identity"},
+		{"runs missing identity", []string{"runs", "t1"}, "--identity"},
+		{"list missing identity", []string{"list"}, "--identity"},
+		{"list bad page size", []string{"list", "--identity", "a", "--page-size", "-1"}, "--page-size"},
+		{"list page size not a number", []string{"list", "--identity", "a", "--page-size", "ten"}, "-page-size"},
+		{"list all and token", []string{"list", "--identity", "a", "--all", "--page-token", "x"}, "--page-token"},
+		{"list argument", []string{"list", "--identity", "a", "extra"}, `unexpected argument "extra"`},
+		{"nodes argument", []string{"nodes", "extra"}, `unexpected argument "extra"`},
+		{"identity missing", []string{"identity"}, "missing identity"},
+		{"identity two", []string{"identity", "a", "b"}, `unexpected argument "b"`},
+		{"schedule missing scope", []string{"schedule", "--identity", "a", "--kind", "k"}, "missing required flag --scope"},
+		{"schedule bad scope", append(slices.Clone(sched[:5]), "--scope", "cluster"), "--scope"},
+		{"schedule missing kind", []string{"schedule", "--identity", "a", "--scope", "identity"}, "--kind"},
+		{"schedule bad delay", append(slices.Clone(sched), "--delay", "5x"), "--delay"},
+		{"schedule bad at", append(slices.Clone(sched), "--at", "tomorrow"), "--at"},
+		{"schedule bad every", append(slices.Clone(sched), "--every", "often"), "--every"},
+		{"schedule bad count", append(slices.Clone(sched), "--every", "1m", "--count", "x"), "-count"},
+		{"schedule bad label", append(slices.Clone(sched), "--label", "novalue"), "--label"},
+		{"schedule argument", append(slices.Clone(sched), "extra"), `unexpected argument "extra"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--addr", addr}, tc.args...)
+			if tc.args == nil {
+				args = nil
+			}
+			code, out, errOut := runCLI(t, args...)
+			if code != exitUsage {
+				t.Errorf("exit code = %d, want %d; stderr: %s", code, exitUsage, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want empty", out)
+			}
+			if !strings.HasPrefix(errOut, "taskctl: ") || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("stderr is not one 'taskctl: ' line: %q", errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr = %q, want it to contain %q", errOut, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	addr := freeAddr(t)
+	for _, args := range [][]string{
+		{"nodes"},
+		{"-o", "json", "nodes"},
+		{"get", "--identity", "alice", "t1"},
+		{"get", "t1", "--identity", "alice", "-o", "json"},
+		{"cancel", "--identity", "alice", "--task", "t1"},
+		{"run-now", "--identity", "alice", "t1"},
+		{"runs", "--identity", "alice", "t1"},
+		{"list", "--identity", "alice", "--all"},
+		{"identity", "alice"},
+		{"schedule", "--identity", "alice", "--kind", "echo", "--scope", "identity", "--delay", "1m"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			start := time.Now()
+			code, out, errOut := runCLI(t, append([]string{"--addr", addr, "--timeout", "2s"}, args...)...)
+			elapsed := time.Since(start)
+			if code != exitError {
+				t.Errorf("exit code = %d, want %d; stderr: %s", code, exitError, errOut)
+			}
+			if out != "" {
+				t.Errorf("stdout = %q, want empty", out)
+			}
+			cmd := args[0]
+			if cmd == "-o" {
+				cmd = args[2]
+			}
+			if want := "taskctl: " + cmd + ": Unavailable: "; !strings.HasPrefix(errOut, want) {
+				t.Errorf("stderr = %q, want prefix %q", errOut, want)
+			}
+			if !strings.Contains(errOut, addr) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("stderr = %q, want one line naming %s", errOut, addr)
+			}
+			if elapsed > 3*time.Second {
+				t.Errorf("took %v, want within the 2s --timeout", elapsed)
+			}
+		})
+	}
+}
+
+func TestAddrFromEnvironment(t *testing.T) {
+	addr := freeAddr(t)
+	t.Setenv(envAddr, addr)
+	code, _, errOut := runCLI(t, "--timeout", "2s", "nodes")
+	if code != exitError || !strings.Contains(errOut, "Unavailable") || !strings.Contains(errOut, addr) {
+		t.Errorf("exit %d, stderr %q: want exit 1, Unavailable at %s from %s", code, errOut, addr, envAddr)
+	}
+	// --addr overrides the environment.
+	other := freeAddr(t)
+	code, _, errOut = runCLI(t, "--addr", other, "--timeout", "2s", "nodes")
+	if code != exitError || !strings.Contains(errOut, other) {
+		t.Errorf("exit %d, stderr %q: want exit 1 naming %s", code, errOut, other)
+	}
+}
+
+func TestParseInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		identity string
+		all      bool
+		pos      []string
+	}{
+		{"flags first", []string{"--identity", "a", "t1"}, "a", false, []string{"t1"}},
+		{"flags last", []string{"t1", "--identity", "a", "--all"}, "a", true, []string{"t1"}},
+		{"mixed", []string{"t1", "-identity=a", "t2", "-all", "t3"}, "a", true, []string{"t1", "t2", "t3"}},
+		{"terminator", []string{"--identity", "a", "--", "--all", "t1"}, "a", false, []string{"--all", "t1"}},
+		{"terminator after positional", []string{"t1", "--", "-x"}, "", false, []string{"t1", "-x"}},
+		{"dashes as a value", []string{"--identity", "--", "t1", "--all"}, "--", true, []string{"t1"}},
+		{"dashes as a value then terminator", []string{"--identity", "--", "--", "--all"}, "--", false, []string{"--all"}},
+		{"bool then terminator", []string{"--all", "--", "--identity"}, "", true, []string{"--identity"}},
+		{"none", nil, "", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFlagSet("test")
+			identity := fs.String("identity", "", "")
+			all := fs.Bool("all", false, "")
+			pos, err := parseInterspersed(fs, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *identity != tc.identity || *all != tc.all || !slices.Equal(pos, tc.pos) {
+				t.Errorf("identity %q, all %v, args %q; want %q, %v, %q", *identity, *all, pos, tc.identity, tc.all, tc.pos)
+			}
+		})
+	}
+}

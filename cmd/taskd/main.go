@@ -1,0 +1,226 @@
+// Command taskd runs one taskd node: with no --etcd it starts an embedded
+// single-member etcd in --data-dir; with --etcd it joins that cluster. It
+// serves the taskd.v1 gRPC API (with reflection and health checking) on
+// --listen, and metrics and a health check on --http.
+//
+// Run `taskd --help` for the options (SPEC §9).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/taskd/taskd/pkg/builtin"
+	"github.com/taskd/taskd/pkg/config"
+	"github.com/taskd/taskd/pkg/etcdembed"
+	"github.com/taskd/taskd/pkg/taskservice"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// run is the whole server; it returns the process exit code.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	began := time.Now()
+	cfg, err := config.Load(args, environ, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "taskd: configuration: %v\n", err)
+		return 2
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:   "taskd",
+		Level:  hclog.LevelFromString(cfg.LogLevel),
+		Output: stderr,
+	}).With("node", cfg.Name)
+	if err := serve(ctx, cfg, log, began); err != nil {
+		log.Error("taskd stopped with an error", "error", err)
+		fmt.Fprintf(stderr, "taskd: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.Time) (err error) {
+	endpoints := cfg.Etcd
+	if len(endpoints) == 0 {
+		srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		endpoints = []string{srv.ClientURL()}
+		log.Info("embedded etcd ready", "client_url", srv.ClientURL(), "data_dir", cfg.DataDir)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("etcd client: %w", err)
+	}
+	defer cli.Close()
+
+	handlers := map[string]taskservice.Handler{}
+	for _, kt := range cfg.Exec {
+		handlers[kt.Kind] = builtin.NewExec(kt.Target, builtin.ExecOptions{Logger: log.Named("exec")})
+	}
+	for _, kt := range cfg.Webhook {
+		handlers[kt.Kind] = builtin.NewWebhook(kt.Target, builtin.WebhookOptions{})
+	}
+
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on --listen %s: %w", cfg.Listen, err)
+	}
+	httpLis, err := net.Listen("tcp", cfg.HTTP)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("listen on --http %s: %w", cfg.HTTP, err)
+	}
+
+	metrics := newMetrics()
+	node, err := taskservice.New(taskservice.Config{
+		Name:             cfg.Name,
+		Client:           cli,
+		Prefix:           cfg.Prefix,
+		Address:          lis.Addr().String(),
+		Handlers:         handlers,
+		Listeners:        []taskservice.Listener{metrics.observe},
+		Logger:           log,
+		LeaseTTL:         cfg.LeaseTTL,
+		MisfireThreshold: cfg.MisfireThreshold,
+		MaxCatchUp:       cfg.MaxCatchUp,
+		History:          cfg.History,
+		Retention:        cfg.Retention,
+		MaxPayload:       cfg.MaxPayload,
+		Workers:          cfg.Workers,
+		HandoffPeriod:    cfg.HandoffPeriod,
+		HandoffStart:     cfg.HandoffStart,
+		VoteDelay:        cfg.VoteDelay,
+		RemoveDelay:      cfg.RemoveDelay,
+		DrainTimeout:     cfg.DrainTimeout,
+	})
+	if err != nil {
+		lis.Close()
+		httpLis.Close()
+		return err
+	}
+
+	// The API serves before the node dispatches (SPEC §2.5): requests are
+	// accepted while STARTING, runs begin only once RUNNING.
+	gs := grpc.NewServer()
+	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	grpcDone := make(chan error, 1)
+	go func() { grpcDone <- gs.Serve(lis) }()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.runs, metrics.events)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		st := node.State()
+		if st != taskdv1.NodeState_NODE_STATE_RUNNING {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, strings.TrimPrefix(st.String(), "NODE_STATE_"))
+	})
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hsrv.Serve(httpLis) }()
+
+	stopServers := func() {
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			gs.Stop()
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = hsrv.Shutdown(sctx)
+		cancel()
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	err = node.Start(startCtx)
+	cancel()
+	if err != nil {
+		stopServers()
+		_ = node.Stop(context.Background())
+		return fmt.Errorf("start node: %w", err)
+	}
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	log.Info("taskd running", "api", lis.Addr().String(), "http", httpLis.Addr().String(),
+		"startup_ms", time.Since(began).Milliseconds())
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping", "drain_timeout", cfg.DrainTimeout)
+	case err := <-grpcDone:
+		log.Error("gRPC server failed", "error", err)
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	stopErr := node.Stop(dctx)
+	stopServers()
+	return stopErr
+}
+
+// metrics counts what the node does, for /metrics.
+type metrics struct {
+	runs   *prometheus.CounterVec
+	events *prometheus.CounterVec
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskd_runs_total", Help: "Runs finished, by outcome.",
+		}, []string{"outcome"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskd_events_total", Help: "Task events, by type.",
+		}, []string{"type"}),
+	}
+}
+
+func (m *metrics) observe(ev taskservice.Event) {
+	m.events.WithLabelValues(string(ev.Type)).Inc()
+	switch ev.Type {
+	case taskservice.EventSucceeded, taskservice.EventFailed, taskservice.EventDropped, taskservice.EventInterrupted:
+		m.runs.WithLabelValues(strings.TrimPrefix(ev.Outcome.String(), "OUTCOME_")).Inc()
+	}
+}

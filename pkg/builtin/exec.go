@@ -1,0 +1,241 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/taskd/taskd/pkg/taskservice"
+)
+
+const (
+	// maxMessage is the most bytes of a command's stdout or a webhook's
+	// response body kept as the run's message; the rest is read and
+	// discarded.
+	maxMessage = 64 << 10
+	// maxStderr is the most bytes of a command's stderr kept (the last ones),
+	// to quote its last line in an error.
+	maxStderr = 4 << 10
+	// exitRetry is the exit code by which a command asks for a retry
+	// (EX_TEMPFAIL in sysexits.h).
+	exitRetry = 75
+	// execWaitDelay bounds how long Wait waits for the output pipes after the
+	// command exited or was killed, in case a descendant outside its process
+	// group still holds them.
+	execWaitDelay = 2 * time.Second
+)
+
+// ExecOptions configures an exec handler. The zero value is ready to use.
+type ExecOptions struct {
+	// Env holds extra "KEY=value" entries added to the node's environment.
+	// The TASKD_* variables of the run take precedence over them.
+	Env []string
+	// Logger receives debug and warning lines; nil discards them.
+	Logger hclog.Logger
+}
+
+type execHandler struct {
+	command   string
+	env       []string
+	logger    hclog.Logger
+	waitDelay time.Duration
+}
+
+// NewExec returns a handler that runs `/bin/sh -c command` once per run, in
+// its own process group, with the run's payload on stdin and the node's
+// environment plus opts.Env and TASKD_IDENTITY, TASKD_TASK_ID, TASKD_KIND,
+// TASKD_RUN, TASKD_FENCE, TASKD_NODE and TASKD_ATTEMPT.
+//
+// Exit code 0 is a success, and the command's stdout (at most 64 KiB, one
+// trailing newline trimmed) becomes the run's message. Exit code 75 asks for
+// a retry; any other exit, or a failure to start, is a permanent error that
+// quotes the last line of stderr. When the run's context ends (task timeout
+// or node stop), the whole process group is killed with SIGKILL and the run
+// fails with a retryable error.
+func NewExec(command string, opts ExecOptions) taskservice.Handler {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &execHandler{
+		command:   command,
+		env:       append([]string(nil), opts.Env...),
+		logger:    logger,
+		waitDelay: execWaitDelay,
+	}
+}
+
+// Work runs the command for run and sets its stdout as the run's message.
+func (h *execHandler) Work(ctx context.Context, run *taskservice.Run) error {
+	msg, err := h.run(ctx, run)
+	if msg != "" {
+		run.SetMessage(msg)
+	}
+	return err
+}
+
+// run runs the command and returns its stdout as a message, and the outcome.
+func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, error) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.command)
+	cmd.Env = append(append(os.Environ(), h.env...), // later entries win
+		"TASKD_IDENTITY="+run.Identity,
+		"TASKD_TASK_ID="+run.TaskID,
+		"TASKD_KIND="+run.Kind,
+		"TASKD_RUN="+strconv.FormatInt(run.RunNumber, 10),
+		"TASKD_FENCE="+run.Fence.String(),
+		"TASKD_NODE="+run.Node,
+		"TASKD_ATTEMPT="+strconv.Itoa(run.Attempt),
+	)
+	cmd.Stdin = bytes.NewReader(run.Payload)
+	stdout := &headBuffer{limit: maxMessage}
+	stderr := &tailBuffer{limit: maxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Its own process group, so that a timeout kills what it started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var killed atomic.Bool
+	cmd.Cancel = func() error {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		if err != nil {
+			h.logger.Warn("exec: cannot kill the process group", "kind", run.Kind,
+				"task", run.TaskID, "pgid", cmd.Process.Pid, "error", err)
+			return err
+		}
+		killed.Store(true)
+		return nil
+	}
+	cmd.WaitDelay = h.waitDelay
+
+	waitErr := cmd.Run()
+	if stdout.truncated {
+		h.logger.Debug("exec stdout over the message cap, rest discarded",
+			"kind", run.Kind, "task", run.TaskID, "cap", maxMessage)
+	}
+	msg := messageText(stdout.buf, stdout.truncated)
+	if waitErr == nil {
+		return msg, nil
+	}
+
+	what := fmt.Sprintf("exec handler for kind %q", run.Kind)
+	detail := ""
+	if line := stderr.lastLine(); line != "" {
+		detail = ": " + line
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case killed.Load() || (cmd.Process == nil && ctx.Err() != nil):
+		return msg, taskservice.Retry(fmt.Errorf("%s: %s, process group killed: %w%s",
+			what, ctxReason(ctx), ctx.Err(), detail))
+	case errors.As(waitErr, &exitErr):
+		code := exitErr.ExitCode()
+		if code == exitRetry {
+			return msg, taskservice.Retry(fmt.Errorf("%s: exit code %d (retry requested)%s",
+				what, code, detail))
+		}
+		if code < 0 { // killed by a signal that was not ours
+			return msg, taskservice.Permanent(fmt.Errorf("%s: %w%s", what, waitErr, detail))
+		}
+		return msg, taskservice.Permanent(fmt.Errorf("%s: exit code %d%s", what, code, detail))
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		// The shell exited 0 but something it started in the background
+		// kept stdout or stderr open; its output after the delay is lost.
+		h.logger.Warn("exec command exited 0 but a background process held its output open; stopped reading",
+			"kind", run.Kind, "task", run.TaskID, "wait_delay", h.waitDelay)
+		return msg, nil
+	case cmd.Process == nil:
+		return msg, taskservice.Permanent(fmt.Errorf("%s: start /bin/sh: %w", what, waitErr))
+	default:
+		return msg, taskservice.Permanent(fmt.Errorf("%s: %w%s", what, waitErr, detail))
+	}
+}
+
+// headBuffer keeps the first limit bytes written to it and discards the
+// rest. It never fails, so a capped writer never blocks or breaks its source.
+type headBuffer struct {
+	buf       []byte
+	limit     int
+	truncated bool
+}
+
+func (w *headBuffer) Write(p []byte) (int, error) {
+	if room := w.limit - len(w.buf); len(p) > room {
+		w.truncated = true
+		w.buf = append(w.buf, p[:max(room, 0)]...)
+	} else {
+		w.buf = append(w.buf, p...)
+	}
+	return len(p), nil
+}
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	buf   []byte
+	limit int
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= w.limit {
+		w.buf = append(w.buf[:0], p[len(p)-w.limit:]...)
+		return n, nil
+	}
+	if over := len(w.buf) + len(p) - w.limit; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	w.buf = append(w.buf, p...)
+	return n, nil
+}
+
+// lastLine returns the last non-blank line held, as valid UTF-8.
+func (w *tailBuffer) lastLine() string {
+	b := bytes.TrimRight(w.buf, " \t\r\n")
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return strings.ToValidUTF8(string(bytes.TrimSpace(b)), "\uFFFD")
+}
+
+// messageText turns captured output into a run message: one trailing newline
+// trimmed, a rune cut in two by the cap dropped, and invalid UTF-8 replaced
+// (run messages are protobuf strings). The result is at most maxMessage
+// bytes.
+func messageText(b []byte, truncated bool) string {
+	if truncated {
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(b); r != utf8.RuneError || size != 1 {
+				break
+			}
+			b = b[:len(b)-1]
+		}
+	}
+	s := strings.ToValidUTF8(string(bytes.TrimSuffix(b, []byte("\n"))), "\uFFFD")
+	if len(s) > maxMessage { // replacement characters can make it longer
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// ctxReason says why ctx ended, for an error message.
+func ctxReason(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "run timed out"
+	}
+	return "run cancelled"
+}

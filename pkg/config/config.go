@@ -1,0 +1,482 @@
+// Package config is the strict configuration of the taskd server binary
+// (SPEC §9): defaults, a config file, TASKD_* environment variables and
+// command-line flags, in increasing precedence. Anything unknown, removed or
+// invalid stops start-up with an error that names the option and where it
+// came from.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Config is the configuration of one taskd node. Default gives the SPEC §9
+// defaults; Load fills it from the config file, the environment and the
+// command line; Validate checks it.
+type Config struct {
+	// Name is the stable node name (--name), unique in the cluster and used
+	// in etcd keys; default the host name.
+	Name string
+	// DataDir holds the embedded etcd's data (--data-dir).
+	DataDir string
+	// Etcd lists the etcd endpoints (--etcd, comma-separated); empty starts
+	// an embedded single-member etcd.
+	Etcd []string
+	// EtcdListen is the client URL of the embedded etcd (--etcd-listen).
+	EtcdListen string
+	// Prefix is the etcd key prefix (--prefix); it starts and ends with '/'.
+	Prefix string
+	// Listen is the gRPC API address (--listen).
+	Listen string
+	// HTTP is the metrics and health address (--http).
+	HTTP string
+	// LeaseTTL is the node liveness lease TTL (--lease-ttl).
+	LeaseTTL time.Duration
+	// HandoffPeriod is the handoff polling period (--handoff-period).
+	HandoffPeriod time.Duration
+	// HandoffStart is the delay before the first handoff poll
+	// (--handoff-start).
+	HandoffStart time.Duration
+	// VoteDelay is the status vote delay (--vote-delay).
+	VoteDelay time.Duration
+	// RemoveDelay is the unmapping delay for inactive identities
+	// (--remove-delay).
+	RemoveDelay time.Duration
+	// MisfireThreshold is the lateness after which a fire time has misfired
+	// (--misfire-threshold).
+	MisfireThreshold time.Duration
+	// DrainTimeout is how long draining waits for in-flight runs
+	// (--drain-timeout).
+	DrainTimeout time.Duration
+	// MaxPayload is the largest task payload and data in bytes
+	// (--max-payload).
+	MaxPayload int
+	// History is the number of runs kept per task (--history).
+	History int
+	// Retention is how long a completed one-shot task stays visible
+	// (--retention).
+	Retention time.Duration
+	// MaxCatchUp caps the runs of one FIRE_ALL misfire (--max-catch-up).
+	MaxCatchUp int
+	// Workers is the number of concurrent runs per node (--workers).
+	Workers int
+	// LogLevel is one of trace, debug, info, warn, error (--log-level).
+	LogLevel string
+	// Exec lists the built-in exec handlers (--exec KIND=COMMAND).
+	Exec []KindTarget
+	// Webhook lists the built-in webhook handlers (--webhook KIND=URL).
+	Webhook []KindTarget
+	// ConfigFile is the config file that was read (--config or
+	// TASKD_CONFIG), or "".
+	ConfigFile string
+}
+
+// KindTarget configures one built-in handler: the task kind it handles and
+// its target, a shell command for --exec or a URL for --webhook.
+type KindTarget struct {
+	// Kind is the task kind, 1-128 bytes without whitespace or control
+	// characters.
+	Kind string
+	// Target is the command (exec) or the http(s) URL (webhook).
+	Target string
+}
+
+// Default returns the SPEC §9 defaults. Name is the host name, or "" if it
+// cannot be read (which Validate then reports).
+func Default() Config {
+	name, err := os.Hostname()
+	if err != nil {
+		name = ""
+	}
+	return Config{
+		Name:             name,
+		DataDir:          "./taskd-data",
+		EtcdListen:       "http://127.0.0.1:2379",
+		Prefix:           "/taskd/",
+		Listen:           "127.0.0.1:7420",
+		HTTP:             "127.0.0.1:7421",
+		LeaseTTL:         10 * time.Second,
+		HandoffPeriod:    500 * time.Millisecond,
+		HandoffStart:     2500 * time.Millisecond,
+		VoteDelay:        5000 * time.Millisecond,
+		RemoveDelay:      5000 * time.Millisecond,
+		MisfireThreshold: 60 * time.Second,
+		DrainTimeout:     30 * time.Second,
+		MaxPayload:       256 << 10,
+		History:          20,
+		Retention:        24 * time.Hour,
+		MaxCatchUp:       100,
+		Workers:          64,
+		LogLevel:         "info",
+	}
+}
+
+// sourceKind says where a setting came from.
+type sourceKind int
+
+const (
+	fromFile sourceKind = iota
+	fromEnv
+	fromFlag
+)
+
+// source is where one setting came from, for error messages.
+type source struct {
+	kind sourceKind
+	key  string // the flag as written, or the environment variable
+	file string
+	line int
+}
+
+// String describes the source, e.g. "environment variable TASKD_FOO".
+func (s source) String() string {
+	switch s.kind {
+	case fromFlag:
+		return "command-line flag " + s.key
+	case fromEnv:
+		return "environment variable " + s.key
+	default:
+		return fmt.Sprintf("config file %s, line %d", s.file, s.line)
+	}
+}
+
+// spell writes the option called name as this source would.
+func (s source) spell(name string) string {
+	switch s.kind {
+	case fromFlag:
+		return "--" + name
+	case fromEnv:
+		return envName(name)
+	default:
+		return name
+	}
+}
+
+// setting is one value for one option from one source.
+type setting struct {
+	opt   *option
+	value string
+	src   source
+	// clear marks a repeatable option set to no entries.
+	clear bool
+}
+
+// Load builds the configuration from, in increasing precedence: the
+// defaults, the config file (if --config or TASKD_CONFIG names one), the
+// TASKD_* environment variables in environ, then the command-line flags in
+// args (without the program name). For a repeatable option (exec, webhook)
+// the highest-precedence source that sets it supplies all its entries. The
+// result is validated. On -h or --help, Load writes the usage to out and
+// returns an error for which errors.Is(err, flag.ErrHelp) holds.
+func Load(args []string, environ []string, out io.Writer) (Config, error) {
+	flags, err := parseArgs(args, out)
+	if err != nil {
+		return Config{}, err
+	}
+	env, err := parseEnv(environ)
+	if err != nil {
+		return Config{}, err
+	}
+
+	path := ""
+	for _, group := range [][]setting{env, flags} {
+		for _, s := range group {
+			if s.opt.name == configOptName {
+				path = s.value
+			}
+		}
+	}
+	var file []setting
+	if path != "" {
+		if file, err = parseFile(path); err != nil {
+			return Config{}, err
+		}
+	}
+
+	c := Default()
+	provenance := make(map[string]source)
+	var errs []error
+	for _, group := range [][]setting{file, env, flags} {
+		replaced := make(map[*option]bool)
+		for _, s := range group {
+			if s.opt.repeatable && !replaced[s.opt] {
+				s.opt.reset(&c)
+				replaced[s.opt] = true
+			}
+			provenance[s.opt.name] = s.src
+			if s.clear {
+				continue
+			}
+			if err := s.opt.set(&c, s.value); err != nil {
+				errs = append(errs, invalidValue(s, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+
+	var problems []error
+	for _, p := range c.problems() {
+		if src, ok := provenance[p.option]; ok {
+			problems = append(problems, fmt.Errorf("%w (set by %s)", p, src))
+		} else {
+			problems = append(problems, p)
+		}
+	}
+	if err := errors.Join(problems...); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// invalidValue reports a value that its option could not parse.
+func invalidValue(s setting, err error) error {
+	if s.src.kind == fromFlag {
+		return fmt.Errorf("invalid value %q for --%s: %w", s.value, s.opt.name, err)
+	}
+	return fmt.Errorf("invalid value %q for --%s (%s): %w", s.value, s.opt.name, s.src, err)
+}
+
+// unknownOption reports an option that does not exist: removed ones with
+// the reason, others with the closest known option if there is one.
+func unknownOption(name string, src source) error {
+	if reason, ok := removedOptions[name]; ok {
+		return fmt.Errorf("option %q (%s): %s", name, src, reason)
+	}
+	msg := fmt.Sprintf("unknown option %q (%s)", name, src)
+	if s := suggest(name); s != "" {
+		msg += fmt.Sprintf("; did you mean %s?", src.spell(s))
+	}
+	return errors.New(msg)
+}
+
+// parseArgs parses command-line flags as Go's flag package does: -name or
+// --name, with the value after '=' or in the next argument; "--" ends the
+// flags. taskd takes no positional arguments.
+func parseArgs(args []string, out io.Writer) ([]setting, error) {
+	var settings []setting
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if i+1 < len(args) {
+				return nil, fmt.Errorf("unexpected argument %q: taskd takes only options (see --help)", args[i+1])
+			}
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			return nil, fmt.Errorf("unexpected argument %q: taskd takes only options (see --help)", a)
+		}
+		body := a[1:]
+		if body[0] == '-' {
+			body = body[1:]
+		}
+		if body == "" || body[0] == '-' || body[0] == '=' {
+			return nil, fmt.Errorf("bad flag syntax: %s", a)
+		}
+		name, value, hasValue := strings.Cut(body, "=")
+		if name == "h" || name == "help" {
+			Usage(out)
+			return nil, fmt.Errorf("%s: %w", a, flag.ErrHelp)
+		}
+		src := source{kind: fromFlag, key: a[:len(a)-len(body)] + name}
+		opt := optionsByName[name]
+		if opt == nil {
+			return nil, unknownOption(name, src)
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("option %s needs a value", src.key)
+			}
+			i++
+			value = args[i]
+		}
+		settings = append(settings, setting{opt: opt, value: value, src: src})
+	}
+	return settings, nil
+}
+
+// parseEnv reads the TASKD_* variables of environ, in sorted order; when a
+// variable appears twice the last one counts. A repeatable option's entries
+// are separated by newlines or ';'.
+func parseEnv(environ []string) ([]setting, error) {
+	vals := make(map[string]string)
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, envPrefix) || ignoredEnv[k] {
+			continue
+		}
+		vals[k] = v
+	}
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	var settings []setting
+	var errs []error
+	for _, k := range keys {
+		src := source{kind: fromEnv, key: k}
+		name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-"))
+		opt := optionsByName[name]
+		if opt == nil || envName(opt.name) != k {
+			errs = append(errs, unknownOption(name, src))
+			continue
+		}
+		if !opt.repeatable {
+			settings = append(settings, setting{opt: opt, value: vals[k], src: src})
+			continue
+		}
+		entries := splitEntries(vals[k])
+		if len(entries) == 0 {
+			settings = append(settings, setting{opt: opt, src: src, clear: true})
+		}
+		for _, e := range entries {
+			settings = append(settings, setting{opt: opt, value: e, src: src})
+		}
+	}
+	return settings, errors.Join(errs...)
+}
+
+// splitEntries splits a repeatable option's environment value at newlines
+// and ';', trimming blanks and dropping empty entries.
+func splitEntries(v string) []string {
+	var entries []string
+	for _, e := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == ';' }) {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, e)
+		}
+	}
+	return entries
+}
+
+// parseFile reads a config file: one "option = value" per line, '#' comment
+// lines and blank lines ignored, a value optionally wrapped in double quotes
+// (taken verbatim between them). A repeatable option is repeated on several
+// lines; any other option may appear once.
+func parseFile(path string) ([]setting, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config file: %w", err)
+	}
+	text := strings.TrimPrefix(string(data), "\ufeff")
+	var settings []setting
+	var errs []error
+	first := make(map[string]int)
+	for i, line := range strings.Split(text, "\n") {
+		src := source{kind: fromFile, file: path, line: i + 1}
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !ok || key == "" {
+			errs = append(errs, fmt.Errorf("%s: want \"option = value\", got %q", src, line))
+			continue
+		}
+		opt := optionsByName[key]
+		if opt == nil {
+			errs = append(errs, unknownOption(key, src))
+			continue
+		}
+		if opt.name == configOptName {
+			errs = append(errs, fmt.Errorf("%s: option %q cannot be set inside a config file", src, key))
+			continue
+		}
+		if len(value) > 0 && value[0] == '"' {
+			if len(value) < 2 || value[len(value)-1] != '"' {
+				errs = append(errs, fmt.Errorf("%s: value of %q: unterminated double quote", src, key))
+				continue
+			}
+			value = value[1 : len(value)-1]
+		}
+		if !opt.repeatable {
+			if prev, dup := first[key]; dup {
+				errs = append(errs, fmt.Errorf("%s: option %q is set again (first on line %d)", src, key, prev))
+				continue
+			}
+			first[key] = src.line
+		}
+		settings = append(settings, setting{opt: opt, value: value, src: src})
+	}
+	return settings, errors.Join(errs...)
+}
+
+// optionError is a Validate problem with one option.
+type optionError struct {
+	option string
+	err    error
+}
+
+// Error names the option, e.g. "--lease-ttl: 1s is below 2s ...".
+func (e *optionError) Error() string { return "--" + e.option + ": " + e.err.Error() }
+
+// Unwrap returns the underlying problem.
+func (e *optionError) Unwrap() error { return e.err }
+
+// problems lists what is wrong with c, one error per option, in the order
+// of the help.
+func (c Config) problems() []*optionError {
+	var errs []*optionError
+	for _, o := range options {
+		if o.check == nil {
+			continue
+		}
+		if err := o.check(c); err != nil {
+			errs = append(errs, &optionError{option: o.name, err: err})
+		}
+	}
+	return errs
+}
+
+// Validate checks every option of c against its limits (SPEC §9, §10) and
+// returns nil or an error listing each problem, one per line, each naming
+// its option.
+func (c Config) Validate() error {
+	var errs []error
+	for _, p := range c.problems() {
+		errs = append(errs, p)
+	}
+	return errors.Join(errs...)
+}
+
+// Usage writes the option table to w: every option with its default and
+// meaning, how to set it from the environment or a config file, and the
+// options that were removed.
+func Usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: taskd [options]
+
+Every option is also an environment variable TASKD_<OPTION> (upper case, "-"
+becomes "_", e.g. TASKD_LEASE_TTL) and a line "option = value" in the file
+named by --config or TASKD_CONFIG. A flag beats the environment, which beats
+the file, which beats the default. An unknown, removed or invalid option
+stops start-up.
+
+`)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  OPTION\tDEFAULT\tMEANING")
+	for _, o := range options {
+		fmt.Fprintf(tw, "  --%s %s\t%s\t%s\n", o.name, o.arg, o.def, o.help)
+	}
+	fmt.Fprintf(tw, "  -h, --help\t\tshow this help\n")
+	_ = tw.Flush()
+
+	fmt.Fprint(w, "\nRemoved options:\n")
+	names := make([]string, 0, len(removedOptions))
+	for n := range removedOptions {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  --%s: %s\n", n, removedOptions[n])
+	}
+}

@@ -1,0 +1,817 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireValidHostname skips tests that rely on the default name when the
+// machine's host name is not a valid node name.
+func requireValidHostname(t *testing.T) {
+	t.Helper()
+	h, err := os.Hostname()
+	if err != nil || checkName(h) != nil {
+		t.Skipf("host name %q (%v) is not a valid node name", h, err)
+	}
+}
+
+// writeFile writes a config file into a fresh temporary directory.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "taskd.conf")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wantErr fails unless err is non-nil and contains every substring.
+func wantErr(t *testing.T, err error, subs ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one containing %q", subs)
+	}
+	for _, s := range subs {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not contain %q", err, s)
+		}
+	}
+}
+
+func TestDefaultsMatchSpec(t *testing.T) {
+	host, _ := os.Hostname()
+	want := Config{
+		Name:             host,
+		DataDir:          "./taskd-data",
+		Etcd:             nil,
+		EtcdListen:       "http://127.0.0.1:2379",
+		Prefix:           "/taskd/",
+		Listen:           "127.0.0.1:7420",
+		HTTP:             "127.0.0.1:7421",
+		LeaseTTL:         10 * time.Second,
+		HandoffPeriod:    500 * time.Millisecond,
+		HandoffStart:     2500 * time.Millisecond,
+		VoteDelay:        5000 * time.Millisecond,
+		RemoveDelay:      5000 * time.Millisecond,
+		MisfireThreshold: 60 * time.Second,
+		DrainTimeout:     30 * time.Second,
+		MaxPayload:       256 * 1024,
+		History:          20,
+		Retention:        24 * time.Hour,
+		MaxCatchUp:       100,
+		Workers:          64,
+		LogLevel:         "info",
+	}
+	if got := Default(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Default() = %+v\nwant %+v", got, want)
+	}
+
+	requireValidHostname(t)
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+	got, err := Load(nil, []string{"PATH=/bin", "HOME=/root", "TASKDX=1"}, io.Discard)
+	if err != nil {
+		t.Fatalf("Load with nothing set: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Load with nothing set = %+v\nwant %+v", got, want)
+	}
+}
+
+// TestHelpDefaultsParse checks that every default shown in the help parses
+// to the value Default returns.
+func TestHelpDefaultsParse(t *testing.T) {
+	requireValidHostname(t)
+	for _, o := range options {
+		if strings.HasPrefix(o.def, "(") || o.name == "name" {
+			continue
+		}
+		t.Run(o.name, func(t *testing.T) {
+			got, err := Load([]string{"--" + o.name + "=" + o.def}, nil, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, Default()) {
+				t.Fatalf("--%s=%s gives %+v, want Default() %+v", o.name, o.def, got, Default())
+			}
+		})
+	}
+}
+
+// samples holds, for every option but config, a valid non-default value and
+// how it changes Default().
+var samples = map[string]struct {
+	value string
+	apply func(*Config)
+}{
+	"name":        {"node-7", func(c *Config) { c.Name = "node-7" }},
+	"data-dir":    {"/var/lib/taskd", func(c *Config) { c.DataDir = "/var/lib/taskd" }},
+	"etcd":        {"10.0.0.1:2379, http://10.0.0.2:2379", func(c *Config) { c.Etcd = []string{"10.0.0.1:2379", "http://10.0.0.2:2379"} }},
+	"etcd-listen": {"http://0.0.0.0:2389", func(c *Config) { c.EtcdListen = "http://0.0.0.0:2389" }},
+	"prefix":      {"/other/", func(c *Config) { c.Prefix = "/other/" }},
+	"listen":      {":9000", func(c *Config) { c.Listen = ":9000" }},
+	"http":        {"0.0.0.0:9001", func(c *Config) { c.HTTP = "0.0.0.0:9001" }},
+	"lease-ttl":   {"7s", func(c *Config) { c.LeaseTTL = 7 * time.Second }},
+	"handoff-period": {"50ms", func(c *Config) {
+		c.HandoffPeriod = 50 * time.Millisecond
+	}},
+	"handoff-start":     {"0s", func(c *Config) { c.HandoffStart = 0 }},
+	"vote-delay":        {"50ms", func(c *Config) { c.VoteDelay = 50 * time.Millisecond }},
+	"remove-delay":      {"1s", func(c *Config) { c.RemoveDelay = time.Second }},
+	"misfire-threshold": {"2m", func(c *Config) { c.MisfireThreshold = 2 * time.Minute }},
+	"drain-timeout":     {"5s", func(c *Config) { c.DrainTimeout = 5 * time.Second }},
+	"max-payload":       {"1MiB", func(c *Config) { c.MaxPayload = 1 << 20 }},
+	"history":           {"5", func(c *Config) { c.History = 5 }},
+	"retention":         {"1h", func(c *Config) { c.Retention = time.Hour }},
+	"max-catch-up":      {"3", func(c *Config) { c.MaxCatchUp = 3 }},
+	"workers":           {"8", func(c *Config) { c.Workers = 8 }},
+	"log-level":         {"debug", func(c *Config) { c.LogLevel = "debug" }},
+	"exec":              {"echo=cat", func(c *Config) { c.Exec = []KindTarget{{"echo", "cat"}} }},
+	"webhook": {"hook=https://example.com/x", func(c *Config) {
+		c.Webhook = []KindTarget{{"hook", "https://example.com/x"}}
+	}},
+}
+
+// TestEveryOptionFromEverySource sets each option as --opt=v, --opt v,
+// -opt v, TASKD_OPT=v and "opt = v" in a file.
+func TestEveryOptionFromEverySource(t *testing.T) {
+	requireValidHostname(t)
+	for _, o := range options {
+		if o.name == configOptName {
+			continue
+		}
+		s, ok := samples[o.name]
+		if !ok {
+			t.Errorf("no sample value for option %q", o.name)
+			continue
+		}
+		want := Default()
+		s.apply(&want)
+		file := writeFile(t, o.name+" = "+s.value+"\n")
+		wantFile := want
+		wantFile.ConfigFile = file
+		cases := []struct {
+			how  string
+			args []string
+			env  []string
+			want Config
+		}{
+			{"--opt=v", []string{"--" + o.name + "=" + s.value}, nil, want},
+			{"--opt v", []string{"--" + o.name, s.value}, nil, want},
+			{"-opt v", []string{"-" + o.name, s.value}, nil, want},
+			{"-opt=v", []string{"-" + o.name + "=" + s.value}, nil, want},
+			{"env", nil, []string{envName(o.name) + "=" + s.value}, want},
+			{"file", []string{"--config", file}, nil, wantFile},
+		}
+		for _, tc := range cases {
+			t.Run(o.name+"/"+tc.how, func(t *testing.T) {
+				got, err := Load(tc.args, tc.env, io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("got %+v\nwant %+v", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+func TestConfigFileLocation(t *testing.T) {
+	requireValidHostname(t)
+	a := writeFile(t, "lease-ttl = 3s\n")
+	b := writeFile(t, "lease-ttl = 4s\n")
+	tests := []struct {
+		name     string
+		args     []string
+		env      []string
+		wantFile string
+		wantTTL  time.Duration
+	}{
+		{"none", nil, nil, "", 10 * time.Second},
+		{"env", nil, []string{"TASKD_CONFIG=" + a}, a, 3 * time.Second},
+		{"flag", []string{"--config=" + b}, nil, b, 4 * time.Second},
+		{"flag beats env", []string{"-config", b}, []string{"TASKD_CONFIG=" + a}, b, 4 * time.Second},
+		{"last flag wins", []string{"--config", a, "--config", b}, nil, b, 4 * time.Second},
+		{"empty means none", []string{"--config="}, []string{"TASKD_CONFIG=" + a}, "", 10 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Load(tc.args, tc.env, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ConfigFile != tc.wantFile || got.LeaseTTL != tc.wantTTL {
+				t.Fatalf("ConfigFile %q, LeaseTTL %v; want %q, %v", got.ConfigFile, got.LeaseTTL, tc.wantFile, tc.wantTTL)
+			}
+		})
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	requireValidHostname(t)
+	tests := []struct {
+		name            string
+		file, env, flag bool
+		wantTTL         time.Duration
+		wantExec        []KindTarget
+	}{
+		{"default", false, false, false, 10 * time.Second, nil},
+		{"file", true, false, false, 3 * time.Second, []KindTarget{{"f1", "x"}, {"f2", "y"}}},
+		{"env", false, true, false, 4 * time.Second, []KindTarget{{"e1", "x"}, {"e2", "y"}}},
+		{"flag", false, false, true, 5 * time.Second, []KindTarget{{"g1", "x"}, {"g2", "y"}}},
+		{"env beats file", true, true, false, 4 * time.Second, []KindTarget{{"e1", "x"}, {"e2", "y"}}},
+		{"flag beats file", true, false, true, 5 * time.Second, []KindTarget{{"g1", "x"}, {"g2", "y"}}},
+		{"flag beats env", false, true, true, 5 * time.Second, []KindTarget{{"g1", "x"}, {"g2", "y"}}},
+		{"flag beats env and file", true, true, true, 5 * time.Second, []KindTarget{{"g1", "x"}, {"g2", "y"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var args, env []string
+			if tc.file {
+				args = append(args, "--config", writeFile(t, "lease-ttl = 3s\nexec = f1=x\nexec = f2=y\nhistory = 7\n"))
+			}
+			if tc.env {
+				env = append(env, "TASKD_LEASE_TTL=4s", "TASKD_EXEC=e1=x;e2=y")
+			}
+			if tc.flag {
+				args = append(args, "--lease-ttl", "5s", "--exec", "g1=x", "--exec=g2=y")
+			}
+			got, err := Load(args, env, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LeaseTTL != tc.wantTTL {
+				t.Errorf("LeaseTTL = %v, want %v", got.LeaseTTL, tc.wantTTL)
+			}
+			if !reflect.DeepEqual(got.Exec, tc.wantExec) {
+				t.Errorf("Exec = %v, want %v", got.Exec, tc.wantExec)
+			}
+			// An option set only in the file survives higher sources that
+			// do not mention it.
+			if wantHistory := map[bool]int{true: 7, false: 20}[tc.file]; got.History != wantHistory {
+				t.Errorf("History = %d, want %d", got.History, wantHistory)
+			}
+		})
+	}
+}
+
+func TestRepeatable(t *testing.T) {
+	requireValidHostname(t)
+	execFile := writeFile(t, "exec = a=echo a\n# comment\nexec = \"b=echo 'b; c'\"\nwebhook = h=http://localhost:8080/h\n")
+	tests := []struct {
+		name        string
+		args, env   []string
+		wantExec    []KindTarget
+		wantWebhook []KindTarget
+	}{
+		{
+			name:     "flags",
+			args:     []string{"--exec", "a=echo a", "-exec=b=echo x=y", "--webhook", "h=https://h.example/x", "--webhook=i=http://i.example"},
+			wantExec: []KindTarget{{"a", "echo a"}, {"b", "echo x=y"}},
+			wantWebhook: []KindTarget{
+				{"h", "https://h.example/x"}, {"i", "http://i.example"},
+			},
+		},
+		{
+			name:        "env with newlines",
+			env:         []string{"TASKD_EXEC=a=echo a\n b=echo b \n\n", "TASKD_WEBHOOK=h=https://h.example/x\r\ni=http://i.example"},
+			wantExec:    []KindTarget{{"a", "echo a"}, {"b", "echo b"}},
+			wantWebhook: []KindTarget{{"h", "https://h.example/x"}, {"i", "http://i.example"}},
+		},
+		{
+			name:        "env with semicolons",
+			env:         []string{"TASKD_EXEC=a=echo a; b=echo b;", "TASKD_WEBHOOK=h=https://h.example/x;i=http://i.example"},
+			wantExec:    []KindTarget{{"a", "echo a"}, {"b", "echo b"}},
+			wantWebhook: []KindTarget{{"h", "https://h.example/x"}, {"i", "http://i.example"}},
+		},
+		{
+			name:        "file",
+			args:        []string{"--config", execFile},
+			wantExec:    []KindTarget{{"a", "echo a"}, {"b", "echo 'b; c'"}},
+			wantWebhook: []KindTarget{{"h", "http://localhost:8080/h"}},
+		},
+		{
+			name:        "env replaces the file's entries",
+			args:        []string{"--config", execFile},
+			env:         []string{"TASKD_EXEC=z=true"},
+			wantExec:    []KindTarget{{"z", "true"}},
+			wantWebhook: []KindTarget{{"h", "http://localhost:8080/h"}},
+		},
+		{
+			name:        "empty env clears the file's entries",
+			args:        []string{"--config", execFile},
+			env:         []string{"TASKD_EXEC=", "TASKD_WEBHOOK= ; "},
+			wantExec:    nil,
+			wantWebhook: nil,
+		},
+		{
+			name:        "flags replace env and file",
+			args:        []string{"--config", execFile, "--webhook", "w=https://w.example"},
+			env:         []string{"TASKD_WEBHOOK=v=https://v.example"},
+			wantExec:    []KindTarget{{"a", "echo a"}, {"b", "echo 'b; c'"}},
+			wantWebhook: []KindTarget{{"w", "https://w.example"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Load(tc.args, tc.env, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Exec, tc.wantExec) {
+				t.Errorf("Exec = %q, want %q", got.Exec, tc.wantExec)
+			}
+			if !reflect.DeepEqual(got.Webhook, tc.wantWebhook) {
+				t.Errorf("Webhook = %q, want %q", got.Webhook, tc.wantWebhook)
+			}
+		})
+	}
+}
+
+func TestKindConfiguredOnce(t *testing.T) {
+	requireValidHostname(t)
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"exec twice", []string{"--exec", "k=a", "--exec", "k=b"}, nil, []string{"--exec", `kind "k"`}},
+		{"webhook twice", []string{"--webhook", "k=http://a", "--webhook", "k=http://b"}, nil, []string{"--webhook", `kind "k"`}},
+		{"exec and webhook", []string{"--exec", "k=a"}, []string{"TASKD_WEBHOOK=k=https://x"}, []string{"--webhook", `kind "k"`, "--exec", "environment variable TASKD_WEBHOOK"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.args, tc.env, io.Discard)
+			wantErr(t, err, tc.want...)
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	long := strings.Repeat("k", 129)
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		want   string // "" = valid; else the option that must be named
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"name 64 bytes", func(c *Config) { c.Name = strings.Repeat("n", 64) }, ""},
+		{"name all allowed characters", func(c *Config) { c.Name = "Az09._-" }, ""},
+		{"name empty", func(c *Config) { c.Name = "" }, "--name"},
+		{"name 65 bytes", func(c *Config) { c.Name = strings.Repeat("n", 65) }, "--name"},
+		{"name slash", func(c *Config) { c.Name = "a/b" }, "--name"},
+		{"name space", func(c *Config) { c.Name = "a b" }, "--name"},
+		{"name non-ASCII", func(c *Config) { c.Name = "nöde" }, "--name"},
+		{"data-dir empty with embedded etcd", func(c *Config) { c.DataDir = "" }, "--data-dir"},
+		{"data-dir empty with external etcd", func(c *Config) { c.DataDir = ""; c.Etcd = []string{"a:1"} }, ""},
+		{"prefix root", func(c *Config) { c.Prefix = "/" }, ""},
+		{"prefix no leading slash", func(c *Config) { c.Prefix = "taskd/" }, "--prefix"},
+		{"prefix no trailing slash", func(c *Config) { c.Prefix = "/taskd" }, "--prefix"},
+		{"prefix empty", func(c *Config) { c.Prefix = "" }, "--prefix"},
+		{"prefix control", func(c *Config) { c.Prefix = "/a\n/" }, "--prefix"},
+		{"listen any host", func(c *Config) { c.Listen = ":0" }, ""},
+		{"listen IPv6", func(c *Config) { c.Listen = "[::1]:7420" }, ""},
+		{"listen no port", func(c *Config) { c.Listen = "localhost" }, "--listen"},
+		{"listen port name", func(c *Config) { c.Listen = "localhost:http" }, "--listen"},
+		{"listen port too big", func(c *Config) { c.Listen = "localhost:65536" }, "--listen"},
+		{"listen port negative", func(c *Config) { c.Listen = "localhost:-1" }, "--listen"},
+		{"http no port", func(c *Config) { c.HTTP = "127.0.0.1" }, "--http"},
+		{"http empty port", func(c *Config) { c.HTTP = "127.0.0.1:" }, "--http"},
+		{"etcd-listen https", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379" }, ""},
+		{"etcd-listen no scheme", func(c *Config) { c.EtcdListen = "127.0.0.1:2379" }, "--etcd-listen"},
+		{"etcd-listen ftp", func(c *Config) { c.EtcdListen = "ftp://127.0.0.1:2379" }, "--etcd-listen"},
+		{"etcd-listen no port", func(c *Config) { c.EtcdListen = "http://127.0.0.1" }, "--etcd-listen"},
+		{"etcd-listen no host", func(c *Config) { c.EtcdListen = "http://:2379" }, "--etcd-listen"},
+		{"etcd-listen path", func(c *Config) { c.EtcdListen = "http://127.0.0.1:2379/x" }, "--etcd-listen"},
+		{"etcd-listen bad port", func(c *Config) { c.EtcdListen = "http://127.0.0.1:99999" }, "--etcd-listen"},
+		{"etcd endpoints", func(c *Config) {
+			c.Etcd = []string{"a:2379", "http://b:2379", "https://c", "unix:///run/etcd.sock", "[::1]:2379"}
+		}, ""},
+		{"etcd empty endpoint", func(c *Config) { c.Etcd = []string{"a:2379", ""} }, "--etcd"},
+		{"etcd no port", func(c *Config) { c.Etcd = []string{"a"} }, "--etcd"},
+		{"etcd bad scheme", func(c *Config) { c.Etcd = []string{"ftp://a:1"} }, "--etcd"},
+		{"etcd URL without host", func(c *Config) { c.Etcd = []string{"http://"} }, "--etcd"},
+		{"lease-ttl 2s", func(c *Config) { c.LeaseTTL = 2 * time.Second }, ""},
+		{"lease-ttl 1h", func(c *Config) { c.LeaseTTL = time.Hour }, ""},
+		{"lease-ttl 1s", func(c *Config) { c.LeaseTTL = time.Second }, "--lease-ttl"},
+		{"lease-ttl over 1h", func(c *Config) { c.LeaseTTL = time.Hour + time.Second }, "--lease-ttl"},
+		{"lease-ttl fractional", func(c *Config) { c.LeaseTTL = 2500 * time.Millisecond }, "--lease-ttl"},
+		{"handoff-period 0", func(c *Config) { c.HandoffPeriod = 0 }, "--handoff-period"},
+		{"handoff-start 0", func(c *Config) { c.HandoffStart = 0 }, ""},
+		{"handoff-start negative", func(c *Config) { c.HandoffStart = -1 }, "--handoff-start"},
+		{"vote-delay 0", func(c *Config) { c.VoteDelay = 0 }, ""},
+		{"vote-delay negative", func(c *Config) { c.VoteDelay = -time.Second }, "--vote-delay"},
+		{"remove-delay negative", func(c *Config) { c.RemoveDelay = -time.Second }, "--remove-delay"},
+		{"misfire-threshold 0", func(c *Config) { c.MisfireThreshold = 0 }, "--misfire-threshold"},
+		{"drain-timeout 0", func(c *Config) { c.DrainTimeout = 0 }, ""},
+		{"drain-timeout negative", func(c *Config) { c.DrainTimeout = -time.Second }, "--drain-timeout"},
+		{"retention negative", func(c *Config) { c.Retention = -time.Second }, "--retention"},
+		{"max-payload 1", func(c *Config) { c.MaxPayload = 1 }, ""},
+		{"max-payload 1MiB", func(c *Config) { c.MaxPayload = 1 << 20 }, ""},
+		{"max-payload 0", func(c *Config) { c.MaxPayload = 0 }, "--max-payload"},
+		{"max-payload over 1MiB", func(c *Config) { c.MaxPayload = 1<<20 + 1 }, "--max-payload"},
+		{"history 1000", func(c *Config) { c.History = 1000 }, ""},
+		{"history 0", func(c *Config) { c.History = 0 }, "--history"},
+		{"history 1001", func(c *Config) { c.History = 1001 }, "--history"},
+		{"max-catch-up 0", func(c *Config) { c.MaxCatchUp = 0 }, "--max-catch-up"},
+		{"workers 10000", func(c *Config) { c.Workers = 10000 }, ""},
+		{"workers 0", func(c *Config) { c.Workers = 0 }, "--workers"},
+		{"workers 10001", func(c *Config) { c.Workers = 10001 }, "--workers"},
+		{"log-level trace", func(c *Config) { c.LogLevel = "trace" }, ""},
+		{"log-level bad", func(c *Config) { c.LogLevel = "loud" }, "--log-level"},
+		{"exec ok", func(c *Config) { c.Exec = []KindTarget{{"report.daily", "echo hi"}, {strings.Repeat("k", 128), "x"}} }, ""},
+		{"exec empty kind", func(c *Config) { c.Exec = []KindTarget{{"", "echo"}} }, "--exec"},
+		{"exec kind space", func(c *Config) { c.Exec = []KindTarget{{"a b", "echo"}} }, "--exec"},
+		{"exec kind control", func(c *Config) { c.Exec = []KindTarget{{"a\x01", "echo"}} }, "--exec"},
+		{"exec kind too long", func(c *Config) { c.Exec = []KindTarget{{long, "echo"}} }, "--exec"},
+		{"exec empty target", func(c *Config) { c.Exec = []KindTarget{{"k", " "}} }, "--exec"},
+		{"webhook ok", func(c *Config) { c.Webhook = []KindTarget{{"k", "https://example.com/hook?x=1"}} }, ""},
+		{"webhook relative", func(c *Config) { c.Webhook = []KindTarget{{"k", "/hook"}} }, "--webhook"},
+		{"webhook ftp", func(c *Config) { c.Webhook = []KindTarget{{"k", "ftp://example.com"}} }, "--webhook"},
+		{"webhook no host", func(c *Config) { c.Webhook = []KindTarget{{"k", "http:///x"}} }, "--webhook"},
+		{"webhook empty target", func(c *Config) { c.Webhook = []KindTarget{{"k", ""}} }, "--webhook"},
+		{"webhook kind space", func(c *Config) { c.Webhook = []KindTarget{{" k", "http://x"}} }, "--webhook"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.Name = "node-1"
+			tc.mutate(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			wantErr(t, err, tc.want+": ")
+			if lines := strings.Count(err.Error(), "\n") + 1; lines != 1 {
+				t.Errorf("Validate() reported %d problems, want 1: %v", lines, err)
+			}
+		})
+	}
+}
+
+func TestValidateListsEveryProblem(t *testing.T) {
+	c := Default()
+	c.Name = ""
+	c.LeaseTTL = time.Second
+	c.Workers = 0
+	err := c.Validate()
+	wantErr(t, err, "--name: ", "--lease-ttl: ", "etcd's minimum lease TTL", "--workers: ")
+}
+
+// TestLoadValidationSource checks that a value that parses but is out of
+// range is reported with the option and where it was set.
+func TestLoadValidationSource(t *testing.T) {
+	requireValidHostname(t)
+	file := writeFile(t, "\nworkers = 0\n")
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want []string
+	}{
+		{"flag", []string{"--lease-ttl=1s"}, nil, []string{"--lease-ttl: 1s is below 2s", "etcd's minimum lease TTL", "command-line flag --lease-ttl"}},
+		{"env", nil, []string{"TASKD_PREFIX=taskd"}, []string{"--prefix: ", "environment variable TASKD_PREFIX"}},
+		{"file", []string{"--config", file}, nil, []string{"--workers: ", "config file " + file + ", line 2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.args, tc.env, io.Discard)
+			wantErr(t, err, tc.want...)
+		})
+	}
+}
+
+func TestInvalidValue(t *testing.T) {
+	requireValidHostname(t)
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		file string
+		want []string
+	}{
+		{"duration flag", []string{"--lease-ttl", "abc"}, nil, "", []string{`invalid value "abc" for --lease-ttl: time: invalid duration`}},
+		{"duration env", nil, []string{"TASKD_LEASE_TTL=abc"}, "", []string{`invalid value "abc" for --lease-ttl`, "environment variable TASKD_LEASE_TTL", "time: invalid duration"}},
+		{"duration file", nil, nil, "# c\nlease-ttl = abc\n", []string{`invalid value "abc" for --lease-ttl`, "line 2", "time: invalid duration"}},
+		{"bare number duration", []string{"--vote-delay=5000"}, nil, "", []string{`invalid value "5000" for --vote-delay`}},
+		{"integer", []string{"--history=x"}, nil, "", []string{`invalid value "x" for --history`}},
+		{"integer with unit", nil, []string{"TASKD_WORKERS=8k"}, "", []string{`invalid value "8k" for --workers`, "TASKD_WORKERS"}},
+		{"size fraction", []string{"--max-payload=1.5MiB"}, nil, "", []string{`invalid value "1.5MiB" for --max-payload`}},
+		{"size KB", []string{"--max-payload=12KB"}, nil, "", []string{`invalid value "12KB" for --max-payload`}},
+		{"size negative", []string{"--max-payload=-1"}, nil, "", []string{`invalid value "-1" for --max-payload`}},
+		{"size huge", []string{"--max-payload=99999999999MiB"}, nil, "", []string{`invalid value "99999999999MiB" for --max-payload`}},
+		{"size too big", []string{"--max-payload=2MiB"}, nil, "", []string{"--max-payload: ", "1MiB"}},
+		{"exec without =", []string{"--exec", "nokind"}, nil, "", []string{`invalid value "nokind" for --exec`, "KIND=COMMAND"}},
+		{"webhook without =", nil, nil, "webhook = http://x\n", []string{`invalid value "http://x" for --webhook`, "line 1", "KIND=URL"}},
+		{"overridden bad file value still fails", []string{"--lease-ttl=5s"}, nil, "lease-ttl = abc\n", []string{`invalid value "abc" for --lease-ttl`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
+			}
+			_, err := Load(args, tc.env, io.Discard)
+			wantErr(t, err, tc.want...)
+		})
+	}
+}
+
+func TestSizes(t *testing.T) {
+	requireValidHostname(t)
+	for in, want := range map[string]int{"1": 1, "1024": 1024, "256KiB": 256 << 10, "1MiB": 1 << 20, "0001KiB": 1024} {
+		got, err := Load([]string{"--max-payload", in}, nil, io.Discard)
+		if err != nil {
+			t.Errorf("--max-payload %s: %v", in, err)
+			continue
+		}
+		if got.MaxPayload != want {
+			t.Errorf("--max-payload %s = %d, want %d", in, got.MaxPayload, want)
+		}
+	}
+}
+
+func TestUnknownOption(t *testing.T) {
+	requireValidHostname(t)
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		file    string
+		want    []string
+		notWant string
+	}{
+		{"flag", []string{"--foo", "1"}, nil, "", []string{`unknown option "foo" (command-line flag --foo)`}, "did you mean"},
+		{"single-dash flag", []string{"-zzzzzz=1"}, nil, "", []string{`unknown option "zzzzzz" (command-line flag -zzzzzz)`}, "did you mean"},
+		{"flag suggestion", []string{"--lease-tl", "3s"}, nil, "", []string{`unknown option "lease-tl"`, "did you mean --lease-ttl?"}, ""},
+		{"flag case", []string{"--Name=x"}, nil, "", []string{`unknown option "Name"`, "did you mean --name?"}, ""},
+		{"env", nil, []string{"TASKD_FOO=1"}, "", []string{`unknown option "foo" (environment variable TASKD_FOO)`}, "did you mean"},
+		{"env suggestion", nil, []string{"TASKD_WORKER=3"}, "", []string{"environment variable TASKD_WORKER", "did you mean TASKD_WORKERS?"}, ""},
+		{"env lower case", nil, []string{"TASKD_lease_ttl=3s"}, "", []string{"environment variable TASKD_lease_ttl", "did you mean TASKD_LEASE_TTL?"}, ""},
+		{"env every unknown reported", nil, []string{"TASKD_ZZZ=1", "TASKD_FOO=1"}, "", []string{"TASKD_FOO", "TASKD_ZZZ"}, ""},
+		{"file", nil, nil, "name = a\n\nfoo = 1\n", []string{`unknown option "foo" (config file `, "line 3"}, "did you mean"},
+		{"file suggestion", nil, nil, "lease_ttl = 3s\n", []string{`unknown option "lease_ttl"`, "line 1", "did you mean lease-ttl?"}, ""},
+		{"file with dashes", nil, nil, "--listen = :1\n", []string{`unknown option "--listen"`, "did you mean listen?"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, tc.file)}, args...)
+			}
+			_, err := Load(args, tc.env, io.Discard)
+			wantErr(t, err, tc.want...)
+			if tc.notWant != "" && err != nil && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("error %q contains %q", err, tc.notWant)
+			}
+		})
+	}
+}
+
+func TestIgnoredEnv(t *testing.T) {
+	requireValidHostname(t)
+	env := []string{
+		"TASKD_IDENTITY=bob", "TASKD_TASK_ID=01H", "TASKD_KIND=k", "TASKD_RUN=3",
+		"TASKD_FENCE=7:99", "TASKD_NODE=n1", "TASKD_ATTEMPT=2", "PATH=/bin", "TASKD=1", "TASKDX_Y=1",
+	}
+	got, err := Load(nil, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, Default()) {
+		t.Fatalf("got %+v, want defaults", got)
+	}
+}
+
+func TestRemovedOption(t *testing.T) {
+	requireValidHostname(t)
+	reasons := map[string]string{
+		"run-on-every-node": "removed: scope is stated per task (SPEC §6)",
+		"cluster-lock":      "removed: taskd fences every commit with etcd revisions instead of a cluster-wide lock",
+	}
+	for opt, reason := range reasons {
+		tests := []struct {
+			name string
+			args []string
+			env  []string
+			file string
+			src  string
+		}{
+			{"flag", []string{"--" + opt}, nil, "", "command-line flag --" + opt},
+			{"flag with value", []string{"-" + opt + "=true"}, nil, "", "command-line flag -" + opt},
+			{"env", nil, []string{envName(opt) + "=true"}, "", "environment variable " + envName(opt)},
+			{"file", nil, nil, "\n" + opt + " = true\n", "line 2"},
+		}
+		for _, tc := range tests {
+			t.Run(opt+"/"+tc.name, func(t *testing.T) {
+				args := tc.args
+				if tc.file != "" {
+					args = append([]string{"--config", writeFile(t, tc.file)}, args...)
+				}
+				_, err := Load(args, tc.env, io.Discard)
+				wantErr(t, err, `option "`+opt+`"`, tc.src, reason)
+			})
+		}
+	}
+}
+
+func TestFileFormat(t *testing.T) {
+	requireValidHostname(t)
+	content := "\ufeff# taskd config\r\n" +
+		"\r\n" +
+		"   # indented comment\n" +
+		"name=node-a\n" +
+		"  prefix   =   /p/  \n" +
+		"data-dir = \"  /dir with spaces  \"\n" +
+		"exec = \"k=echo '#not a comment' x=y\"\n" +
+		"etcd = \"\"\n" +
+		"log-level = \"WARN\"\n"
+	p := writeFile(t, content)
+	got, err := Load([]string{"--config", p}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Name = "node-a"
+	want.Prefix = "/p/"
+	want.DataDir = "  /dir with spaces  "
+	want.Exec = []KindTarget{{"k", "echo '#not a comment' x=y"}}
+	want.LogLevel = "warn"
+	want.ConfigFile = p
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestFileErrors(t *testing.T) {
+	requireValidHostname(t)
+	tests := []struct {
+		name    string
+		content string
+		want    []string
+	}{
+		{"no equals", "# c\nname = a\nlisten\n", []string{"line 3", `want "option = value"`, `"listen"`}},
+		{"empty key", "= x\n", []string{"line 1", `want "option = value"`}},
+		{"unterminated quote", "\n\nname = \"abc\n", []string{"line 3", "unterminated double quote"}},
+		{"lone quote", "name = \"\n", []string{"line 1", "unterminated double quote"}},
+		{"duplicate", "name = a\n\n\n\nname = b\n", []string{"line 5", `option "name" is set again (first on line 1)`}},
+		{"config inside config", "config = other.conf\n", []string{"line 1", `"config" cannot be set inside a config file`}},
+		{"every error reported", "a\nb\n", []string{"line 1", "line 2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeFile(t, tc.content)
+			_, err := Load([]string{"--config", p}, nil, io.Discard)
+			wantErr(t, err, append([]string{"config file " + p}, tc.want...)...)
+		})
+	}
+
+	t.Run("missing file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "absent.conf")
+		_, err := Load(nil, []string{"TASKD_CONFIG=" + p}, io.Discard)
+		wantErr(t, err, "reading config file", p)
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("errors.Is(%v, fs.ErrNotExist) = false", err)
+		}
+	})
+}
+
+func TestArgSyntax(t *testing.T) {
+	requireValidHostname(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"positional", []string{"serve"}, `unexpected argument "serve"`},
+		{"positional after flag", []string{"--name", "a", "b"}, `unexpected argument "b"`},
+		{"after terminator", []string{"--", "x"}, `unexpected argument "x"`},
+		{"lone dash", []string{"-"}, `unexpected argument "-"`},
+		{"three dashes", []string{"---name=a"}, "bad flag syntax: ---name=a"},
+		{"leading equals", []string{"-=a"}, "bad flag syntax: -=a"},
+		{"missing value", []string{"--lease-ttl"}, "option --lease-ttl needs a value"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.args, nil, io.Discard)
+			wantErr(t, err, tc.want)
+		})
+	}
+
+	t.Run("terminator alone", func(t *testing.T) {
+		got, err := Load([]string{"--workers", "3", "--"}, nil, io.Discard)
+		if err != nil || got.Workers != 3 {
+			t.Fatalf("got Workers %d, %v", got.Workers, err)
+		}
+	})
+	t.Run("value that looks like a flag", func(t *testing.T) {
+		got, err := Load([]string{"--exec", "-x=y"}, nil, io.Discard)
+		if err != nil || !reflect.DeepEqual(got.Exec, []KindTarget{{"-x", "y"}}) {
+			t.Fatalf("got Exec %q, %v", got.Exec, err)
+		}
+	})
+	t.Run("last flag wins", func(t *testing.T) {
+		got, err := Load([]string{"--workers", "3", "-workers=4"}, nil, io.Discard)
+		if err != nil || got.Workers != 4 {
+			t.Fatalf("got Workers %d, %v", got.Workers, err)
+		}
+	})
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"-help"}, {"--h"}, {"--name", "a", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			// Help wins over problems that come later: bad environment,
+			// missing file.
+			_, err := Load(args, []string{"TASKD_FOO=1", "TASKD_CONFIG=/nonexistent"}, &out)
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("Load(%q) error = %v, want flag.ErrHelp", args, err)
+			}
+			var usage bytes.Buffer
+			Usage(&usage)
+			if out.String() != usage.String() {
+				t.Fatalf("Load wrote %q, want the usage", out.String())
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var b bytes.Buffer
+	Usage(&b)
+	text := b.String()
+	relocation := map[string]bool{
+		"handoff-period": true, "handoff-start": true, "vote-delay": true, "remove-delay": true, "drain-timeout": true,
+	}
+	lines := strings.Split(text, "\n")
+	for _, o := range options {
+		var line string
+		for _, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), "--"+o.name+" ") {
+				line = l
+				break
+			}
+		}
+		if line == "" {
+			t.Errorf("usage has no line for --%s:\n%s", o.name, text)
+			continue
+		}
+		if !strings.Contains(line, " "+o.def+" ") {
+			t.Errorf("usage line for --%s lacks its default %q: %q", o.name, o.def, line)
+		}
+		if !strings.Contains(line, o.help) {
+			t.Errorf("usage line for --%s lacks its meaning %q: %q", o.name, o.help, line)
+		}
+		note := "(validated and recorded; takes effect with relocation, issue #3)"
+		if got := strings.Contains(line, note); got != relocation[o.name] {
+			t.Errorf("usage line for --%s: relocation note present = %v, want %v", o.name, got, relocation[o.name])
+		}
+	}
+	for _, want := range []string{"TASKD_LEASE_TTL", "--help", "--run-on-every-node", "--cluster-lock", "SPEC §6"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("usage lacks %q", want)
+		}
+	}
+	// The SPEC §9 defaults, as written there.
+	for _, want := range []string{"./taskd-data", "http://127.0.0.1:2379", "/taskd/", "127.0.0.1:7420", "127.0.0.1:7421",
+		"10s", "500ms", "2500ms", "5000ms", "60s", "30s", "256KiB", "24h"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("usage lacks default %q", want)
+		}
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"lease-ttl", "lease-ttl"},
+		{"leasettl", "lease-ttl"},
+		{"lease-tll", "lease-ttl"},
+		{"worker", "workers"},
+		{"hisotry", "history"},
+		{"webhooks", "webhook"},
+		{"execs", "exec"},
+		{"xyzzy", ""},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := suggest(tc.in); got != tc.want {
+			t.Errorf("suggest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

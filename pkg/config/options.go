@@ -1,0 +1,563 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// option describes one configuration option. Its name is the flag name
+// without dashes, the config-file key, and (upper case, '-' → '_', after
+// TASKD_) the environment variable.
+type option struct {
+	name string
+	// arg is the value placeholder shown in the help, e.g. DURATION.
+	arg string
+	// def is the default as shown in the help.
+	def string
+	// help is the meaning shown in the help.
+	help string
+	// repeatable options collect one entry per occurrence.
+	repeatable bool
+	// set stores a textual value into c; for a repeatable option it appends
+	// one entry.
+	set func(c *Config, v string) error
+	// reset clears a repeatable option before a source replaces its entries.
+	reset func(c *Config)
+	// check reports what is wrong with the option's value in c, or nil.
+	check func(c Config) error
+}
+
+// relocationNote marks the options whose behaviour arrives with the
+// relocation release.
+const relocationNote = "(validated and recorded; takes effect with relocation, issue #3)"
+
+// Limits enforced by Validate.
+const (
+	maxNameLen     = 64
+	maxKindLen     = 128
+	minLeaseTTL    = 2 * time.Second
+	maxLeaseTTL    = time.Hour
+	maxPayloadCap  = 1 << 20
+	maxHistory     = 1000
+	maxWorkers     = 10000
+	envPrefix      = "TASKD_"
+	configOptName  = "config"
+	logLevelChoice = "trace, debug, info, warn, error"
+)
+
+// options is the table of every option, in the order of the help.
+var options = []*option{
+	{
+		name: "name", arg: "NAME", def: "host name",
+		help:  "stable node name, unique in the cluster; 1-64 bytes of A-Z a-z 0-9 . _ - (it is used in etcd keys)",
+		set:   func(c *Config, v string) error { c.Name = v; return nil },
+		check: func(c Config) error { return checkName(c.Name) },
+	},
+	{
+		name: "data-dir", arg: "DIR", def: "./taskd-data",
+		help: "embedded etcd's data",
+		set:  func(c *Config, v string) error { c.DataDir = v; return nil },
+		check: func(c Config) error {
+			if c.DataDir == "" && len(c.Etcd) == 0 {
+				return errors.New("must not be empty when the embedded etcd is used (--etcd empty)")
+			}
+			return nil
+		},
+	},
+	{
+		name: "etcd", arg: "ENDPOINTS", def: "(empty)",
+		help:  "comma-separated etcd endpoints (host:port or URLs); empty = start an embedded single-member etcd",
+		set:   setEtcd,
+		check: func(c Config) error { return checkEndpoints(c.Etcd) },
+	},
+	{
+		name: "etcd-listen", arg: "URL", def: "http://127.0.0.1:2379",
+		help:  "client URL of the embedded etcd, so that other nodes on the machine can join it with --etcd",
+		set:   func(c *Config, v string) error { c.EtcdListen = v; return nil },
+		check: func(c Config) error { return checkListenURL(c.EtcdListen) },
+	},
+	{
+		name: "prefix", arg: "PREFIX", def: "/taskd/",
+		help:  "etcd key prefix, so that several clusters can share one etcd; starts and ends with /",
+		set:   func(c *Config, v string) error { c.Prefix = v; return nil },
+		check: func(c Config) error { return checkPrefix(c.Prefix) },
+	},
+	{
+		name: "listen", arg: "HOST:PORT", def: "127.0.0.1:7420",
+		help:  "gRPC API address",
+		set:   func(c *Config, v string) error { c.Listen = v; return nil },
+		check: func(c Config) error { return checkHostPort(c.Listen) },
+	},
+	{
+		name: "http", arg: "HOST:PORT", def: "127.0.0.1:7421",
+		help:  "metrics and health address",
+		set:   func(c *Config, v string) error { c.HTTP = v; return nil },
+		check: func(c Config) error { return checkHostPort(c.HTTP) },
+	},
+	{
+		name: "lease-ttl", arg: "DURATION", def: "10s",
+		help:  "node liveness lease; whole seconds from 2s (etcd's minimum lease TTL) to 1h",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.LeaseTTL }),
+		check: func(c Config) error { return checkLeaseTTL(c.LeaseTTL) },
+	},
+	{
+		name: "handoff-period", arg: "DURATION", def: "500ms",
+		help:  "handoff polling period, > 0 " + relocationNote,
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.HandoffPeriod }),
+		check: func(c Config) error { return checkPositive(c.HandoffPeriod) },
+	},
+	{
+		name: "handoff-start", arg: "DURATION", def: "2500ms",
+		help:  "delay before the first handoff poll " + relocationNote,
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.HandoffStart }),
+		check: func(c Config) error { return checkNonNegative(c.HandoffStart) },
+	},
+	{
+		name: "vote-delay", arg: "DURATION", def: "5000ms",
+		help:  "status vote delay " + relocationNote,
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.VoteDelay }),
+		check: func(c Config) error { return checkNonNegative(c.VoteDelay) },
+	},
+	{
+		name: "remove-delay", arg: "DURATION", def: "5000ms",
+		help:  "unmapping delay for inactive identities " + relocationNote,
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.RemoveDelay }),
+		check: func(c Config) error { return checkNonNegative(c.RemoveDelay) },
+	},
+	{
+		name: "misfire-threshold", arg: "DURATION", def: "60s",
+		help:  "lateness after which a fire time has misfired, > 0",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.MisfireThreshold }),
+		check: func(c Config) error { return checkPositive(c.MisfireThreshold) },
+	},
+	{
+		name: "drain-timeout", arg: "DURATION", def: "30s",
+		help:  "wait for in-flight runs when draining " + relocationNote,
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.DrainTimeout }),
+		check: func(c Config) error { return checkNonNegative(c.DrainTimeout) },
+	},
+	{
+		name: "max-payload", arg: "SIZE", def: "256KiB",
+		help: "largest task payload and data, 1 byte to 1MiB; plain bytes or a KiB/MiB suffix",
+		set: func(c *Config, v string) error {
+			n, err := parseSize(v)
+			if err != nil {
+				return err
+			}
+			c.MaxPayload = n
+			return nil
+		},
+		check: func(c Config) error {
+			if c.MaxPayload < 1 || c.MaxPayload > maxPayloadCap {
+				return fmt.Errorf("%d bytes is outside 1 byte to 1MiB (%d bytes; etcd refuses requests over 1.5MiB)", c.MaxPayload, maxPayloadCap)
+			}
+			return nil
+		},
+	},
+	{
+		name: "history", arg: "N", def: "20",
+		help:  "runs kept per task, 1 to 1000",
+		set:   intSetter(func(c *Config) *int { return &c.History }),
+		check: func(c Config) error { return checkRange(c.History, 1, maxHistory) },
+	},
+	{
+		name: "retention", arg: "DURATION", def: "24h",
+		help:  "how long a completed one-shot task stays visible",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.Retention }),
+		check: func(c Config) error { return checkNonNegative(c.Retention) },
+	},
+	{
+		name: "max-catch-up", arg: "N", def: "100",
+		help:  "most runs a FIRE_ALL misfire catches up, >= 1",
+		set:   intSetter(func(c *Config) *int { return &c.MaxCatchUp }),
+		check: func(c Config) error { return checkRange(c.MaxCatchUp, 1, math.MaxInt) },
+	},
+	{
+		name: "workers", arg: "N", def: "64",
+		help:  "concurrent runs per node, 1 to 10000",
+		set:   intSetter(func(c *Config) *int { return &c.Workers }),
+		check: func(c Config) error { return checkRange(c.Workers, 1, maxWorkers) },
+	},
+	{
+		name: "log-level", arg: "LEVEL", def: "info",
+		help: "log level: " + logLevelChoice,
+		set:  func(c *Config, v string) error { c.LogLevel = strings.ToLower(v); return nil },
+		check: func(c Config) error {
+			switch c.LogLevel {
+			case "trace", "debug", "info", "warn", "error":
+				return nil
+			}
+			return fmt.Errorf("%q is not one of %s", c.LogLevel, logLevelChoice)
+		},
+	},
+	{
+		name: "exec", arg: "KIND=COMMAND", def: "(none)", repeatable: true,
+		help:  "run tasks of KIND with /bin/sh -c COMMAND, payload on stdin; repeatable (in TASKD_EXEC separate entries with newlines or ';', in the file repeat the line)",
+		set:   kindTargetSetter(func(c *Config) *[]KindTarget { return &c.Exec }, "KIND=COMMAND"),
+		reset: func(c *Config) { c.Exec = nil },
+		check: func(c Config) error { return checkKindTargets(c.Exec, nil, false) },
+	},
+	{
+		name: "webhook", arg: "KIND=URL", def: "(none)", repeatable: true,
+		help:  "POST the payload of tasks of KIND to the http(s) URL; repeatable (in TASKD_WEBHOOK separate entries with newlines or ';', in the file repeat the line)",
+		set:   kindTargetSetter(func(c *Config) *[]KindTarget { return &c.Webhook }, "KIND=URL"),
+		reset: func(c *Config) { c.Webhook = nil },
+		check: func(c Config) error { return checkKindTargets(c.Webhook, c.Exec, true) },
+	},
+	{
+		name: configOptName, arg: "PATH", def: "(none)",
+		help: "config file of \"option = value\" lines; also TASKD_CONFIG",
+		set:  func(c *Config, v string) error { c.ConfigFile = v; return nil },
+	},
+}
+
+// optionsByName indexes options by name.
+var optionsByName = func() map[string]*option {
+	m := make(map[string]*option, len(options))
+	for _, o := range options {
+		m[o.name] = o
+	}
+	return m
+}()
+
+// removedOptions maps an option that no longer exists to the reason.
+var removedOptions = map[string]string{
+	"run-on-every-node": "removed: scope is stated per task (SPEC §6)",
+	"cluster-lock":      "removed: taskd fences every commit with etcd revisions instead of a cluster-wide lock",
+}
+
+// ignoredEnv lists the TASKD_ variables that the exec handler sets for its
+// children; a taskd started from such a child must not trip over them.
+var ignoredEnv = map[string]bool{
+	"TASKD_IDENTITY": true,
+	"TASKD_TASK_ID":  true,
+	"TASKD_KIND":     true,
+	"TASKD_RUN":      true,
+	"TASKD_FENCE":    true,
+	"TASKD_NODE":     true,
+	"TASKD_ATTEMPT":  true,
+}
+
+// envName is the environment variable of the option called name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// suggest returns the known option closest to name if it is within edit
+// distance 2, else "". Ties go to the earlier option in the table.
+func suggest(name string) string {
+	best, bestDist := "", 3
+	for _, o := range options {
+		if d := editDistance(name, o.name); d < bestDist {
+			best, bestDist = o.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// durationSetter stores a time.ParseDuration value into the field.
+func durationSetter(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// intSetter stores a decimal integer into the field.
+func intSetter(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			var ne *strconv.NumError
+			if errors.As(err, &ne) {
+				return fmt.Errorf("not a whole number: %w", ne.Err)
+			}
+			return err
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+// kindTargetSetter appends one KIND=TARGET entry to the field.
+func kindTargetSetter(field func(*Config) *[]KindTarget, want string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		kind, target, ok := strings.Cut(v, "=")
+		if !ok {
+			return fmt.Errorf("want %s", want)
+		}
+		*field(c) = append(*field(c), KindTarget{Kind: kind, Target: target})
+		return nil
+	}
+}
+
+// setEtcd stores a comma-separated endpoint list; an empty value means the
+// embedded etcd. Empty entries are kept so that Validate reports them.
+func setEtcd(c *Config, v string) error {
+	if strings.TrimSpace(v) == "" {
+		c.Etcd = nil
+		return nil
+	}
+	parts := strings.Split(v, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	c.Etcd = parts
+	return nil
+}
+
+// parseSize parses a byte count: digits, optionally followed by KiB or MiB.
+func parseSize(v string) (int, error) {
+	num, mult := v, int64(1)
+	switch {
+	case strings.HasSuffix(v, "KiB"):
+		num, mult = strings.TrimSuffix(v, "KiB"), 1<<10
+	case strings.HasSuffix(v, "MiB"):
+		num, mult = strings.TrimSuffix(v, "MiB"), 1<<20
+	}
+	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, errors.New("want a whole number of bytes, optionally with a KiB or MiB suffix")
+	}
+	n, err := strconv.ParseInt(num, 10, 32)
+	if err != nil || n*mult > math.MaxInt32 {
+		return 0, errors.New("size out of range")
+	}
+	return int(n * mult), nil
+}
+
+// checkName checks a node name.
+func checkName(name string) error {
+	if name == "" {
+		return errors.New("must not be empty (the default is the host name)")
+	}
+	if len(name) > maxNameLen {
+		return fmt.Errorf("%q is %d bytes, more than %d (it is used in etcd keys)", name, len(name), maxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		switch {
+		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '.', b == '_', b == '-':
+		default:
+			return fmt.Errorf("%q contains %q; allowed are A-Z a-z 0-9 . _ - (it is used in etcd keys)", name, rune(b))
+		}
+	}
+	return nil
+}
+
+// checkPrefix checks an etcd key prefix.
+func checkPrefix(p string) error {
+	if !strings.HasPrefix(p, "/") || !strings.HasSuffix(p, "/") {
+		return fmt.Errorf("%q must start and end with \"/\"", p)
+	}
+	if strings.ContainsFunc(p, unicode.IsControl) {
+		return fmt.Errorf("%q contains a control character", p)
+	}
+	return nil
+}
+
+// checkPort checks a numeric port 0-65535.
+func checkPort(port string) error {
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// checkHostPort checks a host:port listen address.
+func checkHostPort(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", v, err)
+	}
+	if err := checkPort(port); err != nil {
+		return fmt.Errorf("%q: %w", v, err)
+	}
+	return nil
+}
+
+// checkListenURL checks the embedded etcd's client URL: http or https,
+// host and port, nothing else.
+func checkListenURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %w", v, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q must be an http:// or https:// URL", v)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%q has no host", v)
+	}
+	if u.Port() == "" {
+		return fmt.Errorf("%q has no port", v)
+	}
+	if err := checkPort(u.Port()); err != nil {
+		return fmt.Errorf("%q: %w", v, err)
+	}
+	if u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q must be scheme://host:port with no user, path, query or fragment", v)
+	}
+	return nil
+}
+
+// checkEndpoints checks the --etcd endpoints: host:port, or an http, https,
+// unix or unixs URL.
+func checkEndpoints(eps []string) error {
+	for i, e := range eps {
+		if e == "" {
+			return fmt.Errorf("endpoint %d of %d is empty (a stray comma?)", i+1, len(eps))
+		}
+		if !strings.Contains(e, "://") {
+			if err := checkHostPort(e); err != nil {
+				return fmt.Errorf("endpoint %w", err)
+			}
+			continue
+		}
+		u, err := url.Parse(e)
+		if err != nil {
+			return fmt.Errorf("endpoint %q is not a URL: %w", e, err)
+		}
+		switch u.Scheme {
+		case "http", "https":
+			if u.Hostname() == "" {
+				return fmt.Errorf("endpoint %q has no host", e)
+			}
+			if p := u.Port(); p != "" {
+				if err := checkPort(p); err != nil {
+					return fmt.Errorf("endpoint %q: %w", e, err)
+				}
+			}
+		case "unix", "unixs":
+			if u.Host == "" && u.Path == "" {
+				return fmt.Errorf("endpoint %q has no socket path", e)
+			}
+		default:
+			return fmt.Errorf("endpoint %q: scheme must be http, https, unix or unixs", e)
+		}
+	}
+	return nil
+}
+
+// checkLeaseTTL checks the node lease TTL.
+func checkLeaseTTL(d time.Duration) error {
+	switch {
+	case d < minLeaseTTL:
+		return fmt.Errorf("%v is below %v, etcd's minimum lease TTL with default timings (a shorter TTL would silently become %v)", d, minLeaseTTL, minLeaseTTL)
+	case d > maxLeaseTTL:
+		return fmt.Errorf("%v is above the maximum of %v", d, maxLeaseTTL)
+	case d%time.Second != 0:
+		return fmt.Errorf("%v is not a whole number of seconds (etcd lease TTLs are whole seconds)", d)
+	}
+	return nil
+}
+
+// checkPositive requires d > 0.
+func checkPositive(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("%v must be greater than 0", d)
+	}
+	return nil
+}
+
+// checkNonNegative requires d >= 0.
+func checkNonNegative(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%v must not be negative", d)
+	}
+	return nil
+}
+
+// checkRange requires lo <= n <= hi.
+func checkRange(n, lo, hi int) error {
+	if n < lo {
+		return fmt.Errorf("%d is below the minimum of %d", n, lo)
+	}
+	if n > hi {
+		return fmt.Errorf("%d is above the maximum of %d", n, hi)
+	}
+	return nil
+}
+
+// checkKind checks a handler kind: 1-128 bytes of UTF-8 without whitespace
+// or control characters.
+func checkKind(kind string) error {
+	switch {
+	case kind == "":
+		return errors.New("empty kind")
+	case len(kind) > maxKindLen:
+		return fmt.Errorf("kind %q is %d bytes, more than %d", kind, len(kind), maxKindLen)
+	case !utf8.ValidString(kind):
+		return fmt.Errorf("kind %q is not valid UTF-8", kind)
+	case strings.ContainsFunc(kind, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return fmt.Errorf("kind %q contains whitespace or a control character", kind)
+	}
+	return nil
+}
+
+// checkKindTargets checks exec (webhooks false) or webhook (webhooks true)
+// entries; other holds the exec entries when checking webhooks, so that a
+// kind configured for both is reported.
+func checkKindTargets(list, other []KindTarget, webhooks bool) error {
+	seen := make(map[string]bool, len(list))
+	for _, kt := range list {
+		entry := kt.Kind + "=" + kt.Target
+		if err := checkKind(kt.Kind); err != nil {
+			return fmt.Errorf("entry %q: %w", entry, err)
+		}
+		if strings.TrimSpace(kt.Target) == "" {
+			return fmt.Errorf("entry %q: empty target for kind %q", entry, kt.Kind)
+		}
+		if webhooks {
+			u, err := url.Parse(kt.Target)
+			if err != nil {
+				return fmt.Errorf("entry %q: kind %q: bad URL: %w", entry, kt.Kind, err)
+			}
+			if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("entry %q: kind %q: %q is not an absolute http:// or https:// URL", entry, kt.Kind, kt.Target)
+			}
+		}
+		if seen[kt.Kind] {
+			return fmt.Errorf("kind %q is configured more than once; a kind has one handler", kt.Kind)
+		}
+		seen[kt.Kind] = true
+	}
+	for _, kt := range other {
+		if seen[kt.Kind] {
+			return fmt.Errorf("kind %q is configured by both --exec and --webhook; a kind has one handler", kt.Kind)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+// Package etcdembed starts a single-member etcd inside the process, so that
+// one taskd runs with no set-up. The data directory is guarded by a lock
+// file: a second server on the same directory fails at once with a clear
+// error, where etcd itself would block forever on bbolt's file lock.
+package etcdembed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// Config says where and how to run the embedded etcd.
+type Config struct {
+	// Dir holds the lock file and etcd's data (in Dir/etcd).
+	Dir string
+	// ClientURL is the client listen URL, e.g. http://127.0.0.1:2379; port 0
+	// picks a free port (read it back from Server.ClientURL).
+	ClientURL string
+	// Fast shortens raft's tick (10 ms) and election (100 ms) for tests.
+	Fast bool
+	// ReadyTimeout bounds the wait for the server to become ready.
+	ReadyTimeout time.Duration
+}
+
+// Server is a running embedded etcd.
+type Server struct {
+	etcd      *embed.Etcd
+	lock      *os.File
+	clientURL string
+}
+
+// ErrDirInUse reports a data directory held by another process.
+var ErrDirInUse = errors.New("data directory is in use by another taskd")
+
+// Start starts the server and waits until it serves.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.Dir, err)
+	}
+	lock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := start(ctx, cfg)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	srv.lock = lock
+	return srv, nil
+}
+
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "taskd.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		_ = f.Close()
+		who := strings.TrimSpace(string(holder))
+		if who == "" {
+			who = "unknown"
+		}
+		return nil, fmt.Errorf("%w: %s is locked (holder pid %s); stop that process or use another --data-dir", ErrDirInUse, dir, who)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	return f, nil
+}
+
+func start(ctx context.Context, cfg Config) (*Server, error) {
+	curl, err := url.Parse(cfg.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse etcd client URL %q: %w", cfg.ClientURL, err)
+	}
+	// The peer URL is never dialled by a single member, but must be unique
+	// per data dir: a unix socket inside the dir needs no port.
+	purl, _ := url.Parse("unix://" + filepath.Join(cfg.Dir, "peer.sock"))
+	_ = os.Remove(filepath.Join(cfg.Dir, "peer.sock"))
+
+	ec := embed.NewConfig()
+	ec.Name = "taskd"
+	ec.Dir = filepath.Join(cfg.Dir, "etcd")
+	ec.ListenClientUrls = []url.URL{*curl}
+	ec.AdvertiseClientUrls = []url.URL{*curl}
+	ec.ListenPeerUrls = []url.URL{*purl}
+	ec.AdvertisePeerUrls = []url.URL{*purl}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	ec.LogLevel = "error"
+	// taskd writes a lot: compact history older than five minutes.
+	ec.AutoCompactionMode = "periodic"
+	ec.AutoCompactionRetention = "5m"
+	if cfg.Fast {
+		ec.TickMs = 10
+		ec.ElectionMs = 100
+	}
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, err)
+	}
+	timeout := cfg.ReadyTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(timeout):
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd in %s not ready after %s", ec.Dir, timeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, fmt.Errorf("start embedded etcd: %w", ctx.Err())
+	case err := <-e.Err():
+		e.Close()
+		return nil, fmt.Errorf("embedded etcd in %s: %w", ec.Dir, err)
+	}
+	addr := e.Clients[0].Addr().String()
+	return &Server{etcd: e, clientURL: curl.Scheme + "://" + addr}, nil
+}
+
+// ClientURL is the URL clients dial (with the real port when 0 was asked).
+func (s *Server) ClientURL() string { return s.clientURL }
+
+// Close stops the server and releases the data directory. Close clients of
+// the server first: open watch and lease streams make etcd's close slow.
+func (s *Server) Close() {
+	s.etcd.Close()
+	<-s.etcd.Server.StopNotify()
+	if s.lock != nil {
+		_ = s.lock.Close()
+	}
+}

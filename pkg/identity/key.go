@@ -1,0 +1,109 @@
+package identity
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxLen is the longest identity in bytes (SPEC §10).
+const MaxLen = 256
+
+// Validate reports why s is not a valid identity: 1–256 bytes of UTF-8
+// without control characters.
+func Validate(s string) error {
+	switch {
+	case s == "":
+		return errors.New("must not be empty")
+	case len(s) > MaxLen:
+		return fmt.Errorf("is %d bytes, the limit is %d", len(s), MaxLen)
+	case !utf8.ValidString(s):
+		return errors.New("is not valid UTF-8")
+	}
+	for i, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Errorf("has a control character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+// Encode escapes an identity into one etcd key segment. The result never
+// contains '/', so "<prefix>/<Encode(a)>/" can never be a prefix of the keys
+// of another identity: "bob" cannot match "bob/x" or "bob.x" (Darkstar's
+// prefix-scan flaw). Bytes outside a small safe set become %XX.
+func Encode(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !safe(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if safe(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// Decode reverses Encode.
+func Decode(s string) (string, error) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", fmt.Errorf("decode identity %q: truncated escape", s)
+		}
+		hi, ok1 := unhex(s[i+1])
+		lo, ok2 := unhex(s[i+2])
+		if !ok1 || !ok2 {
+			return "", fmt.Errorf("decode identity %q: bad escape at %d", s, i)
+		}
+		b = append(b, hi<<4|lo)
+		i += 2
+	}
+	return string(b), nil
+}
+
+func safe(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '~', ':', '@', '+', '=', ',':
+		return true
+	}
+	return false
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}

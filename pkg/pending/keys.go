@@ -1,0 +1,67 @@
+package pending
+
+import (
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/pkg/identity"
+)
+
+// Keys lays out the task keyspace under a cluster prefix.
+type Keys struct{ prefix string }
+
+// NewKeys returns the task keys under prefix (which ends in '/').
+func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
+
+// Task is the key of one task.
+func (k Keys) Task(id, taskID string) string {
+	return k.prefix + "task/" + identity.Encode(id) + "/" + taskID
+}
+
+// Tasks is the prefix of all of an identity's tasks.
+func (k Keys) Tasks(id string) string { return k.prefix + "task/" + identity.Encode(id) + "/" }
+
+// AllTasks is the prefix of every task of the cluster.
+func (k Keys) AllTasks() string { return k.prefix + "task/" }
+
+// Runs is the prefix of one task's run history.
+func (k Keys) Runs(id, taskID string) string {
+	return k.prefix + "runs/" + identity.Encode(id) + "/" + taskID + "/"
+}
+
+// Run is the key of history entry seq of a task.
+func (k Keys) Run(id, taskID string, seq int64) string {
+	return fmt.Sprintf("%s%016x", k.Runs(id, taskID), seq)
+}
+
+// Idem is the key of an idempotency key of an identity.
+func (k Keys) Idem(id, key string) string {
+	return k.prefix + "idem/" + identity.Encode(id) + "/" + identity.Encode(key)
+}
+
+// IdemPrefix is the prefix of an identity's idempotency keys.
+func (k Keys) IdemPrefix(id string) string { return k.prefix + "idem/" + identity.Encode(id) + "/" }
+
+// TaskAt is the compare that holds while the task's record is at rev (0:
+// while it does not exist).
+func (k Keys) TaskAt(id, taskID string, rev int64) clientv3.Cmp {
+	return clientv3.Compare(clientv3.ModRevision(k.Task(id, taskID)), "=", rev)
+}
+
+// SplitTask parses a task key into identity and task id.
+func (k Keys) SplitTask(key string) (id, taskID string, err error) {
+	rest, ok := strings.CutPrefix(key, k.prefix+"task/")
+	if !ok {
+		return "", "", fmt.Errorf("key %q is not a task key", key)
+	}
+	enc, taskID, ok := strings.Cut(rest, "/")
+	if !ok || enc == "" || taskID == "" || strings.Contains(taskID, "/") {
+		return "", "", fmt.Errorf("key %q is not a task key", key)
+	}
+	if id, err = identity.Decode(enc); err != nil {
+		return "", "", fmt.Errorf("key %q is not a task key: %w", key, err)
+	}
+	return id, taskID, nil
+}

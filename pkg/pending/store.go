@@ -1,0 +1,199 @@
+package pending
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Stored is a task record with the etcd mod revision it was read at.
+type Stored struct {
+	Rec *storev1.TaskRecord
+	Rev int64
+}
+
+// Store reads the task keyspace. Writes are Txn operations built by the
+// caller (see PutTask, HistoryOps), so that they share one fenced Txn with
+// the identity mapping compare. Every call needs a context with a deadline.
+type Store struct {
+	cli  *clientv3.Client
+	keys Keys
+}
+
+// NewStore returns a Store over cli.
+func NewStore(cli *clientv3.Client, keys Keys) *Store { return &Store{cli: cli, keys: keys} }
+
+// Keys returns the store's key layout.
+func (s *Store) Keys() Keys { return s.keys }
+
+// Decode decodes a task record.
+func Decode(b []byte) (*storev1.TaskRecord, error) {
+	rec := &storev1.TaskRecord{}
+	if err := proto.Unmarshal(b, rec); err != nil {
+		return nil, fmt.Errorf("decode task record: %w", err)
+	}
+	return rec, nil
+}
+
+// Encode encodes a task record.
+func Encode(rec *storev1.TaskRecord) ([]byte, error) {
+	b, err := proto.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode task %s: %w", rec.GetId(), err)
+	}
+	return b, nil
+}
+
+// PutTask is the Txn operation that writes rec.
+func (k Keys) PutTask(rec *storev1.TaskRecord) (clientv3.Op, error) {
+	b, err := Encode(rec)
+	if err != nil {
+		return clientv3.Op{}, err
+	}
+	return clientv3.OpPut(k.Task(rec.Spec.GetIdentity(), rec.Id), string(b)), nil
+}
+
+// HistoryOps appends run to rec's history: it advances rec.HistorySeq, so the
+// caller must write rec in the same Txn, and drops the entry that falls out
+// of the last keep.
+func (k Keys) HistoryOps(rec *storev1.TaskRecord, run *taskdv1.Run, keep int) ([]clientv3.Op, error) {
+	rec.HistorySeq++
+	b, err := proto.Marshal(&storev1.RunRecord{Run: run})
+	if err != nil {
+		return nil, fmt.Errorf("encode run %d of task %s: %w", run.RunNumber, rec.Id, err)
+	}
+	id := rec.Spec.GetIdentity()
+	ops := []clientv3.Op{clientv3.OpPut(k.Run(id, rec.Id, rec.HistorySeq), string(b))}
+	if old := rec.HistorySeq - int64(keep); old > 0 {
+		ops = append(ops, clientv3.OpDelete(k.Run(id, rec.Id, old)))
+	}
+	return ops, nil
+}
+
+// DeleteTaskOps remove a task, its history and its idempotency key.
+func (k Keys) DeleteTaskOps(rec *storev1.TaskRecord) []clientv3.Op {
+	id := rec.Spec.GetIdentity()
+	ops := []clientv3.Op{
+		clientv3.OpDelete(k.Task(id, rec.Id)),
+		clientv3.OpDelete(k.Runs(id, rec.Id), clientv3.WithPrefix()),
+	}
+	if key := rec.Spec.GetIdempotencyKey(); key != "" {
+		ops = append(ops, clientv3.OpDelete(k.Idem(id, key)))
+	}
+	return ops
+}
+
+// Get reads one task; ok is false when it does not exist.
+func (s *Store) Get(ctx context.Context, id, taskID string) (st Stored, ok bool, err error) {
+	resp, err := s.cli.Get(ctx, s.keys.Task(id, taskID))
+	if err != nil {
+		return Stored{}, false, fmt.Errorf("read task %s of %q: %w", taskID, id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return Stored{}, false, nil
+	}
+	rec, err := Decode(resp.Kvs[0].Value)
+	if err != nil {
+		return Stored{}, false, err
+	}
+	return Stored{Rec: rec, Rev: resp.Kvs[0].ModRevision}, true, nil
+}
+
+// List reads up to limit tasks of id whose ids come after afterID ("" for
+// the first page), in creation order; more says whether any remain.
+func (s *Store) List(ctx context.Context, id, afterID string, limit int) (tasks []Stored, more bool, err error) {
+	prefix := s.keys.Tasks(id)
+	from := prefix
+	if afterID != "" {
+		from = prefix + afterID + "\x00"
+	}
+	resp, err := s.cli.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(int64(limit)))
+	if err != nil {
+		return nil, false, fmt.Errorf("list tasks of %q: %w", id, err)
+	}
+	for _, kv := range resp.Kvs {
+		rec, err := Decode(kv.Value)
+		if err != nil {
+			return nil, false, fmt.Errorf("task key %s: %w", kv.Key, err)
+		}
+		tasks = append(tasks, Stored{Rec: rec, Rev: kv.ModRevision})
+	}
+	return tasks, resp.More, nil
+}
+
+// LoadAll reads every task of id at one revision, in pages, and returns that
+// revision.
+func (s *Store) LoadAll(ctx context.Context, id string) ([]Stored, int64, error) {
+	prefix := s.keys.Tasks(id)
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	var out []Stored
+	from, rev := prefix, int64(0)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(500)}
+		if rev != 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := s.cli.Get(ctx, from, opts...)
+		if err != nil {
+			return nil, 0, fmt.Errorf("load tasks of %q: %w", id, err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			rec, err := Decode(kv.Value)
+			if err != nil {
+				return nil, 0, fmt.Errorf("task key %s: %w", kv.Key, err)
+			}
+			out = append(out, Stored{Rec: rec, Rev: kv.ModRevision})
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return out, rev, nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// Count counts id's tasks without reading them.
+func (s *Store) Count(ctx context.Context, id string) (int64, error) {
+	resp, err := s.cli.Get(ctx, s.keys.Tasks(id), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("count tasks of %q: %w", id, err)
+	}
+	return resp.Count, nil
+}
+
+// Runs reads a task's history, newest first.
+func (s *Store) Runs(ctx context.Context, id, taskID string) ([]*taskdv1.Run, error) {
+	resp, err := s.cli.Get(ctx, s.keys.Runs(id, taskID), clientv3.WithPrefix(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	if err != nil {
+		return nil, fmt.Errorf("read runs of task %s: %w", taskID, err)
+	}
+	runs := make([]*taskdv1.Run, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var rr storev1.RunRecord
+		if err := proto.Unmarshal(kv.Value, &rr); err != nil {
+			return nil, fmt.Errorf("decode run %s: %w", kv.Key, err)
+		}
+		runs = append(runs, rr.Run)
+	}
+	return runs, nil
+}
+
+// IdemLookup returns the task id stored under an idempotency key.
+func (s *Store) IdemLookup(ctx context.Context, id, key string) (taskID string, ok bool, err error) {
+	resp, err := s.cli.Get(ctx, s.keys.Idem(id, key))
+	if err != nil {
+		return "", false, fmt.Errorf("read idempotency key of %q: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	return string(resp.Kvs[0].Value), true, nil
+}

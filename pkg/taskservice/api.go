@@ -1,0 +1,199 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// API serves the taskd.v1 gRPC API over a Node. Errors carry the status
+// codes of SPEC §10: INVALID_ARGUMENT naming the field, NOT_FOUND,
+// FAILED_PRECONDITION, UNAVAILABLE when etcd cannot be reached (nothing is
+// half-written: every write is one Txn), RESOURCE_EXHAUSTED when etcd's
+// space quota is hit.
+type API struct {
+	taskdv1.UnimplementedTaskServiceServer
+	node *Node
+}
+
+// NewAPI returns the gRPC service of n; register it with
+// taskdv1.RegisterTaskServiceServer.
+func NewAPI(n *Node) *API { return &API{node: n} }
+
+// toStatus maps an error of the node to a gRPC status.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ia *InvalidArgumentError
+	var ui *UnimplementedError
+	switch {
+	case errors.As(err, &ia):
+		return status.Error(codes.InvalidArgument, ia.Error())
+	case errors.As(err, &ui):
+		return status.Error(codes.Unimplemented, ui.Error())
+	case errors.Is(err, ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrFailedPrecondition):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, rpctypes.ErrNoSpace), errors.Is(err, rpctypes.ErrGRPCNoSpace):
+		return status.Error(codes.ResourceExhausted, "etcd's space quota is exhausted: "+err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	}
+	if s, ok := status.FromError(err); ok && s.Code() == codes.ResourceExhausted {
+		return status.Error(codes.ResourceExhausted, err.Error())
+	}
+	// Deadline exceeded or a transport error talking to etcd.
+	return status.Error(codes.Unavailable, "etcd unreachable: "+err.Error())
+}
+
+func checkIdentity(field, id string) error {
+	if err := identity.Validate(id); err != nil {
+		return status.Error(codes.InvalidArgument, fmt.Sprintf("%s: %s", field, err))
+	}
+	return nil
+}
+
+func checkTaskID(id string) error {
+	if !pending.ValidTaskID(id) {
+		return status.Error(codes.InvalidArgument, fmt.Sprintf("task_id: %q is not a task id (26 characters of base32)", id))
+	}
+	return nil
+}
+
+// ScheduleTask stores one task.
+func (a *API) ScheduleTask(ctx context.Context, req *taskdv1.ScheduleTaskRequest) (*taskdv1.ScheduleTaskResponse, error) {
+	if req.Task == nil {
+		return nil, status.Error(codes.InvalidArgument, "task: is required")
+	}
+	out, err := a.node.Schedule(ctx, []*taskdv1.TaskSpec{req.Task}, "task")
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ScheduleTaskResponse{Task: out[0].Task, Existing: out[0].Existing}, nil
+}
+
+// ScheduleTasks stores up to 100 tasks.
+func (a *API) ScheduleTasks(ctx context.Context, req *taskdv1.ScheduleTasksRequest) (*taskdv1.ScheduleTasksResponse, error) {
+	out, err := a.node.Schedule(ctx, req.Tasks, "tasks")
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &taskdv1.ScheduleTasksResponse{Tasks: make([]*taskdv1.Task, len(out))}
+	for i, s := range out {
+		resp.Tasks[i] = s.Task
+	}
+	return resp, nil
+}
+
+// GetTask returns one task.
+func (a *API) GetTask(ctx context.Context, req *taskdv1.GetTaskRequest) (*taskdv1.GetTaskResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	if err := checkTaskID(req.TaskId); err != nil {
+		return nil, err
+	}
+	t, err := a.node.GetTask(ctx, req.Identity, req.TaskId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.GetTaskResponse{Task: t}, nil
+}
+
+// ListTasks returns a page of an identity's tasks.
+func (a *API) ListTasks(ctx context.Context, req *taskdv1.ListTasksRequest) (*taskdv1.ListTasksResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	size := int(req.PageSize)
+	switch {
+	case size == 0:
+		size = 100
+	case size < 0 || size > 1000:
+		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("page_size: is %d, must be 1-1000 (0 means 100)", size))
+	}
+	if req.PageToken != "" && !pending.ValidTaskID(req.PageToken) {
+		return nil, status.Error(codes.InvalidArgument, "page_token: is not a token from a previous response")
+	}
+	tasks, next, err := a.node.ListTasks(ctx, req.Identity, size, req.PageToken)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ListTasksResponse{Tasks: tasks, NextPageToken: next}, nil
+}
+
+// CancelTask cancels a task.
+func (a *API) CancelTask(ctx context.Context, req *taskdv1.CancelTaskRequest) (*taskdv1.CancelTaskResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	if err := checkTaskID(req.TaskId); err != nil {
+		return nil, err
+	}
+	t, err := a.node.CancelTask(ctx, req.Identity, req.TaskId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.CancelTaskResponse{Task: t}, nil
+}
+
+// RunTaskNow requests a manual run.
+func (a *API) RunTaskNow(ctx context.Context, req *taskdv1.RunTaskNowRequest) (*taskdv1.RunTaskNowResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	if err := checkTaskID(req.TaskId); err != nil {
+		return nil, err
+	}
+	t, err := a.node.RunTaskNow(ctx, req.Identity, req.TaskId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.RunTaskNowResponse{Task: t}, nil
+}
+
+// ListRuns returns a task's history.
+func (a *API) ListRuns(ctx context.Context, req *taskdv1.ListRunsRequest) (*taskdv1.ListRunsResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	if err := checkTaskID(req.TaskId); err != nil {
+		return nil, err
+	}
+	runs, err := a.node.ListRuns(ctx, req.Identity, req.TaskId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ListRunsResponse{Runs: runs}, nil
+}
+
+// GetIdentity returns an identity's mapping.
+func (a *API) GetIdentity(ctx context.Context, req *taskdv1.GetIdentityRequest) (*taskdv1.GetIdentityResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	id, err := a.node.GetIdentity(ctx, req.Identity)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.GetIdentityResponse{Identity: id}, nil
+}
+
+// ListNodes lists the registered nodes.
+func (a *API) ListNodes(ctx context.Context, _ *taskdv1.ListNodesRequest) (*taskdv1.ListNodesResponse, error) {
+	nodes, err := a.node.ListNodes(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ListNodesResponse{Nodes: nodes}, nil
+}

@@ -1,0 +1,102 @@
+package taskservice
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Config configures a Node. Zero values take the defaults of SPEC §9.
+type Config struct {
+	// Name is the node's stable name (required).
+	Name string
+	// Client reaches the cluster's etcd (required). The node does not close it.
+	Client *clientv3.Client
+	// Prefix of every key, so that several clusters can share one etcd.
+	Prefix string
+	// Address is the gRPC address advertised in the node's registration.
+	Address string
+	// Handlers run the tasks, by kind.
+	Handlers map[string]Handler
+	// Listeners are told every event.
+	Listeners []Listener
+	// Logger; every line carries the node name.
+	Logger hclog.Logger
+
+	LeaseTTL         time.Duration // node liveness; default 10s
+	MisfireThreshold time.Duration // default 60s
+	MaxCatchUp       int           // FIRE_ALL cap; default 100
+	History          int           // runs kept per task; default 20
+	Retention        time.Duration // finished tasks kept; default 24h
+	MaxPayload       int           // payload and data limit; default 256 KiB
+	Workers          int           // concurrent runs; default 64
+	DefaultTimeout   time.Duration // run timeout when a task names none; default 5m
+	EtcdTimeout      time.Duration // deadline of one etcd call; default 5s
+
+	// Recorded for the relocation release (SPEC §3, §7); validated only.
+	HandoffPeriod time.Duration
+	HandoffStart  time.Duration
+	VoteDelay     time.Duration
+	RemoveDelay   time.Duration
+	DrainTimeout  time.Duration
+}
+
+func (c *Config) setDefaults() error {
+	if c.Name == "" {
+		return errors.New("taskservice: Config.Name is required")
+	}
+	if c.Client == nil {
+		return errors.New("taskservice: Config.Client is required")
+	}
+	if c.Prefix == "" {
+		c.Prefix = "/taskd/"
+	}
+	if c.Prefix[0] != '/' || c.Prefix[len(c.Prefix)-1] != '/' {
+		return fmt.Errorf("taskservice: Config.Prefix %q must start and end with '/'", c.Prefix)
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.LeaseTTL, 10*time.Second)
+	def(&c.MisfireThreshold, 60*time.Second)
+	def(&c.Retention, 24*time.Hour)
+	def(&c.DefaultTimeout, 5*time.Minute)
+	def(&c.EtcdTimeout, 5*time.Second)
+	def(&c.HandoffPeriod, 500*time.Millisecond)
+	def(&c.HandoffStart, 2500*time.Millisecond)
+	def(&c.VoteDelay, 5*time.Second)
+	def(&c.RemoveDelay, 5*time.Second)
+	def(&c.DrainTimeout, 30*time.Second)
+	if c.LeaseTTL < 2*time.Second {
+		return fmt.Errorf("taskservice: LeaseTTL %s is below etcd's minimum of 2s", c.LeaseTTL)
+	}
+	if c.MaxCatchUp <= 0 {
+		c.MaxCatchUp = 100
+	}
+	if c.History <= 0 {
+		c.History = 20
+	}
+	if c.MaxPayload <= 0 {
+		c.MaxPayload = 256 << 10
+	}
+	if c.Workers <= 0 {
+		c.Workers = 64
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	for kind, h := range c.Handlers {
+		if kind == "" || len(kind) > MaxKindLen {
+			return fmt.Errorf("taskservice: handler kind %q must be 1-%d bytes", kind, MaxKindLen)
+		}
+		if h == nil {
+			return fmt.Errorf("taskservice: handler of kind %q is nil", kind)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,496 @@
+package taskservice
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// dispatchLoop pops due entries in order and hands them to their identity's
+// starter. It starts nothing while the lease is not fresh (self-fencing).
+func (n *Node) dispatchLoop() {
+	defer n.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := time.Hour
+		n.mu.Lock()
+		fresh := time.Since(n.renewedAt) < n.cfg.LeaseTTL*2/3
+		now := time.Now()
+		for fresh && len(n.queue) > 0 {
+			e := n.queue[0]
+			if e.due.After(now) {
+				wait = e.due.Sub(now)
+				break
+			}
+			heap.Pop(&n.queue)
+			if e.purge {
+				n.wg.Add(1)
+				go n.purge(e)
+				continue
+			}
+			e.running = true
+			st := e.ident
+			st.startQ = append(st.startQ, e)
+			if !st.starting {
+				st.starting = true
+				n.wg.Add(1)
+				go n.starter(st)
+			}
+		}
+		if !fresh {
+			wait = n.cfg.LeaseTTL / 20
+		}
+		n.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-n.wake:
+		case <-n.life.Done():
+			return
+		}
+	}
+}
+
+// starter drains one identity's start queue in order.
+func (n *Node) starter(st *identState) {
+	defer n.wg.Done()
+	for {
+		n.mu.Lock()
+		if len(st.startQ) == 0 || n.life.Err() != nil {
+			st.starting = false
+			n.mu.Unlock()
+			return
+		}
+		e := st.startQ[0]
+		st.startQ[0] = nil
+		st.startQ = st.startQ[1:]
+		n.mu.Unlock()
+		select {
+		case n.slots <- struct{}{}:
+		case <-n.life.Done():
+			continue
+		}
+		if !n.start(e) {
+			<-n.slots
+		}
+	}
+}
+
+// release frees a run slot.
+func (n *Node) release() { <-n.slots }
+
+// resched queues e at its next due time, or takes it out of the queue when
+// it has none. Caller holds n.mu.
+func (n *Node) reschedLocked(e *entry) {
+	if e.gone || e.ident.lost {
+		n.queue.remove(e)
+		return
+	}
+	at, purge, ok := dueTime(e.rec, n.cfg.Retention, time.Now())
+	if !ok {
+		n.queue.remove(e)
+		return
+	}
+	e.purge = purge
+	n.queue.set(e, at)
+	n.kick()
+}
+
+// start writes the run marker of a due entry (fenced) and launches its run.
+// It reports whether a run was launched (and so holds the slot).
+func (n *Node) start(e *entry) bool {
+	n.mu.Lock()
+	st := e.ident
+	if e.gone || st.lost || time.Since(n.renewedAt) >= n.cfg.LeaseTTL*2/3 {
+		e.running = false
+		if !e.gone && !st.lost {
+			n.reschedLocked(e)
+		}
+		n.mu.Unlock()
+		return false
+	}
+	cur, rev, epoch := e.rec, e.rev, st.epoch
+	n.mu.Unlock()
+
+	now := time.Now()
+	p := planStart(cur, n.cfg.Name, n.incarnation, epoch, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
+	newRev := int64(0)
+	if st.durable {
+		put, err := n.keys.PutTask(p.rec)
+		if err != nil {
+			n.log.Error("encode task", "task", e.id, "error", err)
+			n.settleNotStarted(e, time.Second)
+			return false
+		}
+		ctx, cancel := n.etcdCtx(context.Background())
+		resp, err := n.cli.Txn(ctx).
+			If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
+			Then(put).
+			Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
+			Commit()
+		cancel()
+		if err != nil {
+			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id, "error", err)
+			n.settleNotStarted(e, time.Second)
+			return false
+		}
+		if !resp.Succeeded {
+			n.conflict(e, epoch, resp.Responses)
+			return false
+		}
+		newRev = resp.Header.Revision
+	}
+	n.mu.Lock()
+	e.rec, e.rev = p.rec, newRev
+	if !p.run {
+		e.running = false
+		n.reschedLocked(e)
+	}
+	n.mu.Unlock()
+	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
+	if p.misfired > 0 {
+		ev.Type, ev.Count = EventMisfired, p.misfired
+		n.emit(ev)
+	}
+	if !p.run {
+		return false
+	}
+	fence := Fence{Epoch: epoch, Revision: newRev}
+	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, fence, 0
+	ev.Type = EventFired
+	n.emit(ev)
+	ev.Type = EventStarted
+	n.emit(ev)
+	n.runs.Add(1)
+	go n.execute(e, p, epoch, newRev)
+	return true
+}
+
+// settleNotStarted puts back an entry whose start failed, to try again later.
+func (n *Node) settleNotStarted(e *entry, after time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e.running = false
+	if e.gone || e.ident.lost {
+		return
+	}
+	n.queue.set(e, time.Now().Add(after))
+	n.kick()
+}
+
+// conflict handles a fenced write that failed: either the identity's epoch
+// moved (the identity left this node, or was re-mapped to it) or the task
+// changed under us (cancelled, run-now, deleted).
+func (n *Node) conflict(e *entry, epoch int64, else_ []*etcdserverpb.ResponseOp) {
+	st := e.ident
+	owner, err := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(else_[0].GetResponseRange()))
+	if err != nil {
+		n.log.Error("decode mapping after a failed commit", "identity", st.name, "error", err)
+	}
+	if err != nil || owner.Epoch != epoch {
+		n.mu.Lock()
+		e.running = false
+		n.mu.Unlock()
+		n.identityMoved(st, owner)
+		return
+	}
+	kvs := else_[1].GetResponseRange().GetKvs()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e.running = false
+	if len(kvs) == 0 {
+		n.removeEntryLocked(e)
+		return
+	}
+	rec, err := pending.Decode(kvs[0].Value)
+	if err != nil {
+		n.log.Error("decode task after a failed write", "task", e.id, "error", err)
+		n.queue.set(e, time.Now().Add(time.Second))
+		return
+	}
+	e.rec, e.rev = rec, kvs[0].ModRevision
+	if rec.Running != nil {
+		// A marker not written by a run in flight here: resolve it.
+		go n.resolveMarkers(st, epoch, []*entry{e})
+		return
+	}
+	n.reschedLocked(e)
+}
+
+func (n *Node) removeEntryLocked(e *entry) {
+	e.gone = true
+	n.queue.remove(e)
+	delete(e.ident.tasks, e.id)
+}
+
+// identityMoved reacts to a failed fence: if the identity is still mapped to
+// this incarnation under a newer epoch, its tasks are loaded again under
+// that epoch; otherwise the identity is no longer this node's.
+func (n *Node) identityMoved(st *identState, owner identity.Owner) {
+	if owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			ctx, cancel := n.etcdCtx(n.life)
+			defer cancel()
+			if err := n.adoptIdentity(ctx, st.name, owner.Epoch); err != nil {
+				n.log.Warn("reload identity under its new epoch", "identity", st.name, "error", err)
+			}
+		}()
+		return
+	}
+	n.mu.Lock()
+	if cur := n.idents[st.name]; cur == st {
+		n.dropIdentityLocked(st)
+	}
+	n.mu.Unlock()
+	n.log.Info("identity no longer owned here", "identity", st.name, "owner", owner.Node, "epoch", owner.Epoch)
+}
+
+// dropIdentityLocked forgets an identity: its timers stop, and a run that
+// tries to start or commit for it afterwards is dropped.
+func (n *Node) dropIdentityLocked(st *identState) {
+	st.lost = true
+	for _, e := range st.tasks {
+		n.queue.remove(e)
+	}
+	st.startQ = nil
+	delete(n.idents, st.name)
+}
+
+// adoptOwned resolves, at start, every identity still mapped to this node's
+// name (SPEC §5.4): each is re-mapped to this incarnation under a new epoch
+// (which fences anything the previous incarnation still had in flight), its
+// tasks are loaded, and runs left marked running become INTERRUPTED.
+func (n *Node) adoptOwned(ctx context.Context) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	ids, err := n.idmap.ListOwned(cctx, n.cfg.Name)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		sem   = make(chan struct{}, 16)
+	)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := n.adoptOne(ctx, id); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (n *Node) adoptOne(ctx context.Context, id string) error {
+	for range 3 {
+		cctx, cancel := n.etcdCtx(ctx)
+		owner, err := n.idmap.Get(cctx, id)
+		if err != nil {
+			cancel()
+			return err
+		}
+		if !owner.Mapped || owner.Node != n.cfg.Name {
+			cancel()
+			return nil // moved away; the index entry is stale
+		}
+		epoch, ok, err := n.idmap.Reassign(cctx, owner, n.cfg.Name, n.incarnation)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		cctx, cancel = n.etcdCtx(ctx)
+		err = n.adoptIdentity(cctx, id, epoch)
+		cancel()
+		return err
+	}
+	return fmt.Errorf("adopt identity %q: mapping kept changing", id)
+}
+
+// adoptIdentity loads every task of id under epoch into the queue. Entries
+// with a run in flight here are left alone; run markers of runs not in
+// flight here are resolved.
+func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error {
+	stored, _, err := n.store.LoadAll(ctx, id)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	st := n.idents[id]
+	if st == nil || st.lost {
+		st = &identState{name: id, durable: true, tasks: map[string]*entry{}}
+		n.idents[id] = st
+	}
+	if epoch < st.epoch {
+		n.mu.Unlock()
+		return nil // a newer adoption already happened
+	}
+	st.epoch = epoch
+	seen := make(map[string]bool, len(stored))
+	var stale []*entry
+	for _, s := range stored {
+		seen[s.Rec.Id] = true
+		e := st.tasks[s.Rec.Id]
+		if e == nil {
+			e = &entry{ident: st, id: s.Rec.Id, idx: -1}
+			st.tasks[e.id] = e
+		}
+		if e.running {
+			continue
+		}
+		e.rec, e.rev = s.Rec, s.Rev
+		if s.Rec.Running != nil {
+			n.queue.remove(e)
+			stale = append(stale, e)
+			continue
+		}
+		n.reschedLocked(e)
+	}
+	for tid, e := range st.tasks {
+		if !seen[tid] && !e.running {
+			n.removeEntryLocked(e)
+		}
+	}
+	n.mu.Unlock()
+	if len(stale) > 0 {
+		n.resolveMarkers(st, epoch, stale)
+	}
+	return nil
+}
+
+// resolveMarkers settles run markers left by runs that are not in flight
+// here (SPEC §5.4): INTERRUPTED for another incarnation's, DROPPED for this
+// incarnation's own dropped runs; with requests_recovery the fire time runs
+// again with the same run number.
+func (n *Node) resolveMarkers(st *identState, epoch int64, entries []*entry) {
+	for _, e := range entries {
+		for range 3 {
+			n.mu.Lock()
+			rec, rev := cloneRec(e.rec), e.rev
+			n.mu.Unlock()
+			if rec.Running == nil {
+				break
+			}
+			m := rec.Running
+			outcome, msg := taskdv1.Outcome_OUTCOME_INTERRUPTED,
+				fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
+			if m.Incarnation == n.incarnation {
+				outcome, msg = taskdv1.Outcome_OUTCOME_DROPPED, "the identity's epoch changed before the result was committed"
+			}
+			now := time.Now()
+			hist := resolveStale(rec, outcome, msg, now)
+			ops, err := n.keys.HistoryOps(rec, hist, n.cfg.History)
+			if err != nil {
+				n.log.Error("resolve run marker", "task", e.id, "error", err)
+				break
+			}
+			put, err := n.keys.PutTask(rec)
+			if err != nil {
+				n.log.Error("resolve run marker", "task", e.id, "error", err)
+				break
+			}
+			ctx, cancel := n.etcdCtx(context.Background())
+			resp, err := n.cli.Txn(ctx).
+				If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
+				Then(append([]clientv3.Op{put}, ops...)...).
+				Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
+				Commit()
+			cancel()
+			if err != nil {
+				n.log.Warn("resolve run marker: etcd write failed; will retry", "task", e.id, "error", err)
+				n.mu.Lock()
+				n.queue.set(e, time.Now().Add(time.Second)) // retried via conflict on start
+				n.mu.Unlock()
+				break
+			}
+			if !resp.Succeeded {
+				owner, _ := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(resp.Responses[0].GetResponseRange()))
+				if owner.Epoch != epoch {
+					n.identityMoved(st, owner)
+					return
+				}
+				kvs := resp.Responses[1].GetResponseRange().GetKvs()
+				n.mu.Lock()
+				if len(kvs) == 0 {
+					n.removeEntryLocked(e)
+					n.mu.Unlock()
+					break
+				}
+				if r, err := pending.Decode(kvs[0].Value); err == nil {
+					e.rec, e.rev = r, kvs[0].ModRevision
+				}
+				n.mu.Unlock()
+				continue
+			}
+			n.log.Info("resolved a run left in flight", "identity", st.name, "task", e.id,
+				"run", m.RunNumber, "outcome", outcome.String())
+			n.emit(Event{Type: EventInterrupted, Identity: st.name, TaskID: e.id, Kind: rec.Spec.Kind,
+				RunNumber: m.RunNumber, Attempt: int(m.Attempt), Outcome: outcome, Message: msg})
+			n.mu.Lock()
+			e.rec, e.rev = rec, resp.Header.Revision
+			n.reschedLocked(e)
+			n.mu.Unlock()
+			break
+		}
+	}
+}
+
+// purge deletes a finished task at the end of its retention.
+func (n *Node) purge(e *entry) {
+	defer n.wg.Done()
+	n.mu.Lock()
+	st, rec, rev, epoch := e.ident, e.rec, e.rev, e.ident.epoch
+	n.mu.Unlock()
+	if !st.durable {
+		n.mu.Lock()
+		n.removeEntryLocked(e)
+		n.mu.Unlock()
+		return
+	}
+	ctx, cancel := n.etcdCtx(context.Background())
+	resp, err := n.cli.Txn(ctx).
+		If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
+		Then(n.keys.DeleteTaskOps(rec)...).
+		Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
+		Commit()
+	cancel()
+	if err != nil {
+		n.settleNotStarted(e, time.Minute)
+		return
+	}
+	if !resp.Succeeded {
+		n.conflict(e, epoch, resp.Responses)
+		return
+	}
+	n.mu.Lock()
+	n.removeEntryLocked(e)
+	n.mu.Unlock()
+}
+
+// jitter is the random source of retry backoff.
+func jitter() float64 { return rand.Float64() }

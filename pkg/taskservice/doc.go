@@ -1,0 +1,17 @@
+// Package taskservice is a taskd node: it registers in etcd under a lease,
+// owns the identities mapped to it, keeps their durable tasks in a timer
+// queue, and runs each due fire time through the handler of the task's kind,
+// committing every result in one Txn fenced on the identity's epoch and the
+// task's revision.
+//
+// A Node has one life cycle: New, Start, then Stop. An application embeds
+// one, registers handlers by kind in its Config, and schedules tasks through
+// Node.Schedule or the gRPC API (NewAPI).
+//
+// Guarantees (SPEC §2): a durable task, once Schedule returns, survives the
+// crash of any nodes; a run's result is committed only while the identity is
+// still mapped to this node with the epoch the run started under, otherwise
+// the run is DROPPED and the task stays; no run starts before the node is
+// RUNNING; a node that cannot renew its lease stops starting runs before the
+// lease can expire.
+package taskservice

@@ -1,0 +1,52 @@
+package taskservice
+
+import (
+	"time"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// EventType names a step in a task's life (SPEC §8).
+type EventType string
+
+// The events of SPEC §8. For one run they come in this order: FIRED,
+// STARTED, one of SUCCEEDED | FAILED | DROPPED | INTERRUPTED, then one of
+// RETRY_SCHEDULED | NEXT_SCHEDULED | FINALIZED.
+const (
+	EventScheduled      EventType = "SCHEDULED"
+	EventFired          EventType = "FIRED"
+	EventStarted        EventType = "STARTED"
+	EventSucceeded      EventType = "SUCCEEDED"
+	EventFailed         EventType = "FAILED"
+	EventDropped        EventType = "DROPPED"
+	EventInterrupted    EventType = "INTERRUPTED"
+	EventRetryScheduled EventType = "RETRY_SCHEDULED"
+	EventNextScheduled  EventType = "NEXT_SCHEDULED"
+	EventFinalized      EventType = "FINALIZED"
+	EventMisfired       EventType = "MISFIRED"
+	EventCanceled       EventType = "CANCELED"
+)
+
+// Event is one step, as listeners see it.
+type Event struct {
+	Type      EventType
+	Time      time.Time
+	Node      string
+	Identity  string
+	TaskID    string
+	Kind      string
+	RunNumber int64
+	Attempt   int
+	Fence     Fence
+	Outcome   taskdv1.Outcome
+	Message   string
+	// Next is the next fire time for NEXT_SCHEDULED and RETRY_SCHEDULED.
+	Next time.Time
+	// Count is the number of fire times a MISFIRED event stands for.
+	Count int64
+}
+
+// Listener is told every event of the node, in order for each run. It is
+// called synchronously: keep it quick. A listener that panics is logged and
+// never prevents a commit (the bug Quartz had).
+type Listener func(Event)

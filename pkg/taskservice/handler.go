@@ -1,0 +1,170 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Handler runs the tasks of one kind. Work is called once per run; its
+// returned error decides the outcome:
+//
+//   - nil: SUCCESS.
+//   - Warning(msg): WARNING, a success worth a look.
+//   - Retry(err) or any other error: ERROR, retried after backoff until the
+//     task's max_attempts is used up, then the task is DEAD.
+//   - Permanent(err): ERROR, not retried; the task goes on with its next
+//     fire time, or ends.
+//   - Cancel(reason): CANCELED; the task has no more runs.
+//   - Snooze(until): the same fire time runs again at until, with no attempt
+//     used up.
+//   - RunAgainNow(): SUCCESS, and one more run at once.
+//
+// A handler must respect ctx: it is cancelled at the task's timeout and when
+// the node stops. The Run's Fence identifies this run to downstream systems:
+// a write carrying an older fence than one already seen is a stale duplicate.
+type Handler interface {
+	Work(ctx context.Context, run *Run) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, run *Run) error
+
+// Work calls f.
+func (f HandlerFunc) Work(ctx context.Context, run *Run) error { return f(ctx, run) }
+
+// Fence is the token of one run: the identity's mapping epoch and the task's
+// etcd revision when the run started. Both only grow, so a downstream system
+// that keeps the highest fence it has seen can reject a stale duplicate.
+type Fence struct {
+	Epoch    int64
+	Revision int64
+}
+
+// String renders the fence as "<epoch>.<revision>", as handed to exec and
+// webhook handlers.
+func (f Fence) String() string { return fmt.Sprintf("%d.%d", f.Epoch, f.Revision) }
+
+// Less reports whether f is older than o.
+func (f Fence) Less(o Fence) bool {
+	if f.Epoch != o.Epoch {
+		return f.Epoch < o.Epoch
+	}
+	return f.Revision < o.Revision
+}
+
+// Run is one execution of a task, as a handler sees it.
+type Run struct {
+	Identity  string
+	TaskID    string
+	Kind      string
+	Payload   []byte
+	Data      []byte // the task's persistent data before this run
+	Labels    map[string]string
+	RunNumber int64
+	Attempt   int // 1 for the first attempt of a fire time
+	FireTime  time.Time
+	Fence     Fence
+	Node      string
+	Manual    bool // a RunTaskNow run
+	Recovery  bool // a re-execution of a run that a crash interrupted
+	Durable   bool
+
+	newData    []byte
+	dataSet    bool
+	message    string
+	messageSet bool
+}
+
+// SetData replaces the task's persistent data; it is stored atomically with
+// the run's outcome (whatever the outcome is, unless the run is DROPPED).
+func (r *Run) SetData(data []byte) {
+	r.newData = append([]byte(nil), data...)
+	r.dataSet = true
+}
+
+// SetMessage sets the message kept in the run's history.
+func (r *Run) SetMessage(msg string) {
+	r.message = msg
+	r.messageSet = true
+}
+
+// outcomeError is the family of errors by which a handler asks for an outcome.
+type outcomeError struct {
+	kind  outcomeKind
+	err   error
+	until time.Time
+	msg   string
+}
+
+type outcomeKind int
+
+const (
+	outcomeRetry outcomeKind = iota + 1
+	outcomePermanent
+	outcomeCancel
+	outcomeSnooze
+	outcomeRunAgain
+	outcomeWarning
+)
+
+func (e *outcomeError) Error() string {
+	switch e.kind {
+	case outcomeCancel:
+		return "task cancelled by its handler: " + e.msg
+	case outcomeSnooze:
+		return "snoozed until " + e.until.UTC().Format(time.RFC3339Nano)
+	case outcomeRunAgain:
+		return "run again now"
+	case outcomeWarning:
+		return e.msg
+	}
+	if e.err == nil {
+		return "error"
+	}
+	return e.err.Error()
+}
+
+func (e *outcomeError) Unwrap() error { return e.err }
+
+// Retry marks err as retryable (the default for any error; use it to say so
+// explicitly).
+func Retry(err error) error { return &outcomeError{kind: outcomeRetry, err: err} }
+
+// Permanent marks err as not retryable.
+func Permanent(err error) error { return &outcomeError{kind: outcomePermanent, err: err} }
+
+// Cancel ends the task: no more runs.
+func Cancel(reason string) error { return &outcomeError{kind: outcomeCancel, msg: reason} }
+
+// Snooze runs the same fire time again at until without using an attempt.
+func Snooze(until time.Time) error { return &outcomeError{kind: outcomeSnooze, until: until} }
+
+// RunAgainNow records a success and asks for one more run at once.
+func RunAgainNow() error { return &outcomeError{kind: outcomeRunAgain} }
+
+// Warning records a success with a warning message.
+func Warning(msg string) error { return &outcomeError{kind: outcomeWarning, msg: msg} }
+
+// asOutcome classifies a handler's error.
+func asOutcome(err error) (*outcomeError, bool) {
+	var oe *outcomeError
+	if errors.As(err, &oe) {
+		return oe, true
+	}
+	return nil, false
+}
+
+// IsRetryable reports whether a handler's error asks for a retry: true for
+// any error except nil and the outcome errors that are not retries
+// (Permanent, Cancel, Snooze, RunAgainNow, Warning).
+func IsRetryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if oe, ok := asOutcome(err); ok {
+		return oe.kind == outcomeRetry
+	}
+	return true
+}

@@ -1,0 +1,300 @@
+package taskservice
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/taskd/taskd/pkg/schedule"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// This file is the task record's state machine: pure functions from a
+// record (and the clock's reading) to the next record. The node applies
+// them and commits the result in a fenced Txn.
+
+const defaultMaxAttempts = 25
+
+func isFinal(s taskdv1.TaskState) bool {
+	return s == taskdv1.TaskState_TASK_STATE_COMPLETED || s == taskdv1.TaskState_TASK_STATE_DEAD ||
+		s == taskdv1.TaskState_TASK_STATE_CANCELED
+}
+
+func cloneRec(r *storev1.TaskRecord) *storev1.TaskRecord { return proto.Clone(r).(*storev1.TaskRecord) }
+
+func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
+
+// initTriggers sets the trigger states of a new record.
+func initTriggers(rec *storev1.TaskRecord) {
+	rec.Triggers = make([]*storev1.TriggerState, len(rec.Spec.Triggers))
+	for i, t := range rec.Spec.Triggers {
+		st := &storev1.TriggerState{}
+		if at, ok := schedule.FireAt(t, 0); ok {
+			st.Next = ts(at)
+		}
+		rec.Triggers[i] = st
+	}
+}
+
+// nextTrigger returns the trigger with the earliest next fire time.
+func nextTrigger(rec *storev1.TaskRecord) (idx int, at time.Time, ok bool) {
+	idx = -1
+	for i, st := range rec.Triggers {
+		if st.GetNext() == nil {
+			continue
+		}
+		t := st.Next.AsTime()
+		if idx < 0 || t.Before(at) {
+			idx, at = i, t
+		}
+	}
+	return idx, at, idx >= 0
+}
+
+// dueTime is when the record next needs the node: a run, or (purge) the end
+// of its retention; ok is false when it needs nothing (a DEAD task).
+func dueTime(rec *storev1.TaskRecord, retention time.Duration, now time.Time) (at time.Time, purge, ok bool) {
+	if rec.ManualRequested && rec.State != taskdv1.TaskState_TASK_STATE_CANCELED {
+		return now, false, true
+	}
+	switch rec.State {
+	case taskdv1.TaskState_TASK_STATE_COMPLETED, taskdv1.TaskState_TASK_STATE_CANCELED:
+		return rec.GetFinishedAt().AsTime().Add(retention), true, true
+	case taskdv1.TaskState_TASK_STATE_DEAD:
+		return time.Time{}, false, false
+	}
+	if rec.RecoveryPending != nil {
+		return rec.RecoveryPending.GetFireTime().AsTime(), false, true
+	}
+	if rec.RetryAt != nil {
+		return rec.RetryAt.AsTime(), false, true
+	}
+	_, at, ok = nextTrigger(rec)
+	return at, false, ok
+}
+
+// settle sets the state a record is in once no run is in flight.
+func settle(rec *storev1.TaskRecord, now time.Time) {
+	if isFinal(rec.State) {
+		if rec.FinishedAt == nil {
+			rec.FinishedAt = ts(now)
+		}
+		return
+	}
+	switch {
+	case rec.RetryAt != nil:
+		rec.State = taskdv1.TaskState_TASK_STATE_RETRYING
+	case rec.RecoveryPending != nil || rec.ManualRequested:
+		rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
+	default:
+		if _, _, ok := nextTrigger(rec); ok {
+			rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
+		} else {
+			rec.State = taskdv1.TaskState_TASK_STATE_COMPLETED
+			rec.FinishedAt = ts(now)
+		}
+	}
+}
+
+// startPlan is a run about to start, or (run false) a trigger advance
+// without a run (a skipped misfire).
+type startPlan struct {
+	run       bool
+	rec       *storev1.TaskRecord // the record to write
+	marker    *storev1.RunMarker
+	recovery  bool
+	misfired  int64
+	fire      time.Time
+	manual    bool
+	attempt   int
+	runNumber int64
+}
+
+// planStart decides what a due record does now and returns the record to
+// write before the handler is called (its run marker set).
+func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, now time.Time,
+	threshold time.Duration, maxCatchUp int) startPlan {
+	rec := cloneRec(cur)
+	p := startPlan{rec: rec, run: true}
+	trigger := int32(-1)
+	switch {
+	case rec.RecoveryPending != nil:
+		m := rec.RecoveryPending
+		rec.RecoveryPending = nil
+		p.recovery, p.runNumber, p.fire, p.manual, p.attempt = true, m.RunNumber, m.FireTime.AsTime(), m.Manual, int(m.Attempt)
+		trigger = m.Trigger
+	case rec.ManualRequested:
+		rec.ManualRequested = false
+		rec.RunCount++
+		p.runNumber, p.fire, p.manual, p.attempt = rec.RunCount, now, true, 1
+	case rec.RetryAt != nil:
+		rec.RetryAt = nil
+		rec.Attempt++
+		rec.RunCount++
+		p.runNumber, p.fire, p.attempt = rec.RunCount, rec.PendingFire.AsTime(), int(rec.Attempt)
+		trigger = rec.PendingTrigger
+	default:
+		i, _, ok := nextTrigger(rec)
+		if !ok {
+			p.run = false
+			return p
+		}
+		plan := schedule.Due(rec.Spec.Triggers[i], rec.Triggers[i].Fired, now, threshold, rec.Spec.Misfire, maxCatchUp)
+		rec.Triggers[i].Fired = plan.Fired
+		rec.Triggers[i].Next = nil
+		if at, ok := schedule.FireAt(rec.Spec.Triggers[i], plan.Fired); ok {
+			rec.Triggers[i].Next = ts(at)
+		}
+		rec.Misfires += plan.Misfired
+		p.misfired = plan.Misfired
+		if !plan.Run {
+			p.run = false
+			settle(rec, now)
+			return p
+		}
+		rec.RunCount++
+		rec.Attempt = 1
+		rec.PendingFire = ts(plan.Fire)
+		rec.PendingTrigger = int32(i)
+		p.runNumber, p.fire, p.attempt = rec.RunCount, plan.Fire, 1
+		trigger = int32(i)
+	}
+	p.marker = &storev1.RunMarker{
+		RunNumber:   p.runNumber,
+		Node:        node,
+		Incarnation: inc,
+		StartedAt:   ts(now),
+		FireTime:    ts(p.fire),
+		Trigger:     trigger,
+		Manual:      p.manual,
+		Attempt:     int32(p.attempt),
+		Epoch:       epoch,
+	}
+	rec.Running = p.marker
+	rec.State = taskdv1.TaskState_TASK_STATE_RUNNING
+	return p
+}
+
+// runResult is how a run ended.
+type runResult struct {
+	outcome  taskdv1.Outcome
+	message  string
+	retry    bool      // retryable failure
+	snooze   time.Time // run the same fire time again then
+	cancel   bool      // the handler cancelled the task
+	again    bool      // run again now
+	data     []byte
+	dataSet  bool
+	started  time.Time
+	ended    time.Time
+	fence    Fence
+	recovery bool
+}
+
+// applyResult folds a finished run into rec (the record as it stands now,
+// still carrying the run's marker) and returns the history entry and the
+// next event. Concurrent changes in rec survive: a cancel stays cancelled
+// and a requested manual run stays requested.
+func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, node string, backoffRnd float64) (*taskdv1.Run, EventType) {
+	rec.Running = nil
+	if res.dataSet {
+		rec.Spec.Data = res.data
+	}
+	run := &taskdv1.Run{
+		TaskId:    rec.Id,
+		RunNumber: m.RunNumber,
+		Attempt:   m.Attempt,
+		FireTime:  m.FireTime,
+		StartedAt: ts(res.started),
+		EndedAt:   ts(res.ended),
+		Node:      node,
+		Outcome:   res.outcome,
+		Message:   res.message,
+		Fence:     res.fence.String(),
+		Manual:    m.Manual,
+		Recovery:  res.recovery,
+	}
+	rec.LastRun = &taskdv1.RunSummary{
+		RunNumber: m.RunNumber, Outcome: res.outcome, StartedAt: run.StartedAt,
+		EndedAt: run.EndedAt, Node: node, Message: res.message,
+	}
+	now := res.ended
+	doneWithFire := func() {
+		if !m.Manual {
+			rec.Attempt = 0
+			rec.PendingFire = nil
+			rec.RetryAt = nil
+		}
+	}
+	switch {
+	case rec.State == taskdv1.TaskState_TASK_STATE_CANCELED:
+		// Cancelled while running: the result is kept, the task stays cancelled.
+	case res.cancel:
+		rec.State = taskdv1.TaskState_TASK_STATE_CANCELED
+		rec.FinishedAt = ts(now)
+	case !res.snooze.IsZero() && !m.Manual:
+		rec.RetryAt = ts(res.snooze)
+		rec.Attempt = m.Attempt - 1 // a snooze uses no attempt
+	case res.outcome == taskdv1.Outcome_OUTCOME_INTERRUPTED:
+		if rec.Spec.RequestsRecovery == nil || rec.Spec.GetRequestsRecovery() {
+			rec.RecoveryPending = m
+		} else {
+			doneWithFire()
+		}
+	case res.retry && !m.Manual:
+		max := rec.Spec.MaxAttempts
+		if max <= 0 {
+			max = defaultMaxAttempts
+		}
+		if m.Attempt >= max {
+			rec.State = taskdv1.TaskState_TASK_STATE_DEAD
+			rec.FinishedAt = ts(now)
+			rec.RetryAt = nil
+		} else {
+			b := rec.Spec.GetBackoff()
+			wait := schedule.Backoff(int(m.Attempt), b.GetInitial().AsDuration(), maxBackoff(b.GetMax().AsDuration()), backoffRnd)
+			rec.RetryAt = ts(now.Add(wait))
+			rec.Attempt = m.Attempt
+		}
+	default:
+		doneWithFire()
+	}
+	if res.again && !isFinal(rec.State) {
+		rec.ManualRequested = true
+	}
+	if rec.State == taskdv1.TaskState_TASK_STATE_RUNNING || !isFinal(rec.State) {
+		rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
+	}
+	settle(rec, now)
+	switch {
+	case rec.State == taskdv1.TaskState_TASK_STATE_RETRYING:
+		return run, EventRetryScheduled
+	case isFinal(rec.State):
+		return run, EventFinalized
+	}
+	return run, EventNextScheduled
+}
+
+func maxBackoff(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 10 * time.Minute
+	}
+	return d
+}
+
+// resolveStale settles a run marker left by a run that is no longer in
+// flight (its node died or restarted, or its commit was dropped): the run is
+// recorded with outcome, and with requests_recovery its fire time runs again
+// with the same run number.
+func resolveStale(rec *storev1.TaskRecord, outcome taskdv1.Outcome, msg string, now time.Time) *taskdv1.Run {
+	m := rec.Running
+	res := runResult{outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED, message: msg,
+		started: m.StartedAt.AsTime(), ended: now, fence: Fence{Epoch: m.Epoch}}
+	run, _ := applyResult(rec, m, res, m.Node, rand.Float64())
+	run.Outcome, run.Fence = outcome, ""
+	rec.LastRun.Outcome = outcome
+	return run
+}

@@ -1,0 +1,620 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/taskd/taskd/pkg/handoff"
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// ErrNotFound reports a task or identity that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrFailedPrecondition reports a request that the object's state forbids.
+var ErrFailedPrecondition = errors.New("failed precondition")
+
+// maxTxnOps is etcd's default limit of operations in one Txn.
+const maxTxnOps = 128
+
+// Scheduled is one accepted task.
+type Scheduled struct {
+	Task *taskdv1.Task
+	// Existing is true when an idempotency key returned an earlier task.
+	Existing bool
+}
+
+// Schedule validates and stores tasks (at most MaxBatch) and returns them in
+// request order. Durable tasks are in etcd when it returns: the tasks of one
+// identity are written in one Txn together with the identity's mapping
+// compare (and, for an unmapped identity, the new mapping).
+func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field string) ([]Scheduled, error) {
+	if len(specs) == 0 {
+		return nil, invalid(field, "needs at least one task")
+	}
+	if len(specs) > MaxBatch {
+		return nil, invalid(field, "has %d tasks, the limit is %d", len(specs), MaxBatch)
+	}
+	kinds := n.clusterKinds(ctx)
+	known := func(k string) bool { return kinds[k] }
+	now := time.Now()
+	recs := make([]*storev1.TaskRecord, len(specs))
+	for i, s := range specs {
+		f := field
+		if len(specs) > 1 || field == "tasks" {
+			f = fmt.Sprintf("%s[%d]", field, i)
+		}
+		if err := n.validateSpec(f, s, known); err != nil {
+			return nil, err
+		}
+		recs[i] = n.newRecord(s, now)
+	}
+	out := make([]Scheduled, len(specs))
+	// Group by identity, keeping request order inside a group.
+	groups := map[string][]int{}
+	var order []string
+	for i, r := range recs {
+		id := r.Spec.Identity
+		if r.Spec.NonDurable {
+			n.addLocal(r)
+			out[i] = Scheduled{Task: toTask(r, 0)}
+			continue
+		}
+		if groups[id] == nil {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], i)
+	}
+	for _, id := range order {
+		idx := groups[id]
+		for len(idx) > 0 {
+			chunk := idx
+			if c := chunkSize(recs, idx); c < len(idx) {
+				chunk = idx[:c]
+			}
+			idx = idx[len(chunk):]
+			if err := n.storeGroup(ctx, id, chunk, recs, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// chunkSize is how many of the tasks idx fit in one Txn.
+func chunkSize(recs []*storev1.TaskRecord, idx []int) int {
+	ops := 4 // mapping ops and a handoff entry
+	for i, j := range idx {
+		ops++
+		if recs[j].Spec.IdempotencyKey != "" {
+			ops++
+		}
+		if ops > maxTxnOps {
+			return i
+		}
+	}
+	return len(idx)
+}
+
+// newRecord resolves a spec into a new task record: delays become times,
+// a periodic start defaults to one interval from now, recovery defaults on.
+func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord {
+	spec := proto.Clone(s).(*taskdv1.TaskSpec)
+	if spec.RequestsRecovery == nil {
+		t := true
+		spec.RequestsRecovery = &t
+	}
+	for _, t := range spec.Triggers {
+		switch k := t.Kind.(type) {
+		case *taskdv1.Trigger_Once:
+			if k.Once.At == nil {
+				k.Once.At = timestamppb.New(now.Add(k.Once.GetDelay().AsDuration()))
+			}
+			k.Once.Delay = nil
+		case *taskdv1.Trigger_Periodic:
+			if k.Periodic.Start == nil {
+				k.Periodic.Start = timestamppb.New(now.Add(k.Periodic.Interval.AsDuration()))
+			}
+		}
+	}
+	rec := &storev1.TaskRecord{
+		Id:        n.ids.New(),
+		Spec:      spec,
+		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
+		CreatedAt: timestamppb.New(now),
+	}
+	initTriggers(rec)
+	settle(rec, now)
+	return rec
+}
+
+// storeGroup writes tasks of one identity in one Txn, mapping the identity
+// first if nobody owns it, and handing the tasks to the owner if another
+// node owns it.
+func (n *Node) storeGroup(ctx context.Context, id string, idx []int, recs []*storev1.TaskRecord, out []Scheduled) error {
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			return fmt.Errorf("store tasks of %q: the identity's mapping kept changing: %w", id, context.DeadlineExceeded)
+		}
+		owner, err := n.ownerOf(ctx, id)
+		if err != nil {
+			return err
+		}
+		target, targetInc := owner.Node, owner.Incarnation
+		var cmps []clientv3.Cmp
+		var ops []clientv3.Op
+		if owner.Mapped {
+			cmps = append(cmps, n.idmap.Fence(id, owner.Epoch))
+		} else {
+			target, targetInc, err = n.placement(ctx)
+			if err != nil {
+				return err
+			}
+			cmps = append(cmps, n.idmap.Unmapped(id))
+			ops = append(ops, n.idmap.AssignOps(id, "", target, targetInc)...)
+		}
+		var live []int
+		for _, i := range idx {
+			if out[i].Task != nil {
+				continue // answered by an idempotency key in an earlier attempt
+			}
+			live = append(live, i)
+			r := recs[i]
+			put, err := n.keys.PutTask(r)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, put)
+			if k := r.Spec.IdempotencyKey; k != "" {
+				ik := n.keys.Idem(id, k)
+				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
+				ops = append(ops, clientv3.OpPut(ik, r.Id))
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		mine := target == n.cfg.Name && targetInc == n.incarnation
+		if !mine {
+			hk := handoff.NewKeys(n.cfg.Prefix)
+			op, err := hk.PutOp(target, n.cfg.Name, id, "*")
+			if err != nil {
+				return err
+			}
+			ops = append(ops, op)
+		}
+		cctx, cancel := n.etcdCtx(ctx)
+		resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("store tasks of %q: %w", id, err)
+		}
+		if !resp.Succeeded {
+			if err := n.resolveIdempotent(ctx, id, live, recs, out); err != nil {
+				return err
+			}
+			n.forgetOwner(id, owner)
+			continue
+		}
+		rev := resp.Header.Revision
+		epoch := owner.Epoch
+		if !owner.Mapped {
+			epoch = rev
+		}
+		if mine {
+			n.addOwned(id, epoch, live, recs, rev)
+		}
+		for _, i := range live {
+			out[i] = Scheduled{Task: toTask(recs[i], rev)}
+		}
+		return nil
+	}
+}
+
+// resolveIdempotent answers, from etcd, the tasks whose idempotency key is
+// already taken.
+func (n *Node) resolveIdempotent(ctx context.Context, id string, live []int, recs []*storev1.TaskRecord, out []Scheduled) error {
+	for _, i := range live {
+		k := recs[i].Spec.IdempotencyKey
+		if k == "" {
+			continue
+		}
+		cctx, cancel := n.etcdCtx(ctx)
+		taskID, ok, err := n.store.IdemLookup(cctx, id, k)
+		if err == nil && ok {
+			var st pending.Stored
+			st, ok, err = n.store.Get(cctx, id, taskID)
+			if err == nil && ok {
+				out[i] = Scheduled{Task: toTask(st.Rec, st.Rev), Existing: true}
+			}
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownerOf returns the owner of id: from memory when this node owns it,
+// else from etcd.
+func (n *Node) ownerOf(ctx context.Context, id string) (identity.Owner, error) {
+	n.mu.Lock()
+	st := n.idents[id]
+	if st != nil && !st.lost && st.epoch > 0 {
+		o := identity.Owner{Identity: id, Mapped: true, Node: n.cfg.Name, Incarnation: n.incarnation, Epoch: st.epoch}
+		n.mu.Unlock()
+		return o, nil
+	}
+	n.mu.Unlock()
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	return n.idmap.Get(cctx, id)
+}
+
+// forgetOwner drops a cached ownership that a failed fence proved stale.
+func (n *Node) forgetOwner(id string, owner identity.Owner) {
+	if owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation {
+		return
+	}
+	n.mu.Lock()
+	st := n.idents[id]
+	n.mu.Unlock()
+	if st == nil {
+		return
+	}
+	ctx, cancel := n.etcdCtx(context.Background())
+	defer cancel()
+	if cur, err := n.idmap.Get(ctx, id); err == nil {
+		n.identityMoved(st, cur)
+	}
+}
+
+// placement picks the node for an unmapped identity (SPEC §1): this node if
+// it is RUNNING, else the least-loaded RUNNING node, else this node.
+func (n *Node) placement(ctx context.Context) (node, inc string, err error) {
+	if n.State() == taskdv1.NodeState_NODE_STATE_RUNNING {
+		return n.cfg.Name, n.incarnation, nil
+	}
+	nodes, err := n.ListNodes(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	best := -1
+	for i, nd := range nodes {
+		if nd.State != taskdv1.NodeState_NODE_STATE_RUNNING || nd.Name == n.cfg.Name {
+			continue
+		}
+		if best < 0 || nd.IdentitiesOwned < nodes[best].IdentitiesOwned {
+			best = i
+		}
+	}
+	if best < 0 {
+		return n.cfg.Name, n.incarnation, nil
+	}
+	return nodes[best].Name, nodes[best].Incarnation, nil
+}
+
+// addOwned queues newly stored tasks of an identity this node owns.
+func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskRecord, rev int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.idents[id]
+	if st == nil || st.lost || st.epoch < epoch {
+		if st == nil || st.lost {
+			st = &identState{name: id, durable: true, tasks: map[string]*entry{}}
+			n.idents[id] = st
+		}
+		st.epoch = epoch
+	}
+	if st.epoch != epoch {
+		return // a newer adoption will load them
+	}
+	for _, i := range idx {
+		r := recs[i]
+		e := &entry{ident: st, id: r.Id, rec: r, rev: rev, idx: -1}
+		st.tasks[r.Id] = e
+		n.reschedLocked(e)
+	}
+}
+
+// addLocal queues a non-durable task.
+func (n *Node) addLocal(r *storev1.TaskRecord) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id := r.Spec.Identity
+	st := n.local[id]
+	if st == nil {
+		st = &identState{name: id, tasks: map[string]*entry{}}
+		n.local[id] = st
+	}
+	e := &entry{ident: st, id: r.Id, rec: r, idx: -1}
+	st.tasks[r.Id] = e
+	n.reschedLocked(e)
+}
+
+// clusterKinds is the set of kinds some registered node handles, cached
+// briefly so scheduling does not read the node list every time.
+func (n *Node) clusterKinds(ctx context.Context) map[string]bool {
+	kindsCache.Lock()
+	defer kindsCache.Unlock()
+	c := kindsCache.m[n]
+	if c != nil && time.Since(c.at) < time.Second {
+		return c.kinds
+	}
+	kinds := map[string]bool{}
+	for k := range n.cfg.Handlers {
+		kinds[k] = true
+	}
+	if nodes, err := n.ListNodes(ctx); err == nil {
+		for _, nd := range nodes {
+			if nd.State == taskdv1.NodeState_NODE_STATE_STOPPED {
+				continue
+			}
+			for _, k := range nd.Kinds {
+				kinds[k] = true
+			}
+		}
+		kindsCache.m[n] = &kindCache{at: time.Now(), kinds: kinds}
+	}
+	return kinds
+}
+
+type kindCache struct {
+	at    time.Time
+	kinds map[string]bool
+}
+
+var kindsCache = struct {
+	sync.Mutex
+	m map[*Node]*kindCache
+}{m: map[*Node]*kindCache{}}
+
+// localTask returns a non-durable task held by this node.
+func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st := n.local[id]; st != nil {
+		if e := st.tasks[taskID]; e != nil {
+			return cloneRec(e.rec), true
+		}
+	}
+	return nil, false
+}
+
+// GetTask returns one task.
+func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
+	if rec, ok := n.localTask(id, taskID); ok {
+		return toTask(rec, 0), nil
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	st, ok, err := n.store.Get(cctx, id, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+	}
+	return toTask(st.Rec, st.Rev), nil
+}
+
+// ListTasks returns a page of an identity's durable tasks in creation order
+// (the first page also lists the non-durable tasks this node holds for it).
+func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
+	var out []*taskdv1.Task
+	if pageToken == "" {
+		n.mu.Lock()
+		if st := n.local[id]; st != nil {
+			for _, e := range st.tasks {
+				out = append(out, toTask(cloneRec(e.rec), 0))
+			}
+		}
+		n.mu.Unlock()
+		sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	tasks, more, err := n.store.List(cctx, id, pageToken, pageSize)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, t := range tasks {
+		out = append(out, toTask(t.Rec, t.Rev))
+	}
+	next := ""
+	if more && len(tasks) > 0 {
+		next = tasks[len(tasks)-1].Rec.Id
+	}
+	return out, next, nil
+}
+
+// updateTask applies change to a task's record in a Txn guarded by its
+// revision (no mapping fence: any node may cancel or request a run), then
+// tells the local queue.
+func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*storev1.TaskRecord) error) (*taskdv1.Task, error) {
+	if rec, ok := n.localTask(id, taskID); ok {
+		if err := change(rec); err != nil {
+			return nil, err
+		}
+		n.mu.Lock()
+		if e := n.local[id].tasks[taskID]; e != nil && !e.running {
+			e.rec = rec
+			n.reschedLocked(e)
+		} else if e != nil {
+			e.rec.State, e.rec.ManualRequested = rec.State, rec.ManualRequested
+		}
+		n.mu.Unlock()
+		return toTask(rec, 0), nil
+	}
+	for {
+		cctx, cancel := n.etcdCtx(ctx)
+		st, ok, err := n.store.Get(cctx, id, taskID)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if !ok {
+			cancel()
+			return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+		}
+		rec := cloneRec(st.Rec)
+		if err := change(rec); err != nil {
+			cancel()
+			return nil, err
+		}
+		put, err := n.keys.PutTask(rec)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp, err := n.cli.Txn(cctx).If(n.keys.TaskAt(id, taskID, st.Rev)).Then(put).Commit()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("update task %s: %w", taskID, err)
+		}
+		if !resp.Succeeded {
+			continue
+		}
+		rev := resp.Header.Revision
+		n.mu.Lock()
+		if s := n.idents[id]; s != nil && !s.lost {
+			if e := s.tasks[taskID]; e != nil && !e.running && e.rev == st.Rev {
+				e.rec, e.rev = rec, rev
+				n.reschedLocked(e)
+			}
+		}
+		n.mu.Unlock()
+		return toTask(rec, rev), nil
+	}
+}
+
+// CancelTask cancels a task: no further runs. A run in flight finishes and
+// is recorded, but does not reschedule the task.
+func (n *Node) CancelTask(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
+	changed := false
+	t, err := n.updateTask(ctx, id, taskID, func(rec *storev1.TaskRecord) error {
+		switch rec.State {
+		case taskdv1.TaskState_TASK_STATE_CANCELED:
+			return errUnchanged
+		case taskdv1.TaskState_TASK_STATE_COMPLETED:
+			return fmt.Errorf("task %s has already completed: %w", taskID, ErrFailedPrecondition)
+		}
+		rec.State = taskdv1.TaskState_TASK_STATE_CANCELED
+		rec.FinishedAt = timestamppb.Now()
+		rec.ManualRequested, rec.RetryAt, rec.RecoveryPending = false, nil, nil
+		changed = true
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return n.GetTask(ctx, id, taskID)
+	}
+	if err == nil && changed {
+		n.emit(Event{Type: EventCanceled, Identity: id, TaskID: taskID, Kind: t.Spec.GetKind()})
+	}
+	return t, err
+}
+
+var errUnchanged = errors.New("unchanged")
+
+// RunTaskNow asks for one manual run at once; the schedule stays as it was.
+func (n *Node) RunTaskNow(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
+	return n.updateTask(ctx, id, taskID, func(rec *storev1.TaskRecord) error {
+		if rec.State == taskdv1.TaskState_TASK_STATE_CANCELED {
+			return fmt.Errorf("task %s is cancelled: %w", taskID, ErrFailedPrecondition)
+		}
+		rec.ManualRequested = true
+		return nil
+	})
+}
+
+// ListRuns returns a task's run history, newest first.
+func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run, error) {
+	if _, ok := n.localTask(id, taskID); ok {
+		return nil, nil
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	if _, ok, err := n.store.Get(cctx, id, taskID); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+	}
+	return n.store.Runs(cctx, id, taskID)
+}
+
+// GetIdentity returns an identity's mapping and task count.
+func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	owner, err := n.idmap.Get(cctx, id)
+	if err != nil {
+		return nil, err
+	}
+	count, err := n.store.Count(cctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !owner.Mapped && count == 0 {
+		return nil, fmt.Errorf("identity %q has no mapping and no tasks: %w", id, ErrNotFound)
+	}
+	return &taskdv1.Identity{Identity: id, Mapped: owner.Mapped, Node: owner.Node, Epoch: owner.Epoch, TaskCount: count}, nil
+}
+
+// ListNodes returns the registered nodes, by name.
+func (n *Node) ListNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var out []*taskdv1.Node
+	for _, kv := range resp.Kvs {
+		var rec storev1.NodeRecord
+		if err := proto.Unmarshal(kv.Value, &rec); err != nil {
+			return nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.nodesPrefix), err)
+		}
+		owned, err := n.idmap.CountOwned(cctx, rec.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &taskdv1.Node{
+			Name: rec.Name, Incarnation: rec.Incarnation, Address: rec.Address, State: rec.State,
+			StartedAt: rec.StartedAt, DispatchStart: rec.DispatchStart, IdentitiesOwned: owned, Kinds: rec.Kinds,
+		})
+	}
+	return out, nil
+}
+
+// toTask is the API view of a record.
+func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
+	t := &taskdv1.Task{
+		Id:         rec.Id,
+		Spec:       rec.Spec,
+		State:      rec.State,
+		CreatedAt:  rec.CreatedAt,
+		RunCount:   rec.RunCount,
+		Attempt:    rec.Attempt,
+		LastRun:    rec.LastRun,
+		FinishedAt: rec.FinishedAt,
+		Revision:   rev,
+	}
+	if at, purge, ok := dueTime(rec, 0, time.Now()); ok && !purge && rec.Running == nil {
+		t.NextFireTime = timestamppb.New(at)
+	}
+	return t
+}
+

@@ -1,0 +1,202 @@
+package taskservice
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/taskd/taskd/pkg/identity"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Limits of SPEC §10 and of this release.
+const (
+	MaxKindLen           = 128
+	MaxBatch             = 100
+	MaxTriggers          = 16
+	MaxLabels            = 64
+	MaxLabelKeyLen       = 128
+	MaxLabelValueLen     = 1024
+	MaxIdempotencyKeyLen = 256
+	MaxAttemptsLimit     = 1000
+	maxHorizon           = 100 * 365 * 24 * time.Hour
+)
+
+// InvalidArgumentError names the request field that is wrong.
+type InvalidArgumentError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidArgumentError) Error() string { return e.Field + ": " + e.Reason }
+
+// UnimplementedError names a field whose value asks for a feature that
+// this release does not have yet.
+type UnimplementedError struct {
+	Field  string
+	Reason string
+}
+
+func (e *UnimplementedError) Error() string { return e.Field + ": " + e.Reason }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// validateSpec checks one TaskSpec; field is its path in the request, e.g.
+// "task" or "tasks[3]". knownKind reports whether some node handles a kind.
+func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(string) bool) error {
+	if s == nil {
+		return invalid(field, "is required")
+	}
+	if err := identity.Validate(s.Identity); err != nil {
+		return invalid(field+".identity", "%s", err.Error())
+	}
+	switch {
+	case s.Kind == "":
+		return invalid(field+".kind", "must not be empty")
+	case len(s.Kind) > MaxKindLen:
+		return invalid(field+".kind", "is %d bytes, the limit is %d", len(s.Kind), MaxKindLen)
+	case !utf8.ValidString(s.Kind):
+		return invalid(field+".kind", "is not valid UTF-8")
+	}
+	switch s.Scope {
+	case taskdv1.Scope_SCOPE_IDENTITY:
+	case taskdv1.Scope_SCOPE_EVERY_NODE:
+		return &UnimplementedError{Field: field + ".scope", Reason: "SCOPE_EVERY_NODE arrives with relocation (issue #3); use SCOPE_IDENTITY"}
+	case taskdv1.Scope_SCOPE_UNSPECIFIED:
+		return invalid(field+".scope", "is required: SCOPE_IDENTITY (once in the cluster) or SCOPE_EVERY_NODE (on every node)")
+	default:
+		return invalid(field+".scope", "unknown value %d", s.Scope)
+	}
+	if len(s.Payload) > n.cfg.MaxPayload {
+		return invalid(field+".payload", "is %d bytes, the limit is %d", len(s.Payload), n.cfg.MaxPayload)
+	}
+	if len(s.Data) > n.cfg.MaxPayload {
+		return invalid(field+".data", "is %d bytes, the limit is %d", len(s.Data), n.cfg.MaxPayload)
+	}
+	if len(s.Triggers) == 0 {
+		return invalid(field+".triggers", "needs at least one trigger")
+	}
+	if len(s.Triggers) > MaxTriggers {
+		return invalid(field+".triggers", "has %d triggers, the limit is %d", len(s.Triggers), MaxTriggers)
+	}
+	for i, t := range s.Triggers {
+		if err := validateTrigger(fmt.Sprintf("%s.triggers[%d]", field, i), t); err != nil {
+			return err
+		}
+	}
+	if _, ok := taskdv1.MisfirePolicy_name[int32(s.Misfire)]; !ok {
+		return invalid(field+".misfire", "unknown value %d", s.Misfire)
+	}
+	if s.MaxAttempts < 0 || s.MaxAttempts > MaxAttemptsLimit {
+		return invalid(field+".max_attempts", "is %d, must be 0 (default 25) to %d", s.MaxAttempts, MaxAttemptsLimit)
+	}
+	if b := s.Backoff; b != nil {
+		if err := checkDuration(field+".backoff.initial", b.Initial, 0, 24*time.Hour); err != nil {
+			return err
+		}
+		if err := checkDuration(field+".backoff.max", b.Max, 0, 7*24*time.Hour); err != nil {
+			return err
+		}
+		if b.Initial != nil && b.Max != nil && b.Max.AsDuration() > 0 && b.Max.AsDuration() < b.Initial.AsDuration() {
+			return invalid(field+".backoff.max", "is shorter than backoff.initial")
+		}
+	}
+	if err := checkDuration(field+".timeout", s.Timeout, 0, 7*24*time.Hour); err != nil {
+		return err
+	}
+	if s.AllowOverlap {
+		return &UnimplementedError{Field: field + ".allow_overlap", Reason: "overlapping runs are not supported yet; a recurring task never overlaps itself"}
+	}
+	if len(s.Calendars) > 0 {
+		return &UnimplementedError{Field: field + ".calendars", Reason: "calendars arrive in a later release; leave empty"}
+	}
+	if len(s.Labels) > MaxLabels {
+		return invalid(field+".labels", "has %d labels, the limit is %d", len(s.Labels), MaxLabels)
+	}
+	for k, v := range s.Labels {
+		if k == "" || len(k) > MaxLabelKeyLen || !utf8.ValidString(k) {
+			return invalid(field+".labels", "key %q must be 1-%d bytes of UTF-8", k, MaxLabelKeyLen)
+		}
+		if len(v) > MaxLabelValueLen {
+			return invalid(field+".labels["+k+"]", "is %d bytes, the limit is %d", len(v), MaxLabelValueLen)
+		}
+	}
+	if len(s.IdempotencyKey) > MaxIdempotencyKeyLen {
+		return invalid(field+".idempotency_key", "is %d bytes, the limit is %d", len(s.IdempotencyKey), MaxIdempotencyKeyLen)
+	}
+	if !s.NonDurable && !knownKind(s.Kind) {
+		return invalid(field+".kind", "no node of the cluster handles kind %q", s.Kind)
+	}
+	if s.NonDurable && n.cfg.Handlers[s.Kind] == nil {
+		return invalid(field+".kind", "this node has no handler for kind %q (a non-durable task runs on the node that accepts it)", s.Kind)
+	}
+	return nil
+}
+
+type durationLike interface{ AsDuration() time.Duration }
+
+func checkDuration[D interface {
+	durationLike
+	comparable
+}](field string, d D, min, max time.Duration) error {
+	var zero D
+	if d == zero {
+		return nil
+	}
+	v := d.AsDuration()
+	if v < min || v > max {
+		return invalid(field, "is %s, must be between %s and %s", v, min, max)
+	}
+	return nil
+}
+
+func validateTrigger(field string, t *taskdv1.Trigger) error {
+	switch k := t.GetKind().(type) {
+	case *taskdv1.Trigger_Once:
+		o := k.Once
+		if o.At != nil && o.Delay != nil {
+			return invalid(field+".once", "set at or delay, not both")
+		}
+		if o.At != nil {
+			if err := o.At.CheckValid(); err != nil {
+				return invalid(field+".once.at", "%s", err.Error())
+			}
+		}
+		if o.Delay != nil {
+			if err := o.Delay.CheckValid(); err != nil {
+				return invalid(field+".once.delay", "%s", err.Error())
+			}
+		}
+		return checkDuration(field+".once.delay", o.Delay, 0, maxHorizon)
+	case *taskdv1.Trigger_Periodic:
+		p := k.Periodic
+		if p.Interval == nil {
+			return invalid(field+".periodic.interval", "is required")
+		}
+		if err := checkDuration(field+".periodic.interval", p.Interval, time.Millisecond, maxHorizon); err != nil {
+			return err
+		}
+		if p.Count < 0 {
+			return invalid(field+".periodic.count", "is %d, must not be negative", p.Count)
+		}
+		if p.Start != nil {
+			if err := p.Start.CheckValid(); err != nil {
+				return invalid(field+".periodic.start", "%s", err.Error())
+			}
+		}
+		if p.End != nil {
+			if err := p.End.CheckValid(); err != nil {
+				return invalid(field+".periodic.end", "%s", err.Error())
+			}
+			if p.Start != nil && p.End.AsTime().Before(p.Start.AsTime()) {
+				return invalid(field+".periodic.end", "is before periodic.start")
+			}
+		}
+		return nil
+	case nil:
+		return invalid(field, "names no trigger kind (once or periodic)")
+	}
+	return invalid(field, "unknown trigger kind")
+}

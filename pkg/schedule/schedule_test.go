@@ -446,7 +446,7 @@ func dispatch(t *testing.T, trig *taskdv1.Trigger, fired int64, now, until time.
 // with no catch-up burst (SPEC §3.4, §4.4: SKIP is the periodic default).
 func TestRestartNoCatchUpBurst(t *testing.T) {
 	trig := every(time.Second)
-	const fired = 2 * 3600                          // fire time 7200 is at base+2h
+	const fired = 2 * 3600                            // fire time 7200 is at base+2h
 	restart := at(5*time.Hour + 250*time.Millisecond) // 3h (and 250ms) later
 	until := restart.Add(10*time.Second + 500*time.Millisecond)
 

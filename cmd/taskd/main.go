@@ -23,8 +23,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -78,13 +76,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		endpoints = []string{srv.ClientURL()}
 		log.Info("embedded etcd ready", "client_url", srv.ClientURL(), "data_dir", cfg.DataDir)
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := taskservice.DialEtcd(endpoints)
 	if err != nil {
-		return fmt.Errorf("etcd client: %w", err)
+		return err
 	}
 	defer cli.Close()
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ type Config struct {
 
 // Server is a running embedded etcd.
 type Server struct {
+	closeOnce sync.Once
 	etcd      *embed.Etcd
 	lock      *os.File
 	clientURL string
@@ -137,10 +139,13 @@ func (s *Server) ClientURL() string { return s.clientURL }
 
 // Close stops the server and releases the data directory. Close clients of
 // the server first: open watch and lease streams make etcd's close slow.
+// Close may be called more than once.
 func (s *Server) Close() {
-	s.etcd.Close()
-	<-s.etcd.Server.StopNotify()
-	if s.lock != nil {
-		_ = s.lock.Close()
-	}
+	s.closeOnce.Do(func() {
+		s.etcd.Close()
+		<-s.etcd.Server.StopNotify()
+		if s.lock != nil {
+			_ = s.lock.Close()
+		}
+	})
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -54,11 +53,7 @@ func StartEtcdAt(t testing.TB, dir, clientURL string) *Etcd {
 // Client returns a new etcd client of e, closed at cleanup (before etcd).
 func (e *Etcd) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{e.URL},
-		DialTimeout: 5 * time.Second,
-		Logger:      zap.NewNop(),
-	})
+	cli, err := taskservice.DialEtcd([]string{e.URL})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}

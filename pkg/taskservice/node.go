@@ -49,7 +49,7 @@ type Node struct {
 	state         taskdv1.NodeState
 	dispatchStart time.Time
 	leaseID       clientv3.LeaseID
-	renewedAt     time.Time // last lease renewal acknowledged
+	renewedAt     time.Time              // last lease renewal acknowledged
 	idents        map[string]*identState // durable identities owned here
 	local         map[string]*identState // non-durable tasks, by identity
 	queue         timerQueue

@@ -617,4 +617,3 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	}
 	return t
 }
-

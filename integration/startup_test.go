@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -121,7 +122,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	t.Parallel()
 	opts := nodeOptions{name: "term-node", dataDir: filepath.Join(t.TempDir(), "data"), extra: []string{"--exec", "noop=true"}}
 	first := startNode(t, opts)
-	task := schedule(t, first.Client(), &taskdv1.TaskSpec{Identity: "grace", Kind: "noop", Triggers: every(3600e9)})
+	task := schedule(t, first.Client(), &taskdv1.TaskSpec{Identity: "grace", Kind: "noop", Triggers: every(time.Hour)})
 
 	if code := first.Term(); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)

@@ -67,7 +67,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 
 func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.Time) (err error) {
 	endpoints := cfg.Etcd
+	maxTxnOps := 0 // an external etcd: its default
 	if len(endpoints) == 0 {
+		maxTxnOps = etcdembed.MaxTxnOps
 		srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen})
 		if err != nil {
 			return err
@@ -116,6 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Retention:        cfg.Retention,
 		MaxPayload:       cfg.MaxPayload,
 		Workers:          cfg.Workers,
+		MaxTxnOps:        maxTxnOps,
 		HandoffPeriod:    cfg.HandoffPeriod,
 		HandoffStart:     cfg.HandoffStart,
 		VoteDelay:        cfg.VoteDelay,

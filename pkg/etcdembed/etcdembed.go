@@ -34,6 +34,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 }
 
+// MaxTxnOps is the embedded server's limit of operations in one Txn.
+const MaxTxnOps = 1024
+
 // Server is a running embedded etcd.
 type Server struct {
 	closeOnce sync.Once
@@ -103,6 +106,8 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	ec.LogLevel = "error"
+	// Room for a whole schedule batch in one Txn.
+	ec.MaxTxnOps = MaxTxnOps
 	// taskd writes a lot: compact history older than five minutes.
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "5m"

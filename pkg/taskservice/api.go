@@ -49,11 +49,25 @@ func toStatus(err error) error {
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	}
-	if s, ok := status.FromError(err); ok && s.Code() == codes.ResourceExhausted {
-		return status.Error(codes.ResourceExhausted, err.Error())
+	if errors.Is(err, context.DeadlineExceeded) {
+		return status.Error(codes.Unavailable, "etcd unreachable: "+err.Error())
 	}
-	// Deadline exceeded or a transport error talking to etcd.
-	return status.Error(codes.Unavailable, "etcd unreachable: "+err.Error())
+	// status.FromError finds a gRPC status wrapped anywhere in err.
+	if s, ok := status.FromError(err); ok {
+		switch s.Code() {
+		case codes.ResourceExhausted:
+			return status.Error(codes.ResourceExhausted, err.Error())
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+			return status.Error(codes.Unavailable, "etcd unreachable: "+err.Error())
+		}
+	}
+	switch {
+	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrTimeout),
+		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost),
+		errors.Is(err, rpctypes.ErrLeaderChanged):
+		return status.Error(codes.Unavailable, "etcd unavailable: "+err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
 }
 
 func checkIdentity(field, id string) error {

@@ -35,6 +35,10 @@ type Config struct {
 	Workers          int           // concurrent runs; default 64
 	DefaultTimeout   time.Duration // run timeout when a task names none; default 5m
 	EtcdTimeout      time.Duration // deadline of one etcd call; default 5s
+	// MaxTxnOps is the etcd server's --max-txn-ops (default 128; the
+	// embedded etcd allows 1024). A schedule batch that needs more
+	// operations is written one identity at a time.
+	MaxTxnOps int
 
 	// Recorded for the relocation release (SPEC §3, §7); validated only.
 	HandoffPeriod time.Duration
@@ -88,6 +92,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPayload <= 0 {
 		c.MaxPayload = 256 << 10
+	}
+	if c.MaxTxnOps <= 0 {
+		c.MaxTxnOps = 128
 	}
 	if c.Workers <= 0 {
 		c.Workers = 64

@@ -651,3 +651,29 @@ func TestRestartUnderSameNameResolvesPreviousIncarnation(t *testing.T) {
 		t.Errorf("nodes %v (%v): want only the new incarnation", nodes, err)
 	}
 }
+
+func TestBatchWithRepeatedIdempotencyKey(t *testing.T) {
+	h := newHarness(t, nil)
+	a := spec("pa", "rec", after(time.Hour))
+	b1 := spec("pb", "rec", after(time.Hour))
+	b1.IdempotencyKey = "k"
+	b2 := spec("pb", "rec", after(time.Hour))
+	b2.IdempotencyKey = "k"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := h.node.Client.ScheduleTasks(ctx, &taskdv1.ScheduleTasksRequest{Tasks: []*taskdv1.TaskSpec{a, b1, b2}})
+	if err != nil {
+		t.Fatalf("batch: %v", err)
+	}
+	if resp.Tasks[1].Id != resp.Tasks[2].Id {
+		t.Errorf("repeated key made two tasks %s and %s", resp.Tasks[1].Id, resp.Tasks[2].Id)
+	}
+	// One Txn for the whole batch: every task carries its revision.
+	if resp.Tasks[0].Revision != resp.Tasks[1].Revision {
+		t.Errorf("revisions %d and %d: the batch was not one Txn", resp.Tasks[0].Revision, resp.Tasks[1].Revision)
+	}
+	list, err := h.node.Client.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "pb"})
+	if err != nil || len(list.Tasks) != 1 {
+		t.Fatalf("pb has %d tasks (%v), want 1", len(list.GetTasks()), err)
+	}
+}

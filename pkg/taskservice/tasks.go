@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +24,6 @@ var ErrNotFound = errors.New("not found")
 
 // ErrFailedPrecondition reports a request that the object's state forbids.
 var ErrFailedPrecondition = errors.New("failed precondition")
-
-// maxTxnOps is etcd's default limit of operations in one Txn.
-const maxTxnOps = 128
 
 // Scheduled is one accepted task.
 type Scheduled struct {
@@ -62,9 +58,12 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		recs[i] = n.newRecord(s, now)
 	}
 	out := make([]Scheduled, len(specs))
-	// Group by identity, keeping request order inside a group.
-	groups := map[string][]int{}
-	var order []string
+	// Group by identity, keeping request order inside a group. A repeated
+	// idempotency key inside the batch answers with the first task.
+	byID := map[string]*group{}
+	var groups []*group
+	dupOf := map[int]int{}
+	firstKey := map[[2]string]int{}
 	for i, r := range recs {
 		id := r.Spec.Identity
 		if r.Spec.NonDurable {
@@ -72,40 +71,163 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 			out[i] = Scheduled{Task: toTask(r, 0)}
 			continue
 		}
-		if groups[id] == nil {
-			order = append(order, id)
+		if k := r.Spec.IdempotencyKey; k != "" {
+			if j, ok := firstKey[[2]string{id, k}]; ok {
+				dupOf[i] = j
+				continue
+			}
+			firstKey[[2]string{id, k}] = i
 		}
-		groups[id] = append(groups[id], i)
+		g := byID[id]
+		if g == nil {
+			g = &group{id: id}
+			byID[id] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
 	}
-	for _, id := range order {
-		idx := groups[id]
-		for len(idx) > 0 {
-			chunk := idx
-			if c := chunkSize(recs, idx); c < len(idx) {
-				chunk = idx[:c]
-			}
-			idx = idx[len(chunk):]
-			if err := n.storeGroup(ctx, id, chunk, recs, out); err != nil {
-				return nil, err
-			}
+	if len(groups) > 0 {
+		if err := n.storeBatch(ctx, groups, recs, out); err != nil {
+			return nil, err
 		}
+	}
+	for i, j := range dupOf {
+		out[i] = Scheduled{Task: out[j].Task, Existing: true}
 	}
 	return out, nil
 }
 
-// chunkSize is how many of the tasks idx fit in one Txn.
-func chunkSize(recs []*storev1.TaskRecord, idx []int) int {
-	ops := 4 // mapping ops and a handoff entry
-	for i, j := range idx {
-		ops++
-		if recs[j].Spec.IdempotencyKey != "" {
+// group is the durable tasks of one identity in a schedule request.
+type group struct {
+	id  string
+	idx []int // indexes into the request
+}
+
+// storeBatch writes the groups in one Txn (all or none) when it fits in
+// MaxTxnOps operations, else one Txn per identity (each all or none).
+func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
+	ops := 0
+	for _, g := range groups {
+		ops += 3 // mapping, ownership index, handoff entry
+		for _, i := range g.idx {
 			ops++
-		}
-		if ops > maxTxnOps {
-			return i
+			if recs[i].Spec.IdempotencyKey != "" {
+				ops++
+			}
 		}
 	}
-	return len(idx)
+	if ops <= n.cfg.MaxTxnOps {
+		return n.storeGroups(ctx, groups, recs, out)
+	}
+	for _, g := range groups {
+		if err := n.storeGroups(ctx, []*group{g}, recs, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storeGroups writes the tasks of several identities in one Txn, with each
+// identity's mapping compare: an unmapped identity is mapped in the same
+// Txn, and tasks of an identity another node owns get a handoff entry in
+// that node's area.
+func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
+	type planned struct {
+		g     *group
+		owner identity.Owner
+		mine  bool
+		live  []int
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			return fmt.Errorf("store tasks: the identities' mappings kept changing: %w", context.DeadlineExceeded)
+		}
+		var (
+			cmps  []clientv3.Cmp
+			ops   []clientv3.Op
+			plans []planned
+			place *[2]string
+		)
+		for _, g := range groups {
+			owner, err := n.ownerOf(ctx, g.id)
+			if err != nil {
+				return err
+			}
+			target, targetInc := owner.Node, owner.Incarnation
+			if owner.Mapped {
+				cmps = append(cmps, n.idmap.Fence(g.id, owner.Epoch))
+			} else {
+				if place == nil {
+					node, inc, err := n.placement(ctx)
+					if err != nil {
+						return err
+					}
+					place = &[2]string{node, inc}
+				}
+				target, targetInc = place[0], place[1]
+				cmps = append(cmps, n.idmap.Unmapped(g.id))
+				ops = append(ops, n.idmap.AssignOps(g.id, "", target, targetInc)...)
+			}
+			p := planned{g: g, owner: owner, mine: target == n.cfg.Name && targetInc == n.incarnation}
+			for _, i := range g.idx {
+				if out[i].Task != nil {
+					continue // answered by an idempotency key in an earlier attempt
+				}
+				p.live = append(p.live, i)
+				r := recs[i]
+				put, err := n.keys.PutTask(r)
+				if err != nil {
+					return err
+				}
+				ops = append(ops, put)
+				if k := r.Spec.IdempotencyKey; k != "" {
+					ik := n.keys.Idem(g.id, k)
+					cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
+					ops = append(ops, clientv3.OpPut(ik, r.Id))
+				}
+			}
+			if len(p.live) > 0 && !p.mine {
+				op, err := handoff.NewKeys(n.cfg.Prefix).PutOp(target, n.cfg.Name, g.id, "*")
+				if err != nil {
+					return err
+				}
+				ops = append(ops, op)
+			}
+			plans = append(plans, p)
+		}
+		if len(ops) == 0 {
+			return nil
+		}
+		cctx, cancel := n.etcdCtx(ctx)
+		resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("store tasks: %w", err)
+		}
+		if !resp.Succeeded {
+			for _, p := range plans {
+				if err := n.resolveIdempotent(ctx, p.g.id, p.live, recs, out); err != nil {
+					return err
+				}
+				n.forgetOwner(p.g.id, p.owner)
+			}
+			continue
+		}
+		rev := resp.Header.Revision
+		for _, p := range plans {
+			epoch := p.owner.Epoch
+			if !p.owner.Mapped {
+				epoch = rev
+			}
+			if p.mine && len(p.live) > 0 {
+				n.addOwned(p.g.id, epoch, p.live, recs, rev)
+			}
+			for _, i := range p.live {
+				out[i] = Scheduled{Task: toTask(recs[i], rev)}
+			}
+		}
+		return nil
+	}
 }
 
 // newRecord resolves a spec into a new task record: delays become times,
@@ -138,89 +260,6 @@ func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord
 	initTriggers(rec)
 	settle(rec, now)
 	return rec
-}
-
-// storeGroup writes tasks of one identity in one Txn, mapping the identity
-// first if nobody owns it, and handing the tasks to the owner if another
-// node owns it.
-func (n *Node) storeGroup(ctx context.Context, id string, idx []int, recs []*storev1.TaskRecord, out []Scheduled) error {
-	for attempt := 0; ; attempt++ {
-		if attempt == 5 {
-			return fmt.Errorf("store tasks of %q: the identity's mapping kept changing: %w", id, context.DeadlineExceeded)
-		}
-		owner, err := n.ownerOf(ctx, id)
-		if err != nil {
-			return err
-		}
-		target, targetInc := owner.Node, owner.Incarnation
-		var cmps []clientv3.Cmp
-		var ops []clientv3.Op
-		if owner.Mapped {
-			cmps = append(cmps, n.idmap.Fence(id, owner.Epoch))
-		} else {
-			target, targetInc, err = n.placement(ctx)
-			if err != nil {
-				return err
-			}
-			cmps = append(cmps, n.idmap.Unmapped(id))
-			ops = append(ops, n.idmap.AssignOps(id, "", target, targetInc)...)
-		}
-		var live []int
-		for _, i := range idx {
-			if out[i].Task != nil {
-				continue // answered by an idempotency key in an earlier attempt
-			}
-			live = append(live, i)
-			r := recs[i]
-			put, err := n.keys.PutTask(r)
-			if err != nil {
-				return err
-			}
-			ops = append(ops, put)
-			if k := r.Spec.IdempotencyKey; k != "" {
-				ik := n.keys.Idem(id, k)
-				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
-				ops = append(ops, clientv3.OpPut(ik, r.Id))
-			}
-		}
-		if len(live) == 0 {
-			return nil
-		}
-		mine := target == n.cfg.Name && targetInc == n.incarnation
-		if !mine {
-			hk := handoff.NewKeys(n.cfg.Prefix)
-			op, err := hk.PutOp(target, n.cfg.Name, id, "*")
-			if err != nil {
-				return err
-			}
-			ops = append(ops, op)
-		}
-		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("store tasks of %q: %w", id, err)
-		}
-		if !resp.Succeeded {
-			if err := n.resolveIdempotent(ctx, id, live, recs, out); err != nil {
-				return err
-			}
-			n.forgetOwner(id, owner)
-			continue
-		}
-		rev := resp.Header.Revision
-		epoch := owner.Epoch
-		if !owner.Mapped {
-			epoch = rev
-		}
-		if mine {
-			n.addOwned(id, epoch, live, recs, rev)
-		}
-		for _, i := range live {
-			out[i] = Scheduled{Task: toTask(recs[i], rev)}
-		}
-		return nil
-	}
 }
 
 // resolveIdempotent answers, from etcd, the tasks whose idempotency key is
@@ -411,20 +450,11 @@ func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, e
 	return toTask(st.Rec, st.Rev), nil
 }
 
-// ListTasks returns a page of an identity's durable tasks in creation order
-// (the first page also lists the non-durable tasks this node holds for it).
+// ListTasks returns a page of an identity's durable tasks in creation order.
+// Non-durable tasks are not listed (they exist only on the node that took
+// them; GetTask there shows one).
 func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
 	var out []*taskdv1.Task
-	if pageToken == "" {
-		n.mu.Lock()
-		if st := n.local[id]; st != nil {
-			for _, e := range st.tasks {
-				out = append(out, toTask(cloneRec(e.rec), 0))
-			}
-		}
-		n.mu.Unlock()
-		sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
-	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
 	tasks, more, err := n.store.List(cctx, id, pageToken, pageSize)

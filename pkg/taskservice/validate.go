@@ -129,6 +129,9 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	if !s.NonDurable && !knownKind(s.Kind) {
 		return invalid(field+".kind", "no node of the cluster handles kind %q", s.Kind)
 	}
+	if s.NonDurable && s.IdempotencyKey != "" {
+		return invalid(field+".idempotency_key", "is not supported for a non-durable task (nothing is stored to remember it)")
+	}
 	if s.NonDurable && n.cfg.Handlers[s.Kind] == nil {
 		return invalid(field+".kind", "this node has no handler for kind %q (a non-durable task runs on the node that accepts it)", s.Kind)
 	}

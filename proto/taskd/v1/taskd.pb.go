@@ -1457,7 +1457,7 @@ func (x *ScheduleTaskResponse) GetExisting() bool {
 	return false
 }
 
-// ScheduleTasksRequest asks for up to 100 tasks, all or none.
+// ScheduleTasksRequest asks for up to 100 tasks.
 type ScheduleTasksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tasks to schedule.

@@ -45,7 +45,12 @@ type TaskServiceClient interface {
 	// this returns OK) and returns it. With an idempotency_key that was used
 	// before for the same identity, it returns the first task instead.
 	ScheduleTask(ctx context.Context, in *ScheduleTaskRequest, opts ...grpc.CallOption) (*ScheduleTaskResponse, error)
-	// ScheduleTasks stores up to 100 tasks, all or none.
+	// ScheduleTasks stores up to 100 tasks, all or none when the batch fits
+	// in one etcd Txn (always with the embedded etcd; with an external etcd,
+	// up to its --max-txn-ops operations: one per task, one more per
+	// idempotency key, three per identity); a larger batch is stored one
+	// identity at a time, each identity all or none. A key repeated inside a
+	// batch answers with the batch's first task of that key.
 	ScheduleTasks(ctx context.Context, in *ScheduleTasksRequest, opts ...grpc.CallOption) (*ScheduleTasksResponse, error)
 	// GetTask returns one task by identity and id.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
@@ -173,7 +178,12 @@ type TaskServiceServer interface {
 	// this returns OK) and returns it. With an idempotency_key that was used
 	// before for the same identity, it returns the first task instead.
 	ScheduleTask(context.Context, *ScheduleTaskRequest) (*ScheduleTaskResponse, error)
-	// ScheduleTasks stores up to 100 tasks, all or none.
+	// ScheduleTasks stores up to 100 tasks, all or none when the batch fits
+	// in one etcd Txn (always with the embedded etcd; with an external etcd,
+	// up to its --max-txn-ops operations: one per task, one more per
+	// idempotency key, three per identity); a larger batch is stored one
+	// identity at a time, each identity all or none. A key repeated inside a
+	// batch answers with the batch's first task of that key.
 	ScheduleTasks(context.Context, *ScheduleTasksRequest) (*ScheduleTasksResponse, error)
 	// GetTask returns one task by identity and id.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)

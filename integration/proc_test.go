@@ -63,6 +63,7 @@ type nodeOptions struct {
 	dataDir string
 	extra   []string
 	env     []string // KEY=value entries added to the (TASKD_-free) environment
+	workDir string   // the process's working directory ("" = the test's)
 }
 
 // taskd is one taskd process started by a test.
@@ -126,18 +127,21 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 		log:      &logBuffer{},
 		done:     make(chan struct{}),
 	}
-	args := []string{
-		"--name", opts.name,
-		"--data-dir", opts.dataDir,
+	args := []string{"--name", opts.name}
+	if opts.dataDir != "" { // else the default, ./taskd-data
+		args = append(args, "--data-dir", opts.dataDir)
+	}
+	args = append(args,
 		"--listen", p.listen,
 		"--http", p.httpAddr,
 		"--etcd-listen", p.etcdURL,
 		"--lease-ttl", "2s",
 		"--log-level", "debug",
-	}
+	)
 	args = append(args, opts.extra...)
 	cmd := exec.Command(taskdBin, args...)
 	cmd.Env = append(childEnv(), opts.env...)
+	cmd.Dir = opts.workDir
 	cmd.Stdout = p.log
 	cmd.Stderr = p.log
 	// The exec handler's children get pipes of their own, so the output

@@ -137,3 +137,19 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 		t.Errorf("task after the restart: %v, %v; want it SCHEDULED", got, err)
 	}
 }
+
+// The default --data-dir is relative (./taskd-data): the quick start's
+// `make run` depends on it, twice in a row (a restart on the same dir).
+func TestDefaultRelativeDataDir(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	for i := range 2 {
+		p := startNode(t, nodeOptions{name: "rel", workDir: work})
+		if _, err := os.Stat(filepath.Join(work, "taskd-data", "etcd")); err != nil {
+			t.Fatalf("start %d: no etcd data in the working directory's ./taskd-data: %v", i+1, err)
+		}
+		if code := p.Term(); code != 0 {
+			t.Fatalf("start %d: exit code %d after SIGTERM", i+1, code)
+		}
+	}
+}

@@ -42,20 +42,20 @@ type options struct {
 
 // Results are the figures of one run.
 type Results struct {
-	Machine            string  `json:"machine"`
-	Tasks              int     `json:"tasks"`
-	Identities         int     `json:"identities"`
-	Concurrency        int     `json:"concurrency"`
-	StartupMs          float64 `json:"startup_ms"`
-	EtcdPutPerSec      float64 `json:"etcd_put_per_sec"`
-	ScheduleTasksPerS  float64 `json:"schedule_tasks_per_sec"`
-	E2ETasksPerSec     float64 `json:"e2e_tasks_per_sec"`
-	E2ERatio           float64 `json:"e2e_ratio"`
-	ScheduleRatio      float64 `json:"schedule_ratio"`
-	FireLagP50Ms       float64 `json:"fire_lag_p50_ms"`
-	FireLagP99Ms       float64 `json:"fire_lag_p99_ms"`
-	FireLagMaxMs       float64 `json:"fire_lag_max_ms"`
-	EtcdWritesPerTask  float64 `json:"etcd_writes_per_task"`
+	Machine           string  `json:"machine"`
+	Tasks             int     `json:"tasks"`
+	Identities        int     `json:"identities"`
+	Concurrency       int     `json:"concurrency"`
+	StartupMs         float64 `json:"startup_ms"`
+	EtcdPutPerSec     float64 `json:"etcd_put_per_sec"`
+	ScheduleTasksPerS float64 `json:"schedule_tasks_per_sec"`
+	E2ETasksPerSec    float64 `json:"e2e_tasks_per_sec"`
+	E2ERatio          float64 `json:"e2e_ratio"`
+	ScheduleRatio     float64 `json:"schedule_ratio"`
+	FireLagP50Ms      float64 `json:"fire_lag_p50_ms"`
+	FireLagP99Ms      float64 `json:"fire_lag_p99_ms"`
+	FireLagMaxMs      float64 `json:"fire_lag_max_ms"`
+	EtcdWritesPerTask float64 `json:"etcd_writes_per_task"`
 }
 
 func main() {

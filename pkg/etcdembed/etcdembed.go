@@ -91,10 +91,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse etcd client URL %q: %w", cfg.ClientURL, err)
 	}
-	// The peer URL is never dialled by a single member, but must be unique
-	// per data dir: a unix socket inside the dir needs no port.
-	purl, _ := url.Parse("unix://" + filepath.Join(cfg.Dir, "peer.sock"))
-	_ = os.Remove(filepath.Join(cfg.Dir, "peer.sock"))
+	// The peer URL is never dialled by a single member. Port 0 on loopback
+	// listens on a free port, never clashes with another server, and reads
+	// the same at every restart (etcd keeps it in its membership).
+	purl := &url.URL{Scheme: "http", Host: "127.0.0.1:0"}
 
 	ec := embed.NewConfig()
 	ec.Name = "taskd"

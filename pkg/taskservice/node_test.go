@@ -36,7 +36,6 @@ type recorder struct {
 	mu     sync.Mutex
 	calls  []seen
 	behave func(ctx context.Context, r *taskservice.Run, n int) error
-	node   string
 }
 
 func (rc *recorder) Work(ctx context.Context, r *taskservice.Run) error {

@@ -27,7 +27,8 @@ run: ## run one node on the embedded etcd, with a demo exec handler
 		--exec 'demo=echo "hello $$TASKD_IDENTITY: run $$TASKD_RUN, fence $$TASKD_FENCE, payload $$(cat)"'
 
 bench: ## short benchmark (under 2 minutes), writes bench/results/latest.json
-	$(GO) run ./cmd/taskbench -tasks 10000 -identities 100 -concurrency 64 -out bench/results/latest.json
+	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench
+	bin/taskbench -taskd bin/taskd -tasks 10000 -identities 100 -concurrency 64 -out bench/results/latest.json
 
 clean:
 	rm -rf bin taskd-data

@@ -87,6 +87,17 @@ func (n *Node) starter(st *identState) {
 	}
 }
 
+// spawn runs f in a goroutine that Stop waits for. It is called only from
+// goroutines Stop also waits for (dispatch, starters, runs), so the count is
+// never raised after Stop's final wait.
+func (n *Node) spawn(f func()) {
+	n.runs.Add(1)
+	go func() {
+		defer n.runs.Done()
+		f()
+	}()
+}
+
 // release frees a run slot.
 func (n *Node) release() { <-n.slots }
 
@@ -222,7 +233,7 @@ func (n *Node) conflict(e *entry, epoch int64, else_ []*etcdserverpb.ResponseOp)
 	e.rec, e.rev = rec, kvs[0].ModRevision
 	if rec.Running != nil {
 		// A marker not written by a run in flight here: resolve it.
-		go n.resolveMarkers(st, epoch, []*entry{e})
+		n.spawn(func() { n.resolveMarkers(st, epoch, []*entry{e}) })
 		return
 	}
 	n.reschedLocked(e)
@@ -239,15 +250,13 @@ func (n *Node) removeEntryLocked(e *entry) {
 // that epoch; otherwise the identity is no longer this node's.
 func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 	if owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
+		n.spawn(func() {
 			ctx, cancel := n.etcdCtx(n.life)
 			defer cancel()
 			if err := n.adoptIdentity(ctx, st.name, owner.Epoch); err != nil {
 				n.log.Warn("reload identity under its new epoch", "identity", st.name, "error", err)
 			}
-		}()
+		})
 		return
 	}
 	n.mu.Lock()

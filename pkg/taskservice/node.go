@@ -56,6 +56,10 @@ type Node struct {
 	wake          chan struct{}
 	started       bool
 	stopped       bool
+
+	kindsMu sync.Mutex // guards the cluster's kinds, cached
+	kinds   map[string]bool
+	kindsAt time.Time
 }
 
 // New checks cfg and returns a node that has not started.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -385,41 +384,32 @@ func (n *Node) addLocal(r *storev1.TaskRecord) {
 }
 
 // clusterKinds is the set of kinds some registered node handles, cached
-// briefly so scheduling does not read the node list every time.
+// for a second so scheduling does not read the node list every time.
 func (n *Node) clusterKinds(ctx context.Context) map[string]bool {
-	kindsCache.Lock()
-	defer kindsCache.Unlock()
-	c := kindsCache.m[n]
-	if c != nil && time.Since(c.at) < time.Second {
-		return c.kinds
+	n.kindsMu.Lock()
+	defer n.kindsMu.Unlock()
+	if n.kinds != nil && time.Since(n.kindsAt) < time.Second {
+		return n.kinds
 	}
 	kinds := map[string]bool{}
 	for k := range n.cfg.Handlers {
 		kinds[k] = true
 	}
-	if nodes, err := n.ListNodes(ctx); err == nil {
-		for _, nd := range nodes {
-			if nd.State == taskdv1.NodeState_NODE_STATE_STOPPED {
-				continue
-			}
-			for _, k := range nd.Kinds {
-				kinds[k] = true
-			}
-		}
-		kindsCache.m[n] = &kindCache{at: time.Now(), kinds: kinds}
+	nodes, err := n.ListNodes(ctx)
+	if err != nil {
+		return kinds // etcd away: the write that follows will say so
 	}
+	for _, nd := range nodes {
+		if nd.State == taskdv1.NodeState_NODE_STATE_STOPPED {
+			continue
+		}
+		for _, k := range nd.Kinds {
+			kinds[k] = true
+		}
+	}
+	n.kinds, n.kindsAt = kinds, time.Now()
 	return kinds
 }
-
-type kindCache struct {
-	at    time.Time
-	kinds map[string]bool
-}
-
-var kindsCache = struct {
-	sync.Mutex
-	m map[*Node]*kindCache
-}{m: map[*Node]*kindCache{}}
 
 // localTask returns a non-durable task held by this node.
 func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {

@@ -120,10 +120,10 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Workers:          cfg.Workers,
 		MaxTxnOps:        maxTxnOps,
 		HandoffPeriod:    cfg.HandoffPeriod,
-		HandoffStart:     cfg.HandoffStart,
-		VoteDelay:        cfg.VoteDelay,
-		RemoveDelay:      cfg.RemoveDelay,
-		DrainTimeout:     cfg.DrainTimeout,
+		HandoffStart:     orNone(cfg.HandoffStart),
+		VoteDelay:        orNone(cfg.VoteDelay),
+		RemoveDelay:      orNone(cfg.RemoveDelay),
+		DrainTimeout:     orNone(cfg.DrainTimeout),
 	})
 	if err != nil {
 		lis.Close()
@@ -186,15 +186,30 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 
 	select {
 	case <-ctx.Done():
-		log.Info("stopping", "drain_timeout", cfg.DrainTimeout)
+		log.Info("draining on signal", "drain_timeout", cfg.DrainTimeout)
 	case err := <-grpcDone:
 		log.Error("gRPC server failed", "error", err)
+	case <-node.Done():
+		log.Info("node stopped by itself (drained or replaced)")
 	}
-	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	// Draining hands the identities to other RUNNING nodes before stopping
+	// (with none, they stay mapped here for the next start).
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+30*time.Second)
 	defer cancel()
-	stopErr := node.Stop(dctx)
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	stopErr := node.Drain(dctx)
+	<-node.Done()
 	stopServers()
 	return stopErr
+}
+
+// orNone maps an explicit zero delay to the library's "none" (negative);
+// the library reads zero as "default".
+func orNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // metrics counts what the node does, for /metrics.

@@ -15,6 +15,7 @@ import (
 //
 //	<prefix>map/<identity>            -> storev1.Mapping; mod revision = epoch
 //	<prefix>owned/<node>/<identity>   -> "" (index of a node's identities)
+//	<prefix>status/<identity>         -> storev1.Status (the owner's last vote)
 type Keys struct{ prefix string }
 
 // NewKeys returns the mapping keys under prefix (which ends in '/').
@@ -22,6 +23,9 @@ func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
 
 // Mapping is the key of an identity's mapping record.
 func (k Keys) Mapping(id string) string { return k.prefix + "map/" + Encode(id) }
+
+// Status is the key of id's last active/inactive vote (storev1.Status).
+func (k Keys) Status(id string) string { return k.prefix + "status/" + Encode(id) }
 
 // Owned is the key of id in node's ownership index.
 func (k Keys) Owned(node, id string) string {

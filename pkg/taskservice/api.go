@@ -211,3 +211,30 @@ func (a *API) ListNodes(ctx context.Context, _ *taskdv1.ListNodesRequest) (*task
 	}
 	return &taskdv1.ListNodesResponse{Nodes: nodes}, nil
 }
+
+// MoveIdentity moves an identity to a RUNNING node.
+func (a *API) MoveIdentity(ctx context.Context, req *taskdv1.MoveIdentityRequest) (*taskdv1.MoveIdentityResponse, error) {
+	if err := checkIdentity("identity", req.Identity); err != nil {
+		return nil, err
+	}
+	if req.ToNode == "" {
+		return nil, status.Error(codes.InvalidArgument, "to_node: is required")
+	}
+	id, err := a.node.MoveIdentity(ctx, req.Identity, req.ToNode)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.MoveIdentityResponse{Identity: id}, nil
+}
+
+// DrainNode asks a node to drain.
+func (a *API) DrainNode(ctx context.Context, req *taskdv1.DrainNodeRequest) (*taskdv1.DrainNodeResponse, error) {
+	if req.Node == "" {
+		return nil, status.Error(codes.InvalidArgument, "node: is required")
+	}
+	nd, err := a.node.DrainNode(ctx, req.Node)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.DrainNodeResponse{Node: nd}, nil
+}

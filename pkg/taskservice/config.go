@@ -40,12 +40,17 @@ type Config struct {
 	// operations is written one identity at a time.
 	MaxTxnOps int
 
-	// Recorded for the relocation release (SPEC §3, §7); validated only.
-	HandoffPeriod time.Duration
-	HandoffStart  time.Duration
-	VoteDelay     time.Duration
-	RemoveDelay   time.Duration
-	DrainTimeout  time.Duration
+	// The delays below take their default when zero; a negative one means
+	// no delay at all (Darkstar's tests run with a start of 0).
+	HandoffPeriod time.Duration // handoff polling period; default 500ms
+	HandoffStart  time.Duration // first handoff poll after start; default 2500ms
+	VoteDelay     time.Duration // status vote delay; default 5s
+	RemoveDelay   time.Duration // unmapping delay of an inactive identity; default 5s
+	DrainTimeout  time.Duration // wait for runs in flight when draining; default 30s
+
+	// DisableHandoffWatch leaves handoff pick-up to polling alone (for
+	// diagnosis, and for the test that proves polling is enough).
+	DisableHandoffWatch bool
 }
 
 func (c *Config) setDefaults() error {
@@ -66,9 +71,13 @@ func (c *Config) setDefaults() error {
 	if c.Prefix[0] != '/' || c.Prefix[len(c.Prefix)-1] != '/' {
 		return fmt.Errorf("taskservice: Config.Prefix %q must start and end with '/'", c.Prefix)
 	}
+	// Zero takes the default; a negative delay means none.
 	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
+		switch {
+		case *d == 0:
 			*d = v
+		case *d < 0:
+			*d = 0
 		}
 	}
 	def(&c.LeaseTTL, 10*time.Second)

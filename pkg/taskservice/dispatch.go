@@ -25,7 +25,7 @@ func (n *Node) dispatchLoop() {
 	for {
 		wait := time.Hour
 		n.mu.Lock()
-		fresh := time.Since(n.renewedAt) < n.cfg.LeaseTTL*2/3
+		fresh := n.leaseFreshLocked() && !n.draining
 		now := time.Now()
 		for fresh && len(n.queue) > 0 {
 			e := n.queue[0]
@@ -34,6 +34,8 @@ func (n *Node) dispatchLoop() {
 				break
 			}
 			heap.Pop(&n.queue)
+			e.running = !e.purge
+			n.touchLocked(e)
 			if e.purge {
 				n.wg.Add(1)
 				go n.purge(e)
@@ -104,6 +106,7 @@ func (n *Node) release() { <-n.slots }
 // resched queues e at its next due time, or takes it out of the queue when
 // it has none. Caller holds n.mu.
 func (n *Node) reschedLocked(e *entry) {
+	defer n.touchLocked(e)
 	if e.gone || e.ident.lost {
 		n.queue.remove(e)
 		return
@@ -123,11 +126,9 @@ func (n *Node) reschedLocked(e *entry) {
 func (n *Node) start(e *entry) bool {
 	n.mu.Lock()
 	st := e.ident
-	if e.gone || st.lost || time.Since(n.renewedAt) >= n.cfg.LeaseTTL*2/3 {
+	if e.gone || st.lost || n.draining || !n.leaseFreshLocked() {
 		e.running = false
-		if !e.gone && !st.lost {
-			n.reschedLocked(e)
-		}
+		n.reschedLocked(e)
 		n.mu.Unlock()
 		return false
 	}
@@ -192,6 +193,7 @@ func (n *Node) start(e *entry) bool {
 func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.touchLocked(e)
 	e.running = false
 	if e.gone || e.ident.lost {
 		return
@@ -243,6 +245,7 @@ func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
 	delete(e.ident.tasks, e.id)
+	n.touchLocked(e)
 }
 
 // identityMoved reacts to a failed fence: if the identity is still mapped to
@@ -273,9 +276,11 @@ func (n *Node) dropIdentityLocked(st *identState) {
 	st.lost = true
 	for _, e := range st.tasks {
 		n.queue.remove(e)
+		e.counted = false
 	}
 	st.startQ = nil
 	delete(n.idents, st.name)
+	n.voter.Forget(st.name) // a move clears the old node's votes (SPEC §7.3)
 }
 
 // adoptOwned resolves, at start, every identity still mapped to this node's
@@ -349,15 +354,24 @@ func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error 
 	if err != nil {
 		return err
 	}
+	n.installTasks(id, epoch, stored, true)
+	return nil
+}
+
+// installTasks puts stored tasks of id, owned under epoch, into the queue.
+// With full, stored is every task of the identity and entries it lacks are
+// removed. Entries with a run in flight are left to their commit.
+func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, full bool) {
 	n.mu.Lock()
 	st := n.idents[id]
 	if st == nil || st.lost {
 		st = &identState{name: id, durable: true, tasks: map[string]*entry{}}
 		n.idents[id] = st
+		n.voter.Track(id)
 	}
 	if epoch < st.epoch {
 		n.mu.Unlock()
-		return nil // a newer adoption already happened
+		return // a newer adoption already happened
 	}
 	st.epoch = epoch
 	seen := make(map[string]bool, len(stored))
@@ -369,7 +383,7 @@ func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error 
 			e = &entry{ident: st, id: s.Rec.Id, idx: -1}
 			st.tasks[e.id] = e
 		}
-		if e.running {
+		if e.running || (e.rec != nil && e.rev > s.Rev) {
 			continue
 		}
 		e.rec, e.rev = s.Rec, s.Rev
@@ -380,16 +394,17 @@ func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error 
 		}
 		n.reschedLocked(e)
 	}
-	for tid, e := range st.tasks {
-		if !seen[tid] && !e.running {
-			n.removeEntryLocked(e)
+	if full {
+		for tid, e := range st.tasks {
+			if !seen[tid] && !e.running {
+				n.removeEntryLocked(e)
+			}
 		}
 	}
 	n.mu.Unlock()
 	if len(stale) > 0 {
 		n.resolveMarkers(st, epoch, stale)
 	}
-	return nil
 }
 
 // resolveMarkers settles run markers left by runs that are not in flight

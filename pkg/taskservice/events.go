@@ -25,6 +25,10 @@ const (
 	EventFinalized      EventType = "FINALIZED"
 	EventMisfired       EventType = "MISFIRED"
 	EventCanceled       EventType = "CANCELED"
+	// EventMoved: the identity left this node (moved away or unmapped).
+	EventMoved EventType = "MOVED"
+	// EventHandedOff: this node picked up a handoff entry.
+	EventHandedOff EventType = "HANDED_OFF"
 )
 
 // Event is one step, as listeners see it.

@@ -11,14 +11,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
-	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	"github.com/taskd/taskd/pkg/vote"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -56,6 +53,10 @@ type Node struct {
 	wake          chan struct{}
 	started       bool
 	stopped       bool
+	done          chan struct{} // closed when Stop has finished
+
+	voter    *vote.Voter
+	draining bool // no run starts; identities are being handed away
 
 	kindsMu sync.Mutex // guards the cluster's kinds, cached
 	kinds   map[string]bool
@@ -82,9 +83,11 @@ func New(cfg Config) (*Node, error) {
 		idents:      map[string]*identState{},
 		local:       map[string]*identState{},
 		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
 		slots:       make(chan struct{}, cfg.Workers),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
+	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	n.runCtx, n.cancelRuns = context.WithCancel(context.Background())
 	return n, nil
@@ -137,7 +140,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.startedAt = time.Now()
 	n.mu.Unlock()
 
-	if err := n.register(ctx); err != nil {
+	if err := n.register(ctx, false); err != nil {
 		return err
 	}
 	if err := n.adoptOwned(ctx); err != nil {
@@ -150,9 +153,14 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.publish(ctx); err != nil {
 		return err
 	}
-	n.wg.Add(2)
+	n.wg.Add(7)
+	go n.placementLoop()
+	go n.controlLoop()
+	go func() { defer n.wg.Done(); n.voter.Run(n.life) }()
 	go n.dispatchLoop()
 	go n.leaseLoop()
+	go n.handoffLoop()
+	go n.ownershipLoop(0)
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
 	return nil
@@ -162,161 +170,6 @@ func (n *Node) ownedCount() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.idents)
-}
-
-// register grants a lease and writes the node's record under it. A record
-// left by an earlier incarnation of the same name is replaced and its lease
-// revoked at once, so nothing waits for it to expire.
-func (n *Node) register(ctx context.Context) error {
-	cctx, cancel := n.etcdCtx(ctx)
-	defer cancel()
-	key := n.nodesPrefix + n.cfg.Name
-	old, err := n.cli.Get(cctx, key)
-	if err != nil {
-		return fmt.Errorf("read registration of %s: %w", n.cfg.Name, err)
-	}
-	lease, err := n.cli.Grant(cctx, int64((n.cfg.LeaseTTL+time.Second-1)/time.Second))
-	if err != nil {
-		return fmt.Errorf("grant node lease: %w", err)
-	}
-	n.mu.Lock()
-	n.leaseID = lease.ID
-	n.renewedAt = time.Now()
-	n.mu.Unlock()
-	if err := n.publish(ctx); err != nil {
-		return err
-	}
-	if len(old.Kvs) > 0 && old.Kvs[0].Lease != 0 && clientv3.LeaseID(old.Kvs[0].Lease) != lease.ID {
-		var prev storev1.NodeRecord
-		_ = proto.Unmarshal(old.Kvs[0].Value, &prev)
-		if _, err := n.cli.Revoke(cctx, clientv3.LeaseID(old.Kvs[0].Lease)); err != nil && !isLeaseNotFound(err) {
-			n.log.Warn("revoke lease of previous incarnation", "previous", prev.Incarnation, "error", err)
-		} else {
-			n.log.Info("freed previous incarnation", "previous", prev.Incarnation)
-		}
-	}
-	return nil
-}
-
-func isLeaseNotFound(err error) bool { return errors.Is(err, rpctypes.ErrLeaseNotFound) }
-
-// publish writes the node's record under its lease.
-func (n *Node) publish(ctx context.Context) error {
-	n.mu.Lock()
-	rec := &storev1.NodeRecord{
-		Name:        n.cfg.Name,
-		Incarnation: n.incarnation,
-		Address:     n.cfg.Address,
-		State:       n.state,
-		StartedAt:   timestamppb.New(n.startedAt),
-		Kinds:       n.Kinds(),
-	}
-	if !n.dispatchStart.IsZero() {
-		rec.DispatchStart = timestamppb.New(n.dispatchStart)
-	}
-	lease := n.leaseID
-	n.mu.Unlock()
-	b, err := proto.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encode node record: %w", err)
-	}
-	cctx, cancel := n.etcdCtx(ctx)
-	defer cancel()
-	if _, err := n.cli.Put(cctx, n.nodesPrefix+n.cfg.Name, string(b), clientv3.WithLease(lease)); err != nil {
-		return fmt.Errorf("register node %s: %w", n.cfg.Name, err)
-	}
-	return nil
-}
-
-// leaseLoop keeps the lease alive and self-fences: when no renewal has been
-// acknowledged for two thirds of the TTL the node stops starting runs, well
-// before the lease can expire (SPEC §2.4). If the lease is lost the node
-// registers again and re-adopts its identities under new epochs.
-func (n *Node) leaseLoop() {
-	defer n.wg.Done()
-	for n.life.Err() == nil {
-		n.mu.Lock()
-		lease := n.leaseID
-		n.mu.Unlock()
-		kctx, cancel := context.WithCancel(n.life)
-		ch, err := n.cli.KeepAlive(kctx, lease)
-		if err == nil {
-			n.consumeKeepAlive(ch)
-		}
-		cancel()
-		if n.life.Err() != nil {
-			return
-		}
-		n.log.Warn("node lease lost; fencing and registering again", "error", err)
-		n.fence()
-		n.rejoin()
-	}
-}
-
-func (n *Node) consumeKeepAlive(ch <-chan *clientv3.LeaseKeepAliveResponse) {
-	check := time.NewTicker(n.cfg.LeaseTTL / 10)
-	defer check.Stop()
-	for {
-		select {
-		case resp, ok := <-ch:
-			if !ok || resp == nil {
-				return
-			}
-			n.mu.Lock()
-			n.renewedAt = time.Now()
-			n.mu.Unlock()
-			n.kick()
-		case <-check.C:
-			if !n.leaseFresh() {
-				n.kick()
-			}
-		case <-n.life.Done():
-			return
-		}
-	}
-}
-
-// leaseFresh reports whether the lease was renewed recently enough to start
-// a run: within two thirds of its TTL.
-func (n *Node) leaseFresh() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return time.Since(n.renewedAt) < n.cfg.LeaseTTL*2/3
-}
-
-// fence forgets every identity: runs in flight will fail their commits, and
-// nothing new starts until the identities are adopted again.
-func (n *Node) fence() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, st := range n.idents {
-		n.dropIdentityLocked(st)
-	}
-}
-
-// rejoin registers again and re-adopts the identities still mapped to this
-// name, retrying until it succeeds or the node stops.
-func (n *Node) rejoin() {
-	backoff := 100 * time.Millisecond
-	for n.life.Err() == nil {
-		err := n.register(n.life)
-		if err == nil {
-			err = n.adoptOwned(n.life)
-		}
-		if err == nil {
-			n.log.Info("rejoined after losing the lease", "identities", n.ownedCount())
-			return
-		}
-		n.log.Warn("rejoin failed; retrying", "error", err, "in", backoff)
-		select {
-		case <-time.After(backoff):
-		case <-n.life.Done():
-			return
-		}
-		if backoff < 2*time.Second {
-			backoff *= 2
-		}
-	}
 }
 
 // Stop stops dispatching, waits for runs in flight until ctx is done, then
@@ -332,6 +185,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopped = true
 	wasStarted := n.started
 	n.mu.Unlock()
+	defer close(n.done)
 	n.stopLife()
 	n.kick()
 	n.wg.Wait()
@@ -365,6 +219,20 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)
+}
+
+// Done is closed once the node has stopped, whether by Stop or by itself
+// (it was replaced by a newer incarnation of its name, or it drained).
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// stopAsync stops the node from one of its own goroutines (which Stop
+// waits for, so it cannot call Stop itself).
+func (n *Node) stopAsync() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.DrainTimeout)
+		defer cancel()
+		_ = n.Stop(ctx)
+	}()
 }
 
 // kick wakes the dispatcher.

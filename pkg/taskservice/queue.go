@@ -32,6 +32,7 @@ type entry struct {
 	idx     int  // index in the queue, -1 when not queued
 	running bool
 	gone    bool // removed while running
+	counted bool // counted as pending or running in the identity's vote
 }
 
 // timerQueue orders entries by due time, then priority (higher first), then

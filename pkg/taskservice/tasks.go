@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -107,9 +106,9 @@ type group struct {
 func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
 	ops := 0
 	for _, g := range groups {
-		ops += 3 // mapping, ownership index, handoff entry
+		ops += 2 // mapping, ownership index
 		for _, i := range g.idx {
-			ops++
+			ops += 2 // the task, and its handoff entry if another node owns it
 			if recs[i].Spec.IdempotencyKey != "" {
 				ops++
 			}
@@ -185,12 +184,15 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					ops = append(ops, clientv3.OpPut(ik, r.Id))
 				}
 			}
-			if len(p.live) > 0 && !p.mine {
-				op, err := handoff.NewKeys(n.cfg.Prefix).PutOp(target, n.cfg.Name, g.id, "*")
-				if err != nil {
-					return err
+			if !p.mine {
+				// The owner loads each task from its handoff area.
+				for _, i := range p.live {
+					op, err := n.handoffOp(target, g.id, recs[i].Id)
+					if err != nil {
+						return err
+					}
+					ops = append(ops, op)
 				}
-				ops = append(ops, op)
 			}
 			plans = append(plans, p)
 		}
@@ -462,8 +464,9 @@ func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken
 }
 
 // updateTask applies change to a task's record in a Txn guarded by its
-// revision (no mapping fence: any node may cancel or request a run), then
-// tells the local queue.
+// revision (no mapping fence: any node may cancel or request a run). If
+// another node owns the identity, the same Txn writes it a handoff entry
+// for the task, so it sees the change at once (SPEC §3.6).
 func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*storev1.TaskRecord) error) (*taskdv1.Task, error) {
 	if rec, ok := n.localTask(id, taskID); ok {
 		if err := change(rec); err != nil {
@@ -500,7 +503,22 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			cancel()
 			return nil, err
 		}
-		resp, err := n.cli.Txn(cctx).If(n.keys.TaskAt(id, taskID, st.Rev)).Then(put).Commit()
+		ops := []clientv3.Op{put}
+		owner, err := n.idmap.Get(cctx, id)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if owner.Mapped && (owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation) {
+			// Tell the owner: it reloads the task from its handoff area.
+			op, err := n.handoffOp(owner.Node, id, taskID)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			ops = append(ops, op)
+		}
+		resp, err := n.cli.Txn(cctx).If(n.keys.TaskAt(id, taskID, st.Rev)).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("update task %s: %w", taskID, err)
@@ -590,7 +608,15 @@ func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, e
 	if !owner.Mapped && count == 0 {
 		return nil, fmt.Errorf("identity %q has no mapping and no tasks: %w", id, ErrNotFound)
 	}
-	return &taskdv1.Identity{Identity: id, Mapped: owner.Mapped, Node: owner.Node, Epoch: owner.Epoch, TaskCount: count}, nil
+	out := &taskdv1.Identity{Identity: id, Mapped: owner.Mapped, Node: owner.Node, Epoch: owner.Epoch, TaskCount: count}
+	status, err := n.identityStatus(cctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if status != nil {
+		out.Active, out.StatusNode, out.StatusSince = status.Active, status.Node, status.Since
+	}
+	return out, nil
 }
 
 // ListNodes returns the registered nodes, by name.

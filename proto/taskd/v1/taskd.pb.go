@@ -1177,7 +1177,14 @@ type Identity struct {
 	// epoch changes on every move; the first half of the fence token.
 	Epoch int64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// task_count is the number of stored tasks of the identity.
-	TaskCount     int64 `protobuf:"varint,5,opt,name=task_count,json=taskCount,proto3" json:"task_count,omitempty"`
+	TaskCount int64 `protobuf:"varint,5,opt,name=task_count,json=taskCount,proto3" json:"task_count,omitempty"`
+	// active is the last status the owner reported after its vote delay:
+	// true while the identity has tasks pending or running there.
+	Active bool `protobuf:"varint,6,opt,name=active,proto3" json:"active,omitempty"`
+	// status_node is the node that reported the status.
+	StatusNode string `protobuf:"bytes,7,opt,name=status_node,json=statusNode,proto3" json:"status_node,omitempty"`
+	// status_since is when that status was reported.
+	StatusSince   *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=status_since,json=statusSince,proto3" json:"status_since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1245,6 +1252,27 @@ func (x *Identity) GetTaskCount() int64 {
 		return x.TaskCount
 	}
 	return 0
+}
+
+func (x *Identity) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *Identity) GetStatusNode() string {
+	if x != nil {
+		return x.StatusNode
+	}
+	return ""
+}
+
+func (x *Identity) GetStatusSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StatusSince
+	}
+	return nil
 }
 
 // Node is a registered taskd node.
@@ -2201,6 +2229,200 @@ func (*ListNodesRequest) Descriptor() ([]byte, []int) {
 	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{26}
 }
 
+// MoveIdentityRequest names an identity and its new node.
+type MoveIdentityRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity to move.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// to_node is the name of a RUNNING node.
+	ToNode        string `protobuf:"bytes,2,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveIdentityRequest) Reset() {
+	*x = MoveIdentityRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveIdentityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveIdentityRequest) ProtoMessage() {}
+
+func (x *MoveIdentityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveIdentityRequest.ProtoReflect.Descriptor instead.
+func (*MoveIdentityRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *MoveIdentityRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *MoveIdentityRequest) GetToNode() string {
+	if x != nil {
+		return x.ToNode
+	}
+	return ""
+}
+
+// MoveIdentityResponse returns the identity as moved.
+type MoveIdentityResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity with its new node and epoch.
+	Identity      *Identity `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveIdentityResponse) Reset() {
+	*x = MoveIdentityResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveIdentityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveIdentityResponse) ProtoMessage() {}
+
+func (x *MoveIdentityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveIdentityResponse.ProtoReflect.Descriptor instead.
+func (*MoveIdentityResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *MoveIdentityResponse) GetIdentity() *Identity {
+	if x != nil {
+		return x.Identity
+	}
+	return nil
+}
+
+// DrainNodeRequest names the node to drain.
+type DrainNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node name.
+	Node          string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeRequest) Reset() {
+	*x = DrainNodeRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeRequest) ProtoMessage() {}
+
+func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
+func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DrainNodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// DrainNodeResponse returns the node as it stands when the request is
+// recorded; draining goes on in the background.
+type DrainNodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node as registered.
+	Node          *Node `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DrainNodeResponse) Reset() {
+	*x = DrainNodeResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DrainNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DrainNodeResponse) ProtoMessage() {}
+
+func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
+func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DrainNodeResponse) GetNode() *Node {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
 // ListNodesResponse lists the nodes by name.
 type ListNodesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2212,7 +2434,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2224,7 +2446,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2237,7 +2459,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{27}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -2330,14 +2552,18 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x05fence\x18\n" +
 	" \x01(\tR\x05fence\x12\x16\n" +
 	"\x06manual\x18\v \x01(\bR\x06manual\x12\x1a\n" +
-	"\brecovery\x18\f \x01(\bR\brecovery\"\x87\x01\n" +
+	"\brecovery\x18\f \x01(\bR\brecovery\"\xff\x01\n" +
 	"\bIdentity\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x16\n" +
 	"\x06mapped\x18\x02 \x01(\bR\x06mapped\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12\x14\n" +
 	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x12\x1d\n" +
 	"\n" +
-	"task_count\x18\x05 \x01(\x03R\ttaskCount\"\xc0\x02\n" +
+	"task_count\x18\x05 \x01(\x03R\ttaskCount\x12\x16\n" +
+	"\x06active\x18\x06 \x01(\bR\x06active\x12\x1f\n" +
+	"\vstatus_node\x18\a \x01(\tR\n" +
+	"statusNode\x12=\n" +
+	"\fstatus_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vstatusSince\"\xc0\x02\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
@@ -2389,7 +2615,16 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\"E\n" +
 	"\x13GetIdentityResponse\x12.\n" +
 	"\bidentity\x18\x01 \x01(\v2\x12.taskd.v1.IdentityR\bidentity\"\x12\n" +
-	"\x10ListNodesRequest\"9\n" +
+	"\x10ListNodesRequest\"J\n" +
+	"\x13MoveIdentityRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
+	"\ato_node\x18\x02 \x01(\tR\x06toNode\"F\n" +
+	"\x14MoveIdentityResponse\x12.\n" +
+	"\bidentity\x18\x01 \x01(\v2\x12.taskd.v1.IdentityR\bidentity\"&\n" +
+	"\x10DrainNodeRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"7\n" +
+	"\x11DrainNodeResponse\x12\"\n" +
+	"\x04node\x18\x01 \x01(\v2\x0e.taskd.v1.NodeR\x04node\"9\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.taskd.v1.NodeR\x05nodes*H\n" +
 	"\x05Scope\x12\x15\n" +
@@ -2422,7 +2657,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x13NODE_STATE_STARTING\x10\x01\x12\x16\n" +
 	"\x12NODE_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13NODE_STATE_DRAINING\x10\x03\x12\x16\n" +
-	"\x12NODE_STATE_STOPPED\x10\x042\x9b\x05\n" +
+	"\x12NODE_STATE_STOPPED\x10\x042\xb0\x06\n" +
 	"\vTaskService\x12M\n" +
 	"\fScheduleTask\x12\x1d.taskd.v1.ScheduleTaskRequest\x1a\x1e.taskd.v1.ScheduleTaskResponse\x12P\n" +
 	"\rScheduleTasks\x12\x1e.taskd.v1.ScheduleTasksRequest\x1a\x1f.taskd.v1.ScheduleTasksResponse\x12>\n" +
@@ -2434,7 +2669,9 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"RunTaskNow\x12\x1b.taskd.v1.RunTaskNowRequest\x1a\x1c.taskd.v1.RunTaskNowResponse\x12A\n" +
 	"\bListRuns\x12\x19.taskd.v1.ListRunsRequest\x1a\x1a.taskd.v1.ListRunsResponse\x12J\n" +
 	"\vGetIdentity\x12\x1c.taskd.v1.GetIdentityRequest\x1a\x1d.taskd.v1.GetIdentityResponse\x12D\n" +
-	"\tListNodes\x12\x1a.taskd.v1.ListNodesRequest\x1a\x1b.taskd.v1.ListNodesResponseB\x8a\x01\n" +
+	"\tListNodes\x12\x1a.taskd.v1.ListNodesRequest\x1a\x1b.taskd.v1.ListNodesResponse\x12M\n" +
+	"\fMoveIdentity\x12\x1d.taskd.v1.MoveIdentityRequest\x1a\x1e.taskd.v1.MoveIdentityResponse\x12D\n" +
+	"\tDrainNode\x12\x1a.taskd.v1.DrainNodeRequest\x1a\x1b.taskd.v1.DrainNodeResponseB\x8a\x01\n" +
 	"\fcom.taskd.v1B\n" +
 	"TaskdProtoP\x01Z-github.com/taskd/taskd/proto/taskd/v1;taskdv1\xa2\x02\x03TXX\xaa\x02\bTaskd.V1\xca\x02\bTaskd\\V1\xe2\x02\x14Taskd\\V1\\GPBMetadata\xea\x02\tTaskd::V1b\x06proto3"
 
@@ -2451,7 +2688,7 @@ func file_taskd_v1_taskd_proto_rawDescGZIP() []byte {
 }
 
 var file_taskd_v1_taskd_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_taskd_v1_taskd_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_taskd_v1_taskd_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_taskd_v1_taskd_proto_goTypes = []any{
 	(Scope)(0),                    // 0: taskd.v1.Scope
 	(MisfirePolicy)(0),            // 1: taskd.v1.MisfirePolicy
@@ -2485,77 +2722,88 @@ var file_taskd_v1_taskd_proto_goTypes = []any{
 	(*GetIdentityRequest)(nil),    // 29: taskd.v1.GetIdentityRequest
 	(*GetIdentityResponse)(nil),   // 30: taskd.v1.GetIdentityResponse
 	(*ListNodesRequest)(nil),      // 31: taskd.v1.ListNodesRequest
-	(*ListNodesResponse)(nil),     // 32: taskd.v1.ListNodesResponse
-	nil,                           // 33: taskd.v1.TaskSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 35: google.protobuf.Duration
+	(*MoveIdentityRequest)(nil),   // 32: taskd.v1.MoveIdentityRequest
+	(*MoveIdentityResponse)(nil),  // 33: taskd.v1.MoveIdentityResponse
+	(*DrainNodeRequest)(nil),      // 34: taskd.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),     // 35: taskd.v1.DrainNodeResponse
+	(*ListNodesResponse)(nil),     // 36: taskd.v1.ListNodesResponse
+	nil,                           // 37: taskd.v1.TaskSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
 }
 var file_taskd_v1_taskd_proto_depIdxs = []int32{
-	34, // 0: taskd.v1.OnceTrigger.at:type_name -> google.protobuf.Timestamp
-	35, // 1: taskd.v1.OnceTrigger.delay:type_name -> google.protobuf.Duration
-	34, // 2: taskd.v1.PeriodicTrigger.start:type_name -> google.protobuf.Timestamp
-	35, // 3: taskd.v1.PeriodicTrigger.interval:type_name -> google.protobuf.Duration
-	34, // 4: taskd.v1.PeriodicTrigger.end:type_name -> google.protobuf.Timestamp
+	38, // 0: taskd.v1.OnceTrigger.at:type_name -> google.protobuf.Timestamp
+	39, // 1: taskd.v1.OnceTrigger.delay:type_name -> google.protobuf.Duration
+	38, // 2: taskd.v1.PeriodicTrigger.start:type_name -> google.protobuf.Timestamp
+	39, // 3: taskd.v1.PeriodicTrigger.interval:type_name -> google.protobuf.Duration
+	38, // 4: taskd.v1.PeriodicTrigger.end:type_name -> google.protobuf.Timestamp
 	5,  // 5: taskd.v1.Trigger.once:type_name -> taskd.v1.OnceTrigger
 	6,  // 6: taskd.v1.Trigger.periodic:type_name -> taskd.v1.PeriodicTrigger
-	35, // 7: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
-	35, // 8: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
+	39, // 7: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
+	39, // 8: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
 	7,  // 9: taskd.v1.TaskSpec.triggers:type_name -> taskd.v1.Trigger
 	0,  // 10: taskd.v1.TaskSpec.scope:type_name -> taskd.v1.Scope
 	1,  // 11: taskd.v1.TaskSpec.misfire:type_name -> taskd.v1.MisfirePolicy
 	8,  // 12: taskd.v1.TaskSpec.backoff:type_name -> taskd.v1.Backoff
-	35, // 13: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
-	33, // 14: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
+	39, // 13: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
+	37, // 14: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
 	3,  // 15: taskd.v1.RunSummary.outcome:type_name -> taskd.v1.Outcome
-	34, // 16: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
-	34, // 17: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
+	38, // 16: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
+	38, // 17: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
 	9,  // 18: taskd.v1.Task.spec:type_name -> taskd.v1.TaskSpec
 	2,  // 19: taskd.v1.Task.state:type_name -> taskd.v1.TaskState
-	34, // 20: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	34, // 21: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
+	38, // 20: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	38, // 21: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
 	10, // 22: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
-	34, // 23: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
-	34, // 24: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
-	34, // 25: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	34, // 26: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	38, // 23: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
+	38, // 24: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
+	38, // 25: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	38, // 26: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	3,  // 27: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
-	4,  // 28: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
-	34, // 29: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	34, // 30: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
-	9,  // 31: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
-	11, // 32: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
-	9,  // 33: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
-	11, // 34: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
-	11, // 35: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
-	11, // 36: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
-	11, // 37: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
-	11, // 38: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
-	12, // 39: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
-	13, // 40: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
-	14, // 41: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
-	15, // 42: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
-	17, // 43: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
-	19, // 44: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
-	21, // 45: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
-	23, // 46: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
-	25, // 47: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
-	27, // 48: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
-	29, // 49: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
-	31, // 50: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
-	16, // 51: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
-	18, // 52: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
-	20, // 53: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
-	22, // 54: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
-	24, // 55: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
-	26, // 56: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
-	28, // 57: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
-	30, // 58: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
-	32, // 59: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
-	51, // [51:60] is the sub-list for method output_type
-	42, // [42:51] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	38, // 28: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
+	4,  // 29: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
+	38, // 30: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	38, // 31: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
+	9,  // 32: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
+	11, // 33: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
+	9,  // 34: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
+	11, // 35: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
+	11, // 36: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
+	11, // 37: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
+	11, // 38: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
+	11, // 39: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
+	12, // 40: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
+	13, // 41: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
+	13, // 42: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
+	14, // 43: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
+	14, // 44: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
+	15, // 45: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
+	17, // 46: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
+	19, // 47: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
+	21, // 48: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
+	23, // 49: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
+	25, // 50: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
+	27, // 51: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
+	29, // 52: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
+	31, // 53: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
+	32, // 54: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
+	34, // 55: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
+	16, // 56: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
+	18, // 57: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
+	20, // 58: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
+	22, // 59: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
+	24, // 60: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
+	26, // 61: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
+	28, // 62: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
+	30, // 63: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
+	36, // 64: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
+	33, // 65: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
+	35, // 66: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
+	56, // [56:67] is the sub-list for method output_type
+	45, // [45:56] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_taskd_v1_taskd_proto_init() }
@@ -2574,7 +2822,7 @@ func file_taskd_v1_taskd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskd_v1_taskd_proto_rawDesc), len(file_taskd_v1_taskd_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   29,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

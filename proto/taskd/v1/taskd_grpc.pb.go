@@ -32,6 +32,8 @@ const (
 	TaskService_ListRuns_FullMethodName      = "/taskd.v1.TaskService/ListRuns"
 	TaskService_GetIdentity_FullMethodName   = "/taskd.v1.TaskService/GetIdentity"
 	TaskService_ListNodes_FullMethodName     = "/taskd.v1.TaskService/ListNodes"
+	TaskService_MoveIdentity_FullMethodName  = "/taskd.v1.TaskService/MoveIdentity"
+	TaskService_DrainNode_FullMethodName     = "/taskd.v1.TaskService/DrainNode"
 )
 
 // TaskServiceClient is the client API for TaskService service.
@@ -67,6 +69,13 @@ type TaskServiceClient interface {
 	GetIdentity(ctx context.Context, in *GetIdentityRequest, opts ...grpc.CallOption) (*GetIdentityResponse, error)
 	// ListNodes returns the registered nodes of the cluster.
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
+	// MoveIdentity moves an identity to another RUNNING node: the mapping
+	// changes (new epoch) and the new owner gets a handoff entry, in one Txn.
+	MoveIdentity(ctx context.Context, in *MoveIdentityRequest, opts ...grpc.CallOption) (*MoveIdentityResponse, error)
+	// DrainNode asks a node to drain: it stops starting runs, waits up to
+	// --drain-timeout for runs in flight, hands every identity to other
+	// RUNNING nodes, then stops.
+	DrainNode(ctx context.Context, in *DrainNodeRequest, opts ...grpc.CallOption) (*DrainNodeResponse, error)
 }
 
 type taskServiceClient struct {
@@ -167,6 +176,26 @@ func (c *taskServiceClient) ListNodes(ctx context.Context, in *ListNodesRequest,
 	return out, nil
 }
 
+func (c *taskServiceClient) MoveIdentity(ctx context.Context, in *MoveIdentityRequest, opts ...grpc.CallOption) (*MoveIdentityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveIdentityResponse)
+	err := c.cc.Invoke(ctx, TaskService_MoveIdentity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) DrainNode(ctx context.Context, in *DrainNodeRequest, opts ...grpc.CallOption) (*DrainNodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DrainNodeResponse)
+	err := c.cc.Invoke(ctx, TaskService_DrainNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskServiceServer is the server API for TaskService service.
 // All implementations must embed UnimplementedTaskServiceServer
 // for forward compatibility.
@@ -200,6 +229,13 @@ type TaskServiceServer interface {
 	GetIdentity(context.Context, *GetIdentityRequest) (*GetIdentityResponse, error)
 	// ListNodes returns the registered nodes of the cluster.
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
+	// MoveIdentity moves an identity to another RUNNING node: the mapping
+	// changes (new epoch) and the new owner gets a handoff entry, in one Txn.
+	MoveIdentity(context.Context, *MoveIdentityRequest) (*MoveIdentityResponse, error)
+	// DrainNode asks a node to drain: it stops starting runs, waits up to
+	// --drain-timeout for runs in flight, hands every identity to other
+	// RUNNING nodes, then stops.
+	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
 	mustEmbedUnimplementedTaskServiceServer()
 }
 
@@ -236,6 +272,12 @@ func (UnimplementedTaskServiceServer) GetIdentity(context.Context, *GetIdentityR
 }
 func (UnimplementedTaskServiceServer) ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListNodes not implemented")
+}
+func (UnimplementedTaskServiceServer) MoveIdentity(context.Context, *MoveIdentityRequest) (*MoveIdentityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveIdentity not implemented")
+}
+func (UnimplementedTaskServiceServer) DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DrainNode not implemented")
 }
 func (UnimplementedTaskServiceServer) mustEmbedUnimplementedTaskServiceServer() {}
 func (UnimplementedTaskServiceServer) testEmbeddedByValue()                     {}
@@ -420,6 +462,42 @@ func _TaskService_ListNodes_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskService_MoveIdentity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveIdentityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).MoveIdentity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_MoveIdentity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).MoveIdentity(ctx, req.(*MoveIdentityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_DrainNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DrainNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).DrainNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_DrainNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).DrainNode(ctx, req.(*DrainNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskService_ServiceDesc is the grpc.ServiceDesc for TaskService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -462,6 +540,14 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListNodes",
 			Handler:    _TaskService_ListNodes_Handler,
+		},
+		{
+			MethodName: "MoveIdentity",
+			Handler:    _TaskService_MoveIdentity_Handler,
+		},
+		{
+			MethodName: "DrainNode",
+			Handler:    _TaskService_DrainNode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

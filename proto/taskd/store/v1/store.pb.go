@@ -657,6 +657,170 @@ func (x *HandoffEntry) GetTaskId() string {
 	return ""
 }
 
+// Status is the last active/inactive vote for an identity (SPEC §7).
+type Status struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node that voted.
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// active is true while the identity has tasks pending or running there.
+	Active bool `protobuf:"varint,2,opt,name=active,proto3" json:"active,omitempty"`
+	// since is when the vote was sent.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Status) Reset() {
+	*x = Status{}
+	mi := &file_taskd_store_v1_store_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Status) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Status) ProtoMessage() {}
+
+func (x *Status) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_store_v1_store_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Status.ProtoReflect.Descriptor instead.
+func (*Status) Descriptor() ([]byte, []int) {
+	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Status) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Status) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *Status) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+// EveryNodeProgress is one node's progress on a task of scope EVERY_NODE.
+type EveryNodeProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// triggers hold the node's progress per trigger.
+	Triggers []*TriggerState `protobuf:"bytes,1,rep,name=triggers,proto3" json:"triggers,omitempty"`
+	// run_count is the highest run number this node handed out.
+	RunCount int64 `protobuf:"varint,2,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
+	// last_run is this node's most recent finished run.
+	LastRun *v1.RunSummary `protobuf:"bytes,3,opt,name=last_run,json=lastRun,proto3" json:"last_run,omitempty"`
+	// running is set while this node has a run in flight.
+	Running *RunMarker `protobuf:"bytes,4,opt,name=running,proto3" json:"running,omitempty"`
+	// attempt, retry_at and pending_fire track a retried fire time.
+	Attempt int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// retry_at is set while the node waits to retry pending_fire.
+	RetryAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	// pending_fire is the fire time being retried.
+	PendingFire   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=pending_fire,json=pendingFire,proto3" json:"pending_fire,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EveryNodeProgress) Reset() {
+	*x = EveryNodeProgress{}
+	mi := &file_taskd_store_v1_store_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EveryNodeProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EveryNodeProgress) ProtoMessage() {}
+
+func (x *EveryNodeProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_store_v1_store_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EveryNodeProgress.ProtoReflect.Descriptor instead.
+func (*EveryNodeProgress) Descriptor() ([]byte, []int) {
+	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *EveryNodeProgress) GetTriggers() []*TriggerState {
+	if x != nil {
+		return x.Triggers
+	}
+	return nil
+}
+
+func (x *EveryNodeProgress) GetRunCount() int64 {
+	if x != nil {
+		return x.RunCount
+	}
+	return 0
+}
+
+func (x *EveryNodeProgress) GetLastRun() *v1.RunSummary {
+	if x != nil {
+		return x.LastRun
+	}
+	return nil
+}
+
+func (x *EveryNodeProgress) GetRunning() *RunMarker {
+	if x != nil {
+		return x.Running
+	}
+	return nil
+}
+
+func (x *EveryNodeProgress) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *EveryNodeProgress) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
+func (x *EveryNodeProgress) GetPendingFire() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PendingFire
+	}
+	return nil
+}
+
 var File_taskd_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_taskd_store_v1_store_proto_rawDesc = "" +
@@ -718,7 +882,19 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\fHandoffEntry\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x17\n" +
-	"\atask_id\x18\x03 \x01(\tR\x06taskIdB\xaf\x01\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"f\n" +
+	"\x06Status\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
+	"\x06active\x18\x02 \x01(\bR\x06active\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xe0\x02\n" +
+	"\x11EveryNodeProgress\x128\n" +
+	"\btriggers\x18\x01 \x03(\v2\x1c.taskd.store.v1.TriggerStateR\btriggers\x12\x1b\n" +
+	"\trun_count\x18\x02 \x01(\x03R\brunCount\x12/\n" +
+	"\blast_run\x18\x03 \x01(\v2\x14.taskd.v1.RunSummaryR\alastRun\x123\n" +
+	"\arunning\x18\x04 \x01(\v2\x19.taskd.store.v1.RunMarkerR\arunning\x12\x18\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x125\n" +
+	"\bretry_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12=\n" +
+	"\fpending_fire\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vpendingFireB\xaf\x01\n" +
 	"\x12com.taskd.store.v1B\n" +
 	"StoreProtoP\x01Z3github.com/taskd/taskd/proto/taskd/store/v1;storev1\xa2\x02\x03TSX\xaa\x02\x0eTaskd.Store.V1\xca\x02\x0eTaskd\\Store\\V1\xe2\x02\x1aTaskd\\Store\\V1\\GPBMetadata\xea\x02\x10Taskd::Store::V1b\x06proto3"
 
@@ -734,7 +910,7 @@ func file_taskd_store_v1_store_proto_rawDescGZIP() []byte {
 	return file_taskd_store_v1_store_proto_rawDescData
 }
 
-var file_taskd_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_taskd_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_taskd_store_v1_store_proto_goTypes = []any{
 	(*TriggerState)(nil),          // 0: taskd.store.v1.TriggerState
 	(*RunMarker)(nil),             // 1: taskd.store.v1.RunMarker
@@ -743,36 +919,44 @@ var file_taskd_store_v1_store_proto_goTypes = []any{
 	(*Mapping)(nil),               // 4: taskd.store.v1.Mapping
 	(*NodeRecord)(nil),            // 5: taskd.store.v1.NodeRecord
 	(*HandoffEntry)(nil),          // 6: taskd.store.v1.HandoffEntry
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*v1.TaskSpec)(nil),           // 8: taskd.v1.TaskSpec
-	(v1.TaskState)(0),             // 9: taskd.v1.TaskState
-	(*v1.RunSummary)(nil),         // 10: taskd.v1.RunSummary
-	(*v1.Run)(nil),                // 11: taskd.v1.Run
-	(v1.NodeState)(0),             // 12: taskd.v1.NodeState
+	(*Status)(nil),                // 7: taskd.store.v1.Status
+	(*EveryNodeProgress)(nil),     // 8: taskd.store.v1.EveryNodeProgress
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*v1.TaskSpec)(nil),           // 10: taskd.v1.TaskSpec
+	(v1.TaskState)(0),             // 11: taskd.v1.TaskState
+	(*v1.RunSummary)(nil),         // 12: taskd.v1.RunSummary
+	(*v1.Run)(nil),                // 13: taskd.v1.Run
+	(v1.NodeState)(0),             // 14: taskd.v1.NodeState
 }
 var file_taskd_store_v1_store_proto_depIdxs = []int32{
-	7,  // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
-	7,  // 1: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
-	7,  // 2: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
-	8,  // 3: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
-	9,  // 4: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
-	7,  // 5: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
+	9,  // 1: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
+	9,  // 2: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
+	10, // 3: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
+	11, // 4: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
+	9,  // 5: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 6: taskd.store.v1.TaskRecord.triggers:type_name -> taskd.store.v1.TriggerState
-	7,  // 7: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
-	7,  // 8: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
+	9,  // 7: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
+	9,  // 8: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
 	1,  // 9: taskd.store.v1.TaskRecord.running:type_name -> taskd.store.v1.RunMarker
-	10, // 10: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
-	7,  // 11: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
+	12, // 10: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
+	9,  // 11: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 12: taskd.store.v1.TaskRecord.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	11, // 13: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
-	12, // 14: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
-	7,  // 15: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
-	7,  // 16: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 13: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
+	14, // 14: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
+	9,  // 15: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
+	9,  // 16: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
+	9,  // 17: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
+	0,  // 18: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
+	12, // 19: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
+	1,  // 20: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
+	9,  // 21: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
+	9,  // 22: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_taskd_store_v1_store_proto_init() }
@@ -786,7 +970,7 @@ func file_taskd_store_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskd_store_v1_store_proto_rawDesc), len(file_taskd_store_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,224 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/pkg/identity"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Drain hands the node's identities to other RUNNING nodes and stops it
+// (SPEC §3.1): the node turns DRAINING and starts no more runs; each
+// identity with no run in flight is moved at once (so its runs go on at
+// once on its new owner), the others as their runs finish, and after
+// DrainTimeout the rest regardless (their runs in flight will be DROPPED
+// and run again by the new owner). With no other RUNNING node the
+// identities stay mapped to this node's name for its next start. Then the
+// node stops. ctx bounds the whole drain.
+func (n *Node) Drain(ctx context.Context) error {
+	n.mu.Lock()
+	if !n.started || n.stopped || n.draining {
+		n.mu.Unlock()
+		return nil
+	}
+	n.draining = true
+	n.state = taskdv1.NodeState_NODE_STATE_DRAINING
+	n.mu.Unlock()
+	n.kick()
+	if err := n.publish(ctx); err != nil {
+		n.log.Warn("publish DRAINING", "error", err)
+	}
+	n.log.Info("draining", "identities", n.ownedCount(), "drain_timeout", n.cfg.DrainTimeout)
+	deadline := time.Now().Add(n.cfg.DrainTimeout)
+	err := n.handOver(ctx, deadline)
+	switch {
+	case errors.Is(err, errNoTarget):
+		n.log.Info("drain: no other RUNNING node; identities stay mapped here for the next start", "identities", n.ownedCount())
+		err = nil
+	case err != nil:
+		n.log.Warn("drain: some identities stay mapped here", "error", err)
+	}
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	return errors.Join(err, n.Stop(sctx))
+}
+
+// handOver moves the identities away until none is left, or no node can
+// take them, or ctx ends.
+func (n *Node) handOver(ctx context.Context, deadline time.Time) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		late := !time.Now().Before(deadline)
+		ready, left := n.handOverSet(late)
+		if left == 0 {
+			return nil
+		}
+		if len(ready) > 0 {
+			if err := n.moveAway(ctx, ready); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// handOverSet returns the identities that can be moved now (no run in
+// flight, or all of them once late) and how many are left in all.
+func (n *Node) handOverSet(late bool) ([]identity.Owner, int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var ready []identity.Owner
+	for id, st := range n.idents {
+		busy := false
+		for _, e := range st.tasks {
+			if e.running {
+				busy = true
+				break
+			}
+		}
+		if !busy || late {
+			ready = append(ready, identity.Owner{Identity: id, Mapped: true, Node: n.cfg.Name,
+				Incarnation: n.incarnation, Epoch: st.epoch})
+		}
+	}
+	return ready, len(n.idents)
+}
+
+// moveAway moves identities of this node to the least-loaded RUNNING
+// nodes, in batched Txns, and forgets them here.
+func (n *Node) moveAway(ctx context.Context, owners []identity.Owner) error {
+	cs, err := n.candidates(ctx)
+	if err != nil {
+		return err
+	}
+	live := running(cs, n.cfg.Name)
+	if len(live) == 0 {
+		return fmt.Errorf("%d identities: %w", len(owners), errNoTarget)
+	}
+	batch := n.movesPerTxn()
+	for len(owners) > 0 {
+		k := min(batch, len(owners))
+		var moves []move
+		for _, o := range owners[:k] {
+			moves = append(moves, move{from: o, to: leastLoaded(live)})
+		}
+		rev, ok, err := n.commitMoves(ctx, moves)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Some epoch moved under us: move them one by one.
+			for _, m := range moves {
+				if _, ok1, err := n.commitMoves(ctx, []move{m}); err != nil {
+					return err
+				} else if ok1 {
+					n.identityLeft(m.from.Identity, m.from.Epoch)
+				} else {
+					n.mu.Lock()
+					if st := n.idents[m.from.Identity]; st != nil && st.epoch == m.from.Epoch {
+						n.dropIdentityLocked(st) // not ours any more
+					}
+					n.mu.Unlock()
+				}
+			}
+		} else {
+			for _, m := range moves {
+				n.identityLeft(m.from.Identity, rev)
+			}
+		}
+		owners = owners[k:]
+	}
+	return nil
+}
+
+// errNoTarget reports that no other node can take identities.
+var errNoTarget = errors.New("no other RUNNING node to take them")
+
+// controlLoop watches this node's control key: a DrainNode request from
+// any node lands there.
+func (n *Node) controlLoop() {
+	defer n.wg.Done()
+	key := n.controlKey(n.cfg.Name)
+	for n.life.Err() == nil {
+		ctx, cancel := n.etcdCtx(n.life)
+		resp, err := n.cli.Get(ctx, key)
+		cancel()
+		if err == nil {
+			if len(resp.Kvs) > 0 {
+				n.drainRequested(string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision)
+			}
+			for w := range n.cli.Watch(clientv3.WithRequireLeader(n.life), key, clientv3.WithRev(resp.Header.Revision+1)) {
+				if w.Err() != nil {
+					break
+				}
+				for _, ev := range w.Events {
+					if ev.Type == clientv3.EventTypePut {
+						n.drainRequested(string(ev.Kv.Value), ev.Kv.ModRevision)
+					}
+				}
+			}
+		}
+		select {
+		case <-time.After(n.cfg.HandoffPeriod):
+		case <-n.life.Done():
+		}
+	}
+}
+
+func (n *Node) controlKey(node string) string { return n.cfg.Prefix + "control/" + node + "/drain" }
+
+// drainRequested starts a drain asked for through the control key, and
+// removes the request. A request meant for an earlier incarnation of this
+// name (left behind when it died) is only removed.
+func (n *Node) drainRequested(incarnation string, rev int64) {
+	ctx, cancel := n.etcdCtx(n.life)
+	_, _ = n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(n.controlKey(n.cfg.Name)), "=", rev)).
+		Then(clientv3.OpDelete(n.controlKey(n.cfg.Name))).Commit()
+	cancel()
+	if incarnation != n.incarnation {
+		return
+	}
+	n.log.Info("drain requested")
+	go func() { // not owned by the node: Drain ends by stopping it
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.DrainTimeout+time.Minute)
+		defer cancel()
+		if err := n.Drain(ctx); err != nil {
+			n.log.Warn("drain", "error", err)
+		}
+	}()
+}
+
+// DrainNode asks the named node to drain (through its control key, so any
+// node can ask), and returns the node as registered.
+func (n *Node) DrainNode(ctx context.Context, node string) (*taskdv1.Node, error) {
+	nodes, err := n.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, nd := range nodes {
+		if nd.Name != node {
+			continue
+		}
+		if nd.State != taskdv1.NodeState_NODE_STATE_RUNNING && nd.State != taskdv1.NodeState_NODE_STATE_DRAINING {
+			return nil, fmt.Errorf("node %q is %s: %w", node, nd.State, ErrFailedPrecondition)
+		}
+		cctx, cancel := n.etcdCtx(ctx)
+		defer cancel()
+		if _, err := n.cli.Put(cctx, n.controlKey(node), nd.Incarnation); err != nil {
+			return nil, fmt.Errorf("request drain of %s: %w", node, err)
+		}
+		return nd, nil
+	}
+	return nil, fmt.Errorf("node %q is not registered: %w", node, ErrNotFound)
+}

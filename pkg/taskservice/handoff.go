@@ -1,0 +1,177 @@
+package taskservice
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/pkg/handoff"
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+)
+
+// This file is the receiving side of handoff (SPEC §3.4) and the watch on
+// the node's ownership index that tells it an identity left (SPEC §3.3).
+
+// handoffLoop runs the watcher of this node's handoff area.
+func (n *Node) handoffLoop() {
+	defer n.wg.Done()
+	w := &handoff.Watcher{
+		Client:  n.cli,
+		Keys:    handoff.NewKeys(n.cfg.Prefix),
+		Node:    n.cfg.Name,
+		Period:  n.cfg.HandoffPeriod,
+		Start:   n.cfg.HandoffStart,
+		NoWatch: n.cfg.DisableHandoffWatch,
+		Timeout: n.cfg.EtcdTimeout,
+		Log:     n.log,
+		Handle:  n.takeHandoff,
+	}
+	w.Run(n.life)
+}
+
+// takeHandoff loads what an entry names, if this node owns the identity;
+// an entry for an identity owned elsewhere is stale (a move wrote the new
+// owner an entry of its own) and is dropped.
+func (n *Node) takeHandoff(ctx context.Context, e handoff.Entry) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	owner, err := n.idmap.Get(cctx, e.Identity)
+	if err != nil {
+		return err
+	}
+	if !owner.Mapped || owner.Node != n.cfg.Name {
+		return nil
+	}
+	if owner.Incarnation != n.incarnation {
+		// Still mapped to an earlier incarnation of this name.
+		return n.adoptOne(ctx, e.Identity)
+	}
+	n.mu.Lock()
+	st := n.idents[e.Identity]
+	have := st != nil && !st.lost && st.epoch == owner.Epoch
+	n.mu.Unlock()
+	if e.TaskID == "*" || !have {
+		if err := n.adoptIdentity(cctx, e.Identity, owner.Epoch); err != nil {
+			return err
+		}
+		n.log.Debug("handed off", "identity", e.Identity, "from", e.From, "epoch", owner.Epoch)
+		n.emit(Event{Type: EventHandedOff, Identity: e.Identity, Message: "from " + e.From})
+		return nil
+	}
+	stored, ok, err := n.store.Get(cctx, e.Identity, e.TaskID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		n.mu.Lock()
+		if x := st.tasks[e.TaskID]; x != nil && !x.running {
+			n.removeEntryLocked(x)
+		}
+		n.mu.Unlock()
+		return nil
+	}
+	n.installTasks(e.Identity, owner.Epoch, []pending.Stored{stored}, false)
+	n.emit(Event{Type: EventHandedOff, Identity: e.Identity, TaskID: e.TaskID, Kind: stored.Rec.Spec.GetKind(),
+		Message: "from " + e.From})
+	return nil
+}
+
+// handoffOp is the write that tells node to load a task of id ("*": all of
+// them).
+func (n *Node) handoffOp(node, id, taskID string) (clientv3.Op, error) {
+	op, err := handoff.NewKeys(n.cfg.Prefix).PutOp(node, n.cfg.Name, id, taskID)
+	if err != nil {
+		return clientv3.Op{}, fmt.Errorf("handoff of %q to %s: %w", id, node, err)
+	}
+	return op, nil
+}
+
+// ownershipLoop watches this node's ownership index: a deleted entry means
+// the identity was moved away or unmapped, so the node cancels its timers
+// for it; runs in flight finish and fail their fence. After any break of
+// the watch the index is listed again and identities not in it dropped.
+func (n *Node) ownershipLoop(fromRev int64) {
+	defer n.wg.Done()
+	prefix := n.idmap.Keys().OwnedPrefix(n.cfg.Name)
+	rev := fromRev
+	for n.life.Err() == nil {
+		if rev == 0 {
+			r, err := n.reconcileOwned()
+			if err != nil {
+				select {
+				case <-n.life.Done():
+					return
+				case <-time.After(n.cfg.HandoffPeriod):
+				}
+				continue
+			}
+			rev = r
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(n.life))
+		for resp := range n.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
+			if err := resp.Err(); err != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				rev = ev.Kv.ModRevision
+				if ev.Type != clientv3.EventTypeDelete {
+					continue
+				}
+				id, err := identity.Decode(string(ev.Kv.Key[len(prefix):]))
+				if err == nil {
+					n.identityLeft(id, ev.Kv.ModRevision)
+				}
+			}
+		}
+		cancel()
+		rev = 0 // list again
+	}
+}
+
+// reconcileOwned drops identities no longer in the ownership index and
+// returns the revision it read at.
+func (n *Node) reconcileOwned() (int64, error) {
+	ctx, cancel := n.etcdCtx(n.life)
+	defer cancel()
+	resp, err := n.cli.Get(ctx, n.idmap.Keys().OwnedPrefix(n.cfg.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, err
+	}
+	prefix := n.idmap.Keys().OwnedPrefix(n.cfg.Name)
+	in := make(map[string]bool, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if id, err := identity.Decode(string(kv.Key[len(prefix):])); err == nil {
+			in[id] = true
+		}
+	}
+	n.mu.Lock()
+	var gone []string
+	for id := range n.idents {
+		if !in[id] {
+			gone = append(gone, id)
+		}
+	}
+	n.mu.Unlock()
+	for _, id := range gone {
+		n.identityLeft(id, resp.Header.Revision)
+	}
+	return resp.Header.Revision, nil
+}
+
+// identityLeft drops an identity that is no longer this node's, unless it
+// was adopted again at a later revision than rev.
+func (n *Node) identityLeft(id string, rev int64) {
+	n.mu.Lock()
+	st := n.idents[id]
+	if st == nil || st.lost || st.epoch > rev {
+		n.mu.Unlock()
+		return
+	}
+	n.dropIdentityLocked(st)
+	n.mu.Unlock()
+	n.log.Debug("identity moved away", "identity", id)
+	n.emit(Event{Type: EventMoved, Identity: id})
+}

@@ -1,0 +1,234 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+)
+
+// This file is the node's liveness: its registration under a lease, the
+// renewals, and self-fencing (SPEC §2.4).
+//
+// Guarantee: a run starts only while the last acknowledged renewal was
+// *sent* less than two thirds of the TTL ago. etcd extends a lease from the
+// moment it handles the renewal, which is after it was sent, so the lease
+// cannot have expired while the node still starts runs.
+
+// errReplaced reports that another incarnation took over the node's name.
+var errReplaced = errors.New("replaced by a newer incarnation of the same name")
+
+// register grants a lease and writes the node's record under it. A record
+// left by an earlier incarnation of the same name is replaced and its lease
+// revoked at once, so nothing waits for it to expire. When rejoining (the
+// node lost its own lease), a record of another incarnation is left alone
+// and errReplaced returned.
+func (n *Node) register(ctx context.Context, rejoining bool) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	key := n.nodesPrefix + n.cfg.Name
+	old, err := n.cli.Get(cctx, key)
+	if err != nil {
+		return fmt.Errorf("read registration of %s: %w", n.cfg.Name, err)
+	}
+	var prev storev1.NodeRecord
+	oldRev := int64(0)
+	if len(old.Kvs) > 0 {
+		_ = proto.Unmarshal(old.Kvs[0].Value, &prev)
+		oldRev = old.Kvs[0].ModRevision
+		if rejoining && prev.Incarnation != n.incarnation {
+			return fmt.Errorf("node %s: %w (%s)", n.cfg.Name, errReplaced, prev.Incarnation)
+		}
+	}
+	sent := time.Now()
+	lease, err := n.cli.Grant(cctx, int64((n.cfg.LeaseTTL+time.Second-1)/time.Second))
+	if err != nil {
+		return fmt.Errorf("grant node lease: %w", err)
+	}
+	n.mu.Lock()
+	n.leaseID = lease.ID
+	n.renewedAt = sent
+	n.mu.Unlock()
+	b, err := n.record()
+	if err != nil {
+		return err
+	}
+	resp, err := n.cli.Txn(cctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", oldRev)).
+		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(lease.ID))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("register node %s: %w", n.cfg.Name, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("register node %s: another process wrote its record meanwhile", n.cfg.Name)
+	}
+	if oldLease := clientv3.LeaseID(leaseOf(old)); oldLease != 0 && oldLease != lease.ID {
+		if _, err := n.cli.Revoke(cctx, oldLease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			n.log.Warn("revoke lease of previous incarnation", "previous", prev.Incarnation, "error", err)
+		} else if prev.Incarnation != n.incarnation {
+			n.log.Info("freed previous incarnation", "previous", prev.Incarnation)
+		}
+	}
+	return nil
+}
+
+// record encodes the node's registration.
+func (n *Node) record() ([]byte, error) {
+	n.mu.Lock()
+	rec := &storev1.NodeRecord{
+		Name:        n.cfg.Name,
+		Incarnation: n.incarnation,
+		Address:     n.cfg.Address,
+		State:       n.state,
+		StartedAt:   timestamppb.New(n.startedAt),
+		Kinds:       n.Kinds(),
+	}
+	if !n.dispatchStart.IsZero() {
+		rec.DispatchStart = timestamppb.New(n.dispatchStart)
+	}
+	n.mu.Unlock()
+	b, err := proto.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode node record: %w", err)
+	}
+	return b, nil
+}
+
+// publish rewrites the node's record (its state changed), only while the
+// record is still under this node's lease.
+func (n *Node) publish(ctx context.Context) error {
+	b, err := n.record()
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	lease := n.leaseID
+	n.mu.Unlock()
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	key := n.nodesPrefix + n.cfg.Name
+	resp, err := n.cli.Txn(cctx).
+		If(clientv3.Compare(clientv3.LeaseValue(key), "=", int64(lease))).
+		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(lease))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("publish node %s: %w", n.cfg.Name, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("publish node %s: the record is no longer under this node's lease", n.cfg.Name)
+	}
+	return nil
+}
+
+// leaseLoop renews the lease every quarter of its TTL. A renewal that fails
+// for a while makes the node stop starting runs (leaseFresh); a lease that
+// etcd no longer knows makes it forget its identities and register again.
+// If another incarnation of the same name registered meanwhile, the node
+// stops: it was replaced.
+func (n *Node) leaseLoop() {
+	defer n.wg.Done()
+	every := n.cfg.LeaseTTL / 4
+	timer := time.NewTimer(every)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+		case <-n.life.Done():
+			return
+		}
+		n.mu.Lock()
+		lease := n.leaseID
+		n.mu.Unlock()
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(n.life, every)
+		resp, err := n.cli.KeepAliveOnce(ctx, lease)
+		cancel()
+		switch {
+		case err == nil && resp.TTL > 0:
+			n.mu.Lock()
+			if sent.After(n.renewedAt) {
+				n.renewedAt = sent
+			}
+			n.mu.Unlock()
+			n.kick()
+		case n.life.Err() != nil:
+			return
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
+			n.log.Warn("node lease lost; forgetting identities and registering again")
+			n.fence()
+			if err := n.rejoin(); err != nil {
+				n.log.Error("node stops", "reason", err)
+				n.stopAsync()
+				return
+			}
+		default:
+			n.log.Warn("lease renewal failed", "error", err, "fresh", n.leaseFresh())
+		}
+		timer.Reset(every)
+	}
+}
+
+// leaseFresh reports whether a run may start: the last acknowledged
+// renewal was sent within two thirds of the TTL.
+func (n *Node) leaseFresh() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leaseFreshLocked()
+}
+
+func (n *Node) leaseFreshLocked() bool { return time.Since(n.renewedAt) < n.cfg.LeaseTTL*2/3 }
+
+// fence forgets every identity: runs in flight will fail their commits, and
+// nothing new starts until the identities are adopted again.
+func (n *Node) fence() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, st := range n.idents {
+		n.dropIdentityLocked(st)
+	}
+}
+
+// rejoin registers again and re-adopts the identities still mapped to this
+// name, retrying until it succeeds, the node stops, or it was replaced.
+func (n *Node) rejoin() error {
+	backoff := 100 * time.Millisecond
+	for n.life.Err() == nil {
+		err := n.register(n.life, true)
+		if errors.Is(err, errReplaced) {
+			return err
+		}
+		if err == nil {
+			err = n.adoptOwned(n.life)
+		}
+		if err == nil {
+			n.log.Info("rejoined after losing the lease", "identities", n.ownedCount())
+			n.kick()
+			return nil
+		}
+		n.log.Warn("rejoin failed; retrying", "error", err, "in", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-n.life.Done():
+			return nil
+		}
+		if backoff < 2*time.Second {
+			backoff *= 2
+		}
+	}
+	return nil
+}
+
+func leaseOf(resp *clientv3.GetResponse) int64 {
+	if len(resp.Kvs) == 0 {
+		return 0
+	}
+	return resp.Kvs[0].Lease
+}

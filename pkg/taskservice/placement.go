@@ -1,0 +1,396 @@
+package taskservice
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/taskd/taskd/pkg/identity"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// This file moves identities between nodes (SPEC §3.1-3.2): explicit
+// moves, the placement leader's reassignment of a dead node's identities,
+// and (drain.go) draining. Every move is one Txn: the identity's epoch
+// compare, the new mapping (a new epoch), the ownership index, and a
+// handoff entry in the new owner's area.
+
+// candidate is a node that can take identities.
+type candidate struct {
+	name, inc string
+	lease     int64 // the registration's lease: the Txn compares it
+	state     taskdv1.NodeState
+	load      int64
+}
+
+// targetCmp holds while c is still registered under the same lease.
+func (n *Node) targetCmp(c *candidate) clientv3.Cmp {
+	return clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+c.name), "=", c.lease)
+}
+
+// candidates reads the registered nodes with their loads.
+func (n *Node) candidates(ctx context.Context) ([]*candidate, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var out []*candidate
+	for _, kv := range resp.Kvs {
+		var rec storev1.NodeRecord
+		if err := proto.Unmarshal(kv.Value, &rec); err != nil {
+			continue
+		}
+		load, err := n.idmap.CountOwned(cctx, rec.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &candidate{name: rec.Name, inc: rec.Incarnation, lease: kv.Lease, state: rec.State, load: load})
+	}
+	return out, nil
+}
+
+// running keeps the RUNNING candidates other than exclude.
+func running(cs []*candidate, exclude string) []*candidate {
+	var out []*candidate
+	for _, c := range cs {
+		if c.state == taskdv1.NodeState_NODE_STATE_RUNNING && c.name != exclude {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// leastLoaded picks the candidate with the fewest identities and counts one
+// more for it.
+func leastLoaded(cs []*candidate) *candidate {
+	best := cs[0]
+	for _, c := range cs[1:] {
+		if c.load < best.load || (c.load == best.load && c.name < best.name) {
+			best = c
+		}
+	}
+	best.load++
+	return best
+}
+
+// move is one identity going from its owner to a node.
+type move struct {
+	from identity.Owner
+	to   *candidate
+}
+
+// commitMoves carries out moves in one Txn, with extra compares; ok is
+// false (nothing written) if any compare failed.
+func (n *Node) commitMoves(ctx context.Context, moves []move, extra ...clientv3.Cmp) (rev int64, ok bool, err error) {
+	cmps := append([]clientv3.Cmp(nil), extra...)
+	var ops []clientv3.Op
+	targets := map[string]bool{}
+	for _, m := range moves {
+		if m.from.Mapped {
+			cmps = append(cmps, n.idmap.Fence(m.from.Identity, m.from.Epoch))
+		} else {
+			cmps = append(cmps, n.idmap.Unmapped(m.from.Identity))
+		}
+		if !targets[m.to.name] {
+			targets[m.to.name] = true
+			cmps = append(cmps, n.targetCmp(m.to))
+		}
+		ops = append(ops, n.idmap.AssignOps(m.from.Identity, m.from.Node, m.to.name, m.to.inc)...)
+		op, err := n.handoffOp(m.to.name, m.from.Identity, "*")
+		if err != nil {
+			return 0, false, err
+		}
+		ops = append(ops, op)
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		return 0, false, fmt.Errorf("move identities: %w", err)
+	}
+	return resp.Header.Revision, resp.Succeeded, nil
+}
+
+// movesPerTxn is how many moves fit in one Txn (4 operations each).
+func (n *Node) movesPerTxn() int {
+	if b := (n.cfg.MaxTxnOps - 8) / 5; b > 0 {
+		return b
+	}
+	return 1
+}
+
+// MoveIdentity moves id to the RUNNING node to (SPEC §3.1): one Txn changes
+// the mapping (a new epoch) and writes the handoff entry that the new owner
+// picks up; the old owner drops the identity when it sees the change.
+func (n *Node) MoveIdentity(ctx context.Context, id, to string) (*taskdv1.Identity, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		cs, err := n.candidates(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var target *candidate
+		for _, c := range cs {
+			if c.name == to {
+				target = c
+			}
+		}
+		if target == nil {
+			return nil, fmt.Errorf("node %q is not registered: %w", to, ErrFailedPrecondition)
+		}
+		if target.state != taskdv1.NodeState_NODE_STATE_RUNNING {
+			return nil, fmt.Errorf("node %q is %s, not RUNNING: %w", to,
+				strings.TrimPrefix(target.state.String(), "NODE_STATE_"), ErrFailedPrecondition)
+		}
+		cctx, cancel := n.etcdCtx(ctx)
+		owner, err := n.idmap.Get(cctx, id)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if owner.Mapped && owner.Node == target.name && owner.Incarnation == target.inc {
+			return n.GetIdentity(ctx, id)
+		}
+		_, ok, err := n.commitMoves(ctx, []move{{from: owner, to: target}})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			n.log.Info("identity moved", "identity", id, "from", owner.Node, "to", to)
+			return n.GetIdentity(ctx, id)
+		}
+	}
+	return nil, fmt.Errorf("move %q: the mapping or the target kept changing: %w", id, context.DeadlineExceeded)
+}
+
+// placementLoop campaigns to be the placement leader and, while leader,
+// reassigns the identities of dead nodes (SPEC §3.1, §5.4's counterpart
+// for a node that does not come back).
+func (n *Node) placementLoop() {
+	defer n.wg.Done()
+	for n.life.Err() == nil {
+		n.mu.Lock()
+		lease := n.leaseID
+		n.mu.Unlock()
+		l, err := identity.Campaign(n.life, n.cli, n.cfg.Prefix+"leader", n.cfg.Name+" "+n.incarnation, lease, n.cfg.EtcdTimeout)
+		if err != nil {
+			continue
+		}
+		n.log.Info("placement leader")
+		n.lead(l)
+		n.log.Info("placement leadership ended")
+	}
+}
+
+// lead does the leader's work until the holding l ends.
+func (n *Node) lead(l identity.Leadership) {
+	ctx, cancel := context.WithCancel(n.life)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		identity.Lost(ctx, n.cli, l, n.cfg.EtcdTimeout)
+		cancel()
+	}()
+	sweep := make(chan struct{}, 1)
+	go func() {
+		defer wg.Done()
+		n.watchNodeDeaths(ctx, sweep)
+	}()
+	ticker := time.NewTicker(n.cfg.LeaseTTL)
+	for ctx.Err() == nil {
+		if err := n.sweep(ctx, l); err != nil && ctx.Err() == nil {
+			n.log.Warn("placement sweep failed", "error", err)
+		}
+		select {
+		case <-sweep:
+		case <-ticker.C:
+		case <-ctx.Done():
+		}
+	}
+	ticker.Stop()
+	cancel()
+	wg.Wait()
+}
+
+// watchNodeDeaths signals sweep whenever a node's registration goes away.
+func (n *Node) watchNodeDeaths(ctx context.Context, sweep chan<- struct{}) {
+	for ctx.Err() == nil {
+		for resp := range n.cli.Watch(clientv3.WithRequireLeader(ctx), n.nodesPrefix, clientv3.WithPrefix()) {
+			if resp.Err() != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					select {
+					case sweep <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}
+		select {
+		case sweep <- struct{}{}: // the watch broke: look again
+		default:
+		}
+		select {
+		case <-time.After(n.cfg.HandoffPeriod):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// sweep finds nodes that own identities but are not registered, and
+// reassigns their identities.
+func (n *Node) sweep(ctx context.Context, l identity.Leadership) error {
+	owners, err := n.ownerNames(ctx)
+	if err != nil {
+		return err
+	}
+	cs, err := n.candidates(ctx)
+	if err != nil {
+		return err
+	}
+	registered := map[string]bool{}
+	for _, c := range cs {
+		registered[c.name] = true
+	}
+	for _, o := range owners {
+		if !registered[o] {
+			if err := n.reassignDead(ctx, l, o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ownerNames lists the nodes that have an ownership index, one read per
+// node (it jumps from one node's index to the next).
+func (n *Node) ownerNames(ctx context.Context) ([]string, error) {
+	prefix := n.cfg.Prefix + "owned/"
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	from := prefix
+	var names []string
+	for {
+		cctx, cancel := n.etcdCtx(ctx)
+		resp, err := n.cli.Get(cctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("list owners: %w", err)
+		}
+		if len(resp.Kvs) == 0 {
+			return names, nil
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(string(resp.Kvs[0].Key), prefix), "/")
+		names = append(names, name)
+		from = clientv3.GetPrefixRangeEnd(prefix + name + "/")
+	}
+}
+
+// reassignDead moves every identity of the dead node to live RUNNING nodes,
+// spread by load, in batched Txns. Each Txn also holds only while this node
+// is still the leader and the dead node is still unregistered (it may come
+// back under its name and adopt them itself).
+func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead string) error {
+	began, total := time.Now(), 0
+	batch := n.movesPerTxn()
+	absent := clientv3.Compare(clientv3.CreateRevision(n.nodesPrefix+dead), "=", 0)
+	for ctx.Err() == nil {
+		cctx, cancel := n.etcdCtx(ctx)
+		resp, err := n.cli.Get(cctx, n.idmap.Keys().OwnedPrefix(dead), clientv3.WithPrefix(),
+			clientv3.WithKeysOnly(), clientv3.WithLimit(int64(batch)))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("list identities of dead node %s: %w", dead, err)
+		}
+		if len(resp.Kvs) == 0 {
+			if total > 0 {
+				n.log.Info("reassigned the identities of a dead node", "dead", dead, "identities", total,
+					"took", time.Since(began).String())
+			}
+			return nil
+		}
+		cs, err := n.candidates(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if c.name == dead {
+				return nil // it came back
+			}
+		}
+		live := running(cs, dead)
+		if len(live) == 0 {
+			n.log.Warn("no RUNNING node to take the identities of a dead node", "dead", dead)
+			return nil
+		}
+		prefix := n.idmap.Keys().OwnedPrefix(dead)
+		ids := make([]string, 0, len(resp.Kvs))
+		gets := make([]clientv3.Op, 0, len(resp.Kvs))
+		for _, kv := range resp.Kvs {
+			id, err := identity.Decode(string(kv.Key[len(prefix):]))
+			if err != nil {
+				continue
+			}
+			ids = append(ids, id)
+			gets = append(gets, clientv3.OpGet(n.idmap.Keys().Mapping(id)))
+		}
+		cctx, cancel = n.etcdCtx(ctx)
+		read, err := n.cli.Txn(cctx).Then(gets...).Commit()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read mappings of dead node %s: %w", dead, err)
+		}
+		var moves []move
+		var staleOps []clientv3.Op
+		var staleCmps []clientv3.Cmp
+		sort.Slice(live, func(i, j int) bool { return live[i].name < live[j].name })
+		for i, id := range ids {
+			owner, err := identity.OwnerFromResponse(id, (*clientv3.GetResponse)(read.Responses[i].GetResponseRange()))
+			if err != nil {
+				continue
+			}
+			if !owner.Mapped || owner.Node != dead {
+				// The index entry outlived a move: drop it.
+				staleCmps = append(staleCmps, clientv3.Compare(clientv3.ModRevision(n.idmap.Keys().Mapping(id)), "=", owner.Epoch))
+				staleOps = append(staleOps, clientv3.OpDelete(n.idmap.Keys().Owned(dead, id)))
+				continue
+			}
+			moves = append(moves, move{from: owner, to: leastLoaded(live)})
+		}
+		if len(staleOps) > 0 {
+			cctx, cancel = n.etcdCtx(ctx)
+			_, err := n.cli.Txn(cctx).If(append(staleCmps, l.Fence())...).Then(staleOps...).Commit()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("drop stale index entries of %s: %w", dead, err)
+			}
+		}
+		if len(moves) == 0 {
+			continue
+		}
+		_, ok, err := n.commitMoves(ctx, moves, l.Fence(), absent)
+		if err != nil {
+			return err
+		}
+		if ok {
+			total += len(moves)
+			continue
+		}
+		// A compare failed: read again after a breath.
+		select {
+		case <-time.After(n.cfg.HandoffPeriod / 10):
+		case <-ctx.Done():
+		}
+	}
+	return ctx.Err()
+}

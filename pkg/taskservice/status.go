@@ -1,0 +1,107 @@
+package taskservice
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+)
+
+// This file connects the node to its status voter (SPEC §7): which entries
+// count as pending or running, where votes are written, and the unmapping
+// of an identity that stayed inactive with no tasks.
+
+// touchLocked recounts e for its identity's vote: a task counts while it
+// is queued for a run or running. Caller holds n.mu.
+func (n *Node) touchLocked(e *entry) {
+	want := !e.gone && !e.ident.lost && (e.running || (e.idx >= 0 && !e.purge))
+	if want == e.counted {
+		return
+	}
+	e.counted = want
+	if e.ident.durable {
+		d := -1
+		if want {
+			d = 1
+		}
+		n.voter.Add(e.ident.name, d)
+	}
+}
+
+// sendVote writes an identity's status, fenced on its epoch: only the
+// owner's vote is recorded.
+func (n *Node) sendVote(id string, active bool) {
+	n.mu.Lock()
+	st := n.idents[id]
+	n.mu.Unlock()
+	if st == nil || st.lost {
+		return
+	}
+	b, err := proto.Marshal(&storev1.Status{Node: n.cfg.Name, Active: active, Since: timestamppb.Now()})
+	if err != nil {
+		return
+	}
+	ctx, cancel := n.etcdCtx(n.life)
+	defer cancel()
+	_, err = n.cli.Txn(ctx).
+		If(n.idmap.Fence(id, st.epoch)).
+		Then(clientv3.OpPut(n.idmap.Keys().Status(id), string(b))).
+		Commit()
+	if err != nil && n.life.Err() == nil {
+		n.log.Warn("status vote not written", "identity", id, "active", active, "error", err)
+		return
+	}
+	n.log.Trace("status vote", "identity", id, "active", active)
+}
+
+// unmapIdle removes the mapping of an identity that stayed inactive for the
+// remove delay and has no tasks at all in etcd (finished tasks kept for
+// retention count: their owner purges them first). One Txn, fenced on the
+// epoch; the ownership watch then forgets it locally.
+func (n *Node) unmapIdle(id string) {
+	n.mu.Lock()
+	st := n.idents[id]
+	n.mu.Unlock()
+	if st == nil || st.lost {
+		return
+	}
+	keys := n.idmap.Keys()
+	ctx, cancel := n.etcdCtx(n.life)
+	defer cancel()
+	resp, err := n.cli.Txn(ctx).
+		If(n.idmap.Fence(id, st.epoch),
+			clientv3.Compare(clientv3.CreateRevision(n.keys.Tasks(id)), "=", 0).WithPrefix()).
+		Then(clientv3.OpDelete(keys.Mapping(id)), clientv3.OpDelete(keys.Owned(n.cfg.Name, id)),
+			clientv3.OpDelete(keys.Status(id)), clientv3.OpDelete(n.keys.IdemPrefix(id), clientv3.WithPrefix())).
+		Commit()
+	if err != nil {
+		if n.life.Err() == nil {
+			n.log.Warn("unmap idle identity", "identity", id, "error", err)
+		}
+		return
+	}
+	if resp.Succeeded {
+		n.log.Debug("unmapped idle identity", "identity", id)
+		n.identityLeft(id, resp.Header.Revision)
+	}
+}
+
+// identityStatus reads an identity's last vote.
+func (n *Node) identityStatus(ctx context.Context, id string) (*storev1.Status, error) {
+	resp, err := n.cli.Get(ctx, n.idmap.Keys().Status(id))
+	if err != nil {
+		return nil, fmt.Errorf("read status of %q: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
+	}
+	var s storev1.Status
+	if err := proto.Unmarshal(resp.Kvs[0].Value, &s); err != nil {
+		return nil, fmt.Errorf("decode status of %q: %w", id, err)
+	}
+	return &s, nil
+}

@@ -89,8 +89,20 @@ var commands = []*command{
 	{
 		name:     "identity",
 		synopsis: "ID",
-		summary:  "show where an identity is mapped and how many tasks it has",
+		summary:  "show where an identity is mapped, its status and how many tasks it has",
 		define:   defineIdentity,
+	},
+	{
+		name:     "move",
+		synopsis: "ID --to NODE",
+		summary:  "move an identity (and its tasks) to a RUNNING node",
+		define:   defineMove,
+	},
+	{
+		name:     "drain",
+		synopsis: "NODE",
+		summary:  "drain a node: hand its identities to other nodes, then stop it",
+		define:   defineDrain,
 	},
 }
 
@@ -649,4 +661,57 @@ func sortedLabels(m map[string]string) string {
 		parts[i] = k + "=" + m[k]
 	}
 	return strings.Join(parts, ",")
+}
+
+// defineMove defines the move command.
+func defineMove(fs *flag.FlagSet) action {
+	identity := fs.String("identity", "", "`ID` of the identity (instead of the ID argument)")
+	to := fs.String("to", "", "`NODE` to move the identity to (required)")
+	return func(e *env, args []string) error {
+		id, err := identityArg(*identity, args)
+		if err != nil {
+			return err
+		}
+		if err := requireFlag("to", *to); err != nil {
+			return err
+		}
+		c, err := e.taskClient()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := e.rpcContext()
+		defer cancel()
+		resp, err := c.MoveIdentity(ctx, &taskdv1.MoveIdentityRequest{Identity: id, ToNode: *to})
+		if err != nil {
+			return err
+		}
+		if e.opts.format == formatJSON {
+			return writeJSON(e.stdout, resp)
+		}
+		return writeIdentityTable(e.stdout, resp.GetIdentity())
+	}
+}
+
+// defineDrain defines the drain command.
+func defineDrain(fs *flag.FlagSet) action {
+	return func(e *env, args []string) error {
+		if len(args) != 1 {
+			return usagef("give exactly one NODE")
+		}
+		c, err := e.taskClient()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := e.rpcContext()
+		defer cancel()
+		resp, err := c.DrainNode(ctx, &taskdv1.DrainNodeRequest{Node: args[0]})
+		if err != nil {
+			return err
+		}
+		if e.opts.format == formatJSON {
+			return writeJSON(e.stdout, resp)
+		}
+		fmt.Fprintf(e.stdout, "drain of %s requested; it hands its identities away, then stops\n", args[0])
+		return nil
+	}
 }

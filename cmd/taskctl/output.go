@@ -304,8 +304,16 @@ func writeNodesTable(w io.Writer, nodes []*taskdv1.Node) error {
 // mapped, node, epoch, tasks.
 func writeIdentityTable(w io.Writer, id *taskdv1.Identity) error {
 	tw := newTable(w)
-	row(tw, "IDENTITY", "MAPPED", "NODE", "EPOCH", "TASKS")
+	row(tw, "IDENTITY", "MAPPED", "NODE", "EPOCH", "TASKS", "STATUS")
+	status := "-"
+	if id.GetStatusNode() != "" {
+		status = "inactive"
+		if id.GetActive() {
+			status = "active"
+		}
+		status += "@" + id.GetStatusNode()
+	}
 	row(tw, id.GetIdentity(), yesNo(id.GetMapped()), id.GetNode(), strconv.FormatInt(id.GetEpoch(), 10),
-		strconv.FormatInt(id.GetTaskCount(), 10))
+		strconv.FormatInt(id.GetTaskCount(), 10), status)
 	return tw.Flush()
 }

@@ -193,14 +193,17 @@ func TestWriteIdentityTable(t *testing.T) {
 		id   *taskdv1.Identity
 		want []string
 	}{
-		{&taskdv1.Identity{Identity: "alice", Mapped: true, Node: "node-a", Epoch: 4, TaskCount: 9}, []string{"alice", "yes", "node-a", "4", "9"}},
-		{&taskdv1.Identity{Identity: "bob"}, []string{"bob", "no", "-", "0", "0"}},
+		{&taskdv1.Identity{Identity: "alice", Mapped: true, Node: "node-a", Epoch: 4, TaskCount: 9, Active: true, StatusNode: "node-a"},
+			[]string{"alice", "yes", "node-a", "4", "9", "active@node-a"}},
+		{&taskdv1.Identity{Identity: "carol", Mapped: true, Node: "node-b", Epoch: 5, TaskCount: 0, StatusNode: "node-b"},
+			[]string{"carol", "yes", "node-b", "5", "0", "inactive@node-b"}},
+		{&taskdv1.Identity{Identity: "bob"}, []string{"bob", "no", "-", "0", "0", "-"}},
 	} {
 		var b bytes.Buffer
 		if err := writeIdentityTable(&b, tc.id); err != nil {
 			t.Fatal(err)
 		}
-		want := [][]string{{"IDENTITY", "MAPPED", "NODE", "EPOCH", "TASKS"}, tc.want}
+		want := [][]string{{"IDENTITY", "MAPPED", "NODE", "EPOCH", "TASKS", "STATUS"}, tc.want}
 		if rows := tableLines(b.String()); !equalRows(rows, want) {
 			t.Errorf("table rows\n%q\nwant\n%q", rows, want)
 		}

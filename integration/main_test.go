@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 )
 
 // Paths of the binaries built by TestMain.
@@ -18,6 +20,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// A test binary started by taskservicetest.StartEtcdProcess is an etcd
+	// server, not a test run.
+	taskservicetest.RunEtcdChildIfAsked()
 	dir, err := buildBinaries()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)

@@ -64,6 +64,9 @@ type nodeOptions struct {
 	extra   []string
 	env     []string // KEY=value entries added to the (TASKD_-free) environment
 	workDir string   // the process's working directory ("" = the test's)
+	// etcd, when set, is the endpoint of an external etcd: the node joins it
+	// with --etcd instead of starting an embedded one (no --etcd-listen).
+	etcd string
 }
 
 // taskd is one taskd process started by a test.
@@ -131,10 +134,13 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 	if opts.dataDir != "" { // else the default, ./taskd-data
 		args = append(args, "--data-dir", opts.dataDir)
 	}
+	args = append(args, "--listen", p.listen, "--http", p.httpAddr)
+	if opts.etcd != "" {
+		args = append(args, "--etcd", opts.etcd)
+	} else {
+		args = append(args, "--etcd-listen", p.etcdURL)
+	}
 	args = append(args,
-		"--listen", p.listen,
-		"--http", p.httpAddr,
-		"--etcd-listen", p.etcdURL,
 		"--lease-ttl", "2s",
 		"--log-level", "debug",
 	)
@@ -312,6 +318,14 @@ func (p *taskd) Kill() {
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	if _, ok := p.waitExit(waitExitTimeout); !ok {
 		p.t.Errorf("taskd %s (pid %d) still running %s after SIGKILL", p.opts.name, p.cmd.Process.Pid, waitExitTimeout)
+	}
+}
+
+// Signal sends sig to the process (SIGSTOP, SIGCONT, ...).
+func (p *taskd) Signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %s to taskd %s: %v", sig, p.opts.name, err)
 	}
 }
 

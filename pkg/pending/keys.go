@@ -65,3 +65,45 @@ func (k Keys) SplitTask(key string) (id, taskID string, err error) {
 	}
 	return id, taskID, nil
 }
+
+// Every is the key of a task of scope EVERY_NODE: stored once, run by
+// every node.
+func (k Keys) Every(id, taskID string) string {
+	return k.prefix + "every/" + identity.Encode(id) + "/" + taskID
+}
+
+// EveryTasks is the prefix of an identity's EVERY_NODE tasks.
+func (k Keys) EveryTasks(id string) string { return k.prefix + "every/" + identity.Encode(id) + "/" }
+
+// AllEvery is the prefix of every EVERY_NODE task of the cluster.
+func (k Keys) AllEvery() string { return k.prefix + "every/" }
+
+// EveryProgress is the key of one node's progress on an EVERY_NODE task.
+func (k Keys) EveryProgress(node, taskID string) string {
+	return k.prefix + "everynode/" + node + "/" + taskID
+}
+
+// EveryProgressOf is the prefix of one node's progress keys.
+func (k Keys) EveryProgressOf(node string) string { return k.prefix + "everynode/" + node + "/" }
+
+// EveryRuns is the prefix of an EVERY_NODE task's history, all nodes.
+func (k Keys) EveryRuns(taskID string) string { return k.prefix + "everyruns/" + taskID + "/" }
+
+// EveryRun is the key of history entry seq of node's runs of a task.
+func (k Keys) EveryRun(taskID, node string, seq int64) string {
+	return fmt.Sprintf("%s%s/%016x", k.EveryRuns(taskID), node, seq)
+}
+
+// SplitEvery parses an EVERY_NODE task key into identity and task id.
+func (k Keys) SplitEvery(key string) (id, taskID string, err error) {
+	rest, ok := strings.CutPrefix(key, k.prefix+"every/")
+	if !ok {
+		return "", "", fmt.Errorf("key %q is not an EVERY_NODE task key", key)
+	}
+	enc, taskID, ok := strings.Cut(rest, "/")
+	if !ok || enc == "" || taskID == "" || strings.Contains(taskID, "/") {
+		return "", "", fmt.Errorf("key %q is not an EVERY_NODE task key", key)
+	}
+	id, err = identity.Decode(enc)
+	return id, taskID, err
+}

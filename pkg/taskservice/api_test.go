@@ -261,7 +261,7 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 			s.Labels = map[string]string{"k": strings.Repeat("v", taskservice.MaxLabelValueLen+1)}
 		}, codes.InvalidArgument, "task.labels[k]", ""},
 		{"idempotency key of 257 bytes", func(s *taskdv1.TaskSpec) { s.IdempotencyKey = strings.Repeat("i", 257) }, codes.InvalidArgument, "task.idempotency_key", ""},
-		{"scope EVERY_NODE", func(s *taskdv1.TaskSpec) { s.Scope = taskdv1.Scope_SCOPE_EVERY_NODE }, codes.Unimplemented, "task.scope", ""},
+		{"scope EVERY_NODE non-durable", func(s *taskdv1.TaskSpec) { s.Scope = taskdv1.Scope_SCOPE_EVERY_NODE; s.NonDurable = true }, codes.InvalidArgument, "task.non_durable", ""},
 		{"allow_overlap", func(s *taskdv1.TaskSpec) { s.AllowOverlap = true }, codes.Unimplemented, "task.allow_overlap", ""},
 		{"calendars", func(s *taskdv1.TaskSpec) { s.Calendars = []string{"holidays"} }, codes.Unimplemented, "task.calendars", ""},
 	}

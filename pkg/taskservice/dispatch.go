@@ -83,7 +83,13 @@ func (n *Node) starter(st *identState) {
 		case <-n.life.Done():
 			continue
 		}
-		if !n.start(e) {
+		started := false
+		if st.every {
+			started = n.startEvery(e)
+		} else {
+			started = n.start(e)
+		}
+		if !started {
 			<-n.slots
 		}
 	}
@@ -112,7 +118,7 @@ func (n *Node) reschedLocked(e *entry) {
 		return
 	}
 	at, purge, ok := dueTime(e.rec, n.cfg.Retention, time.Now())
-	if !ok {
+	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
 		return
 	}

@@ -116,7 +116,6 @@ func (n *Node) ownershipLoop(fromRev int64) {
 				break
 			}
 			for _, ev := range resp.Events {
-				rev = ev.Kv.ModRevision
 				if ev.Type != clientv3.EventTypeDelete {
 					continue
 				}

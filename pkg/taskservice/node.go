@@ -49,6 +49,7 @@ type Node struct {
 	renewedAt     time.Time              // last lease renewal acknowledged
 	idents        map[string]*identState // durable identities owned here
 	local         map[string]*identState // non-durable tasks, by identity
+	every         map[string]*identState // EVERY_NODE tasks, by identity
 	queue         timerQueue
 	wake          chan struct{}
 	started       bool
@@ -82,6 +83,7 @@ func New(cfg Config) (*Node, error) {
 		state:       taskdv1.NodeState_NODE_STATE_STARTING,
 		idents:      map[string]*identState{},
 		local:       map[string]*identState{},
+		every:       map[string]*identState{},
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		slots:       make(chan struct{}, cfg.Workers),
@@ -146,6 +148,10 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.adoptOwned(ctx); err != nil {
 		return err
 	}
+	everyRev, err := n.loadEvery(ctx)
+	if err != nil {
+		return err
+	}
 	n.mu.Lock()
 	n.state = taskdv1.NodeState_NODE_STATE_RUNNING
 	n.dispatchStart = time.Now()
@@ -153,7 +159,8 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.publish(ctx); err != nil {
 		return err
 	}
-	n.wg.Add(7)
+	n.wg.Add(8)
+	go n.everyLoop(everyRev)
 	go n.placementLoop()
 	go n.controlLoop()
 	go func() { defer n.wg.Done(); n.voter.Run(n.life) }()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -268,6 +269,34 @@ func (n *Node) sweep(ctx context.Context, l identity.Leadership) error {
 			if err := n.reassignDead(ctx, l, o); err != nil {
 				return err
 			}
+		}
+	}
+	return n.purgeEvery(ctx, l)
+}
+
+// purgeEvery deletes the cancelled EVERY_NODE tasks whose retention is
+// over, with their history; each node drops its own progress when it sees
+// the deletion.
+func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.keys.AllEvery(), clientv3.WithPrefix())
+	if err != nil {
+		return fmt.Errorf("list EVERY_NODE tasks: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		rec, err := pending.Decode(kv.Value)
+		if err != nil || rec.State != taskdv1.TaskState_TASK_STATE_CANCELED ||
+			time.Since(rec.GetFinishedAt().AsTime()) < n.cfg.Retention {
+			continue
+		}
+		ops := []clientv3.Op{clientv3.OpDelete(string(kv.Key)), clientv3.OpDelete(n.keys.EveryRuns(rec.Id), clientv3.WithPrefix())}
+		if k := rec.Spec.GetIdempotencyKey(); k != "" {
+			ops = append(ops, clientv3.OpDelete(n.keys.Idem(rec.Spec.Identity, k)))
+		}
+		if _, err := n.cli.Txn(cctx).If(l.Fence(), clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
+			Then(ops...).Commit(); err != nil {
+			return fmt.Errorf("purge EVERY_NODE task %s: %w", rec.Id, err)
 		}
 	}
 	return nil

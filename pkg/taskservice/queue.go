@@ -13,6 +13,7 @@ type identState struct {
 	name    string
 	epoch   int64
 	durable bool
+	every   bool // the EVERY_NODE tasks of the identity (not owned: run here)
 	tasks   map[string]*entry
 	// startQ holds due entries in dispatch order; one starter goroutine per
 	// identity drains it, so one identity's runs start in order (SPEC §2.6).
@@ -33,6 +34,11 @@ type entry struct {
 	running bool
 	gone    bool // removed while running
 	counted bool // counted as pending or running in the identity's vote
+
+	// EVERY_NODE tasks: rec merges shared and prog; rev is shared's.
+	shared  *storev1.TaskRecord
+	prog    *storev1.EveryNodeProgress
+	progRev int64
 }
 
 // timerQueue orders entries by due time, then priority (higher first), then

@@ -169,12 +169,12 @@ func TestPeriodicTaskMovedBetweenPeriods(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := c.rec.of(task.Id)
-	seen := map[time.Time]string{}
+	seen := map[int64]string{}
 	for i, s := range calls {
-		if prev, dup := seen[s.Fire]; dup {
+		if prev, dup := seen[s.Fire.UnixNano()]; dup {
 			t.Errorf("fire time %s ran twice (on %s and %s)", s.Fire, prev, s.Node)
 		}
-		seen[s.Fire] = s.Node
+		seen[s.Fire.UnixNano()] = s.Node
 		if k := s.Fire.Sub(start) / iv; !start.Add(k * iv).Equal(s.Fire) {
 			t.Errorf("fire time %s is off the grid start+k*interval", s.Fire)
 		}

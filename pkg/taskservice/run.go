@@ -139,6 +139,10 @@ func (n *Node) commit(e *entry, p startPlan, res runResult, epoch, rev int64) {
 	}
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: base.Spec.Kind, RunNumber: p.runNumber,
 		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message}
+	if st.every {
+		n.commitEvery(e, p, res, rev, ev, outcomeEvent)
+		return
+	}
 	if !st.durable {
 		rec := cloneRec(base)
 		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())

@@ -76,10 +76,15 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 			}
 			firstKey[[2]string{id, k}] = i
 		}
-		g := byID[id]
+		every := r.Spec.Scope == taskdv1.Scope_SCOPE_EVERY_NODE
+		gk := id
+		if every {
+			gk = "every\x00" + id
+		}
+		g := byID[gk]
 		if g == nil {
-			g = &group{id: id}
-			byID[id] = g
+			g = &group{id: id, every: every}
+			byID[gk] = g
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
@@ -95,10 +100,12 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 	return out, nil
 }
 
-// group is the durable tasks of one identity in a schedule request.
+// group is the durable tasks of one identity and scope in a schedule
+// request.
 type group struct {
-	id  string
-	idx []int // indexes into the request
+	id    string
+	every bool  // scope EVERY_NODE: stored once, no mapping
+	idx   []int // indexes into the request
 }
 
 // storeBatch writes the groups in one Txn (all or none) when it fits in
@@ -147,6 +154,27 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			place *[2]string
 		)
 		for _, g := range groups {
+			if g.every {
+				p := planned{g: g}
+				for _, i := range g.idx {
+					if out[i].Task != nil {
+						continue
+					}
+					p.live = append(p.live, i)
+					b, err := pending.Encode(recs[i])
+					if err != nil {
+						return err
+					}
+					ops = append(ops, clientv3.OpPut(n.keys.Every(g.id, recs[i].Id), string(b)))
+					if k := recs[i].Spec.IdempotencyKey; k != "" {
+						ik := n.keys.Idem(g.id, k)
+						cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
+						ops = append(ops, clientv3.OpPut(ik, recs[i].Id))
+					}
+				}
+				plans = append(plans, p)
+				continue
+			}
 			owner, err := n.ownerOf(ctx, g.id)
 			if err != nil {
 				return err
@@ -210,12 +238,22 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 				if err := n.resolveIdempotent(ctx, p.g.id, p.live, recs, out); err != nil {
 					return err
 				}
-				n.forgetOwner(p.g.id, p.owner)
+				if !p.g.every {
+					n.forgetOwner(p.g.id, p.owner)
+				}
 			}
 			continue
 		}
 		rev := resp.Header.Revision
 		for _, p := range plans {
+			if p.g.every {
+				for _, i := range p.live {
+					b, _ := pending.Encode(recs[i])
+					n.installEvery(p.g.id, b, rev, nil, false)
+					out[i] = Scheduled{Task: toTask(recs[i], rev)}
+				}
+				continue
+			}
 			epoch := p.owner.Epoch
 			if !p.owner.Mapped {
 				epoch = rev
@@ -274,10 +312,10 @@ func (n *Node) resolveIdempotent(ctx context.Context, id string, live []int, rec
 		cctx, cancel := n.etcdCtx(ctx)
 		taskID, ok, err := n.store.IdemLookup(cctx, id, k)
 		if err == nil && ok {
-			var st pending.Stored
-			st, ok, err = n.store.Get(cctx, id, taskID)
+			var f pending.Found
+			f, ok, err = n.store.Find(cctx, id, taskID)
 			if err == nil && ok {
-				out[i] = Scheduled{Task: toTask(st.Rec, st.Rev), Existing: true}
+				out[i] = Scheduled{Task: toTask(f.Rec, f.Rev), Existing: true}
 			}
 		}
 		cancel()
@@ -432,14 +470,14 @@ func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, e
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	st, ok, err := n.store.Get(cctx, id, taskID)
+	f, ok, err := n.store.Find(cctx, id, taskID)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 	}
-	return toTask(st.Rec, st.Rev), nil
+	return toTask(f.Rec, f.Rev), nil
 }
 
 // ListTasks returns a page of an identity's durable tasks in creation order.
@@ -449,7 +487,7 @@ func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken
 	var out []*taskdv1.Task
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	tasks, more, err := n.store.List(cctx, id, pageToken, pageSize)
+	tasks, more, err := n.store.ListBoth(cctx, id, pageToken, pageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -484,7 +522,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 	}
 	for {
 		cctx, cancel := n.etcdCtx(ctx)
-		st, ok, err := n.store.Get(cctx, id, taskID)
+		st, ok, err := n.store.Find(cctx, id, taskID)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -498,16 +536,19 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			cancel()
 			return nil, err
 		}
-		put, err := n.keys.PutTask(rec)
+		b, err := pending.Encode(rec)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		ops := []clientv3.Op{put}
-		owner, err := n.idmap.Get(cctx, id)
-		if err != nil {
-			cancel()
-			return nil, err
+		ops := []clientv3.Op{clientv3.OpPut(st.Key, string(b))}
+		owner := identity.Owner{}
+		if !st.Every { // every node sees an EVERY_NODE task change through its watch
+			owner, err = n.idmap.Get(cctx, id)
+			if err != nil {
+				cancel()
+				return nil, err
+			}
 		}
 		if owner.Mapped && (owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation) {
 			// Tell the owner: it reloads the task from its handoff area.
@@ -518,7 +559,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			}
 			ops = append(ops, op)
 		}
-		resp, err := n.cli.Txn(cctx).If(n.keys.TaskAt(id, taskID, st.Rev)).Then(ops...).Commit()
+		resp, err := n.cli.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(st.Key), "=", st.Rev)).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("update task %s: %w", taskID, err)
@@ -527,6 +568,10 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			continue
 		}
 		rev := resp.Header.Revision
+		if st.Every {
+			n.installEvery(id, b, rev, nil, false)
+			return toTask(rec, rev), nil
+		}
 		n.mu.Lock()
 		if s := n.idents[id]; s != nil && !s.lost {
 			if e := s.tasks[taskID]; e != nil && !e.running && e.rev == st.Rev {
@@ -585,10 +630,14 @@ func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run,
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	if _, ok, err := n.store.Get(cctx, id, taskID); err != nil {
+	f, ok, err := n.store.Find(cctx, id, taskID)
+	if err != nil {
 		return nil, err
 	} else if !ok {
 		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+	}
+	if f.Every {
+		return n.store.EveryRunsOf(cctx, taskID)
 	}
 	return n.store.Runs(cctx, id, taskID)
 }
@@ -601,7 +650,7 @@ func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, e
 	if err != nil {
 		return nil, err
 	}
-	count, err := n.store.Count(cctx, id)
+	count, err := n.store.CountBoth(cctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,9 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	switch s.Scope {
 	case taskdv1.Scope_SCOPE_IDENTITY:
 	case taskdv1.Scope_SCOPE_EVERY_NODE:
-		return &UnimplementedError{Field: field + ".scope", Reason: "SCOPE_EVERY_NODE arrives with relocation (issue #3); use SCOPE_IDENTITY"}
+		if s.NonDurable {
+			return invalid(field+".non_durable", "a task of scope EVERY_NODE is stored once for all nodes; it cannot be non-durable")
+		}
 	case taskdv1.Scope_SCOPE_UNSPECIFIED:
 		return invalid(field+".scope", "is required: SCOPE_IDENTITY (once in the cluster) or SCOPE_EVERY_NODE (on every node)")
 	default:

@@ -737,7 +737,18 @@ type EveryNodeProgress struct {
 	// retry_at is set while the node waits to retry pending_fire.
 	RetryAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
 	// pending_fire is the fire time being retried.
-	PendingFire   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=pending_fire,json=pendingFire,proto3" json:"pending_fire,omitempty"`
+	PendingFire *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=pending_fire,json=pendingFire,proto3" json:"pending_fire,omitempty"`
+	// pending_trigger is the trigger that produced pending_fire.
+	PendingTrigger int32 `protobuf:"varint,8,opt,name=pending_trigger,json=pendingTrigger,proto3" json:"pending_trigger,omitempty"`
+	// history_seq numbers this node's run history entries of the task.
+	HistorySeq int64 `protobuf:"varint,9,opt,name=history_seq,json=historySeq,proto3" json:"history_seq,omitempty"`
+	// recovery_pending marks a run a crash interrupted.
+	RecoveryPending *RunMarker `protobuf:"bytes,10,opt,name=recovery_pending,json=recoveryPending,proto3" json:"recovery_pending,omitempty"`
+	// manual_requested_rev is the shared record's revision of the last
+	// RunTaskNow this node served.
+	ManualServedRev int64 `protobuf:"varint,11,opt,name=manual_served_rev,json=manualServedRev,proto3" json:"manual_served_rev,omitempty"`
+	// misfires counts this node's misfired fire times.
+	Misfires      int64 `protobuf:"varint,12,opt,name=misfires,proto3" json:"misfires,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -821,6 +832,41 @@ func (x *EveryNodeProgress) GetPendingFire() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *EveryNodeProgress) GetPendingTrigger() int32 {
+	if x != nil {
+		return x.PendingTrigger
+	}
+	return 0
+}
+
+func (x *EveryNodeProgress) GetHistorySeq() int64 {
+	if x != nil {
+		return x.HistorySeq
+	}
+	return 0
+}
+
+func (x *EveryNodeProgress) GetRecoveryPending() *RunMarker {
+	if x != nil {
+		return x.RecoveryPending
+	}
+	return nil
+}
+
+func (x *EveryNodeProgress) GetManualServedRev() int64 {
+	if x != nil {
+		return x.ManualServedRev
+	}
+	return 0
+}
+
+func (x *EveryNodeProgress) GetMisfires() int64 {
+	if x != nil {
+		return x.Misfires
+	}
+	return 0
+}
+
 var File_taskd_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_taskd_store_v1_store_proto_rawDesc = "" +
@@ -886,7 +932,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x120\n" +
-	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xe0\x02\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xb8\x04\n" +
 	"\x11EveryNodeProgress\x128\n" +
 	"\btriggers\x18\x01 \x03(\v2\x1c.taskd.store.v1.TriggerStateR\btriggers\x12\x1b\n" +
 	"\trun_count\x18\x02 \x01(\x03R\brunCount\x12/\n" +
@@ -894,7 +940,14 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\arunning\x18\x04 \x01(\v2\x19.taskd.store.v1.RunMarkerR\arunning\x12\x18\n" +
 	"\aattempt\x18\x05 \x01(\x05R\aattempt\x125\n" +
 	"\bretry_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12=\n" +
-	"\fpending_fire\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vpendingFireB\xaf\x01\n" +
+	"\fpending_fire\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vpendingFire\x12'\n" +
+	"\x0fpending_trigger\x18\b \x01(\x05R\x0ependingTrigger\x12\x1f\n" +
+	"\vhistory_seq\x18\t \x01(\x03R\n" +
+	"historySeq\x12D\n" +
+	"\x10recovery_pending\x18\n" +
+	" \x01(\v2\x19.taskd.store.v1.RunMarkerR\x0frecoveryPending\x12*\n" +
+	"\x11manual_served_rev\x18\v \x01(\x03R\x0fmanualServedRev\x12\x1a\n" +
+	"\bmisfires\x18\f \x01(\x03R\bmisfiresB\xaf\x01\n" +
 	"\x12com.taskd.store.v1B\n" +
 	"StoreProtoP\x01Z3github.com/taskd/taskd/proto/taskd/store/v1;storev1\xa2\x02\x03TSX\xaa\x02\x0eTaskd.Store.V1\xca\x02\x0eTaskd\\Store\\V1\xe2\x02\x1aTaskd\\Store\\V1\\GPBMetadata\xea\x02\x10Taskd::Store::V1b\x06proto3"
 
@@ -952,11 +1005,12 @@ var file_taskd_store_v1_store_proto_depIdxs = []int32{
 	1,  // 20: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
 	9,  // 21: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
 	9,  // 22: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	1,  // 23: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_taskd_store_v1_store_proto_init() }

@@ -1,0 +1,402 @@
+package taskservice
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/taskd/taskd/pkg/pending"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// This file runs tasks of scope EVERY_NODE (SPEC §6): stored once, at
+// pending.Keys.Every, and run by every RUNNING node by its triggers, each
+// node keeping its own progress (trigger positions, run numbers, last run,
+// run marker) at pending.Keys.EveryProgress. A node sees such tasks through
+// a watch on their prefix.
+//
+// The run machinery is the one of identity tasks: a node merges the shared
+// record with its progress into one TaskRecord, plans and applies runs on
+// it, and splits the progress back out. Its writes are fenced on its own
+// registration (the lease of nodes/<name>: a replaced or expired node
+// cannot commit), on the shared record's revision (a cancel stops runs) and
+// on its progress revision. Fence tokens of these runs are (0, progress
+// revision).
+
+// mergeEvery is this node's view of an EVERY_NODE task.
+func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.EveryNodeProgress, now time.Time) *storev1.TaskRecord {
+	rec := cloneRec(shared)
+	rec.RunCount, rec.Attempt, rec.LastRun, rec.Running, rec.RetryAt = 0, 0, nil, nil, nil
+	rec.PendingFire, rec.PendingTrigger, rec.HistorySeq, rec.RecoveryPending, rec.Misfires = nil, 0, 0, nil, 0
+	if prog == nil {
+		initTriggers(rec)
+	} else {
+		p := proto.Clone(prog).(*storev1.EveryNodeProgress)
+		rec.Triggers, rec.RunCount, rec.Attempt, rec.LastRun = p.Triggers, p.RunCount, p.Attempt, p.LastRun
+		rec.Running, rec.RetryAt, rec.PendingFire, rec.PendingTrigger = p.Running, p.RetryAt, p.PendingFire, p.PendingTrigger
+		rec.HistorySeq, rec.RecoveryPending, rec.Misfires = p.HistorySeq, p.RecoveryPending, p.Misfires
+	}
+	rec.ManualRequested = shared.ManualRequested && (prog == nil || sharedRev > prog.ManualServedRev)
+	if shared.State != taskdv1.TaskState_TASK_STATE_CANCELED {
+		rec.State, rec.FinishedAt = taskdv1.TaskState_TASK_STATE_SCHEDULED, nil
+		settle(rec, now)
+	}
+	if rec.Running != nil {
+		rec.State = taskdv1.TaskState_TASK_STATE_RUNNING
+	}
+	return rec
+}
+
+// splitEvery takes this node's progress out of a merged record.
+func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProgress {
+	return &storev1.EveryNodeProgress{
+		Triggers: rec.Triggers, RunCount: rec.RunCount, LastRun: rec.LastRun, Running: rec.Running,
+		Attempt: rec.Attempt, RetryAt: rec.RetryAt, PendingFire: rec.PendingFire, PendingTrigger: rec.PendingTrigger,
+		HistorySeq: rec.HistorySeq, RecoveryPending: rec.RecoveryPending, ManualServedRev: servedRev, Misfires: rec.Misfires,
+	}
+}
+
+// everyFence is the compares of a write of this node's progress on task.
+func (n *Node) everyFence(e *entry, sharedRev, progRev int64) []clientv3.Cmp {
+	n.mu.Lock()
+	lease := n.leaseID
+	n.mu.Unlock()
+	return []clientv3.Cmp{
+		clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(lease)),
+		clientv3.Compare(clientv3.ModRevision(n.keys.Every(e.ident.name, e.id)), "=", sharedRev),
+		clientv3.Compare(clientv3.ModRevision(n.keys.EveryProgress(n.cfg.Name, e.id)), "=", progRev),
+	}
+}
+
+func putProgress(key string, p *storev1.EveryNodeProgress) (clientv3.Op, error) {
+	b, err := proto.Marshal(p)
+	if err != nil {
+		return clientv3.Op{}, fmt.Errorf("encode progress: %w", err)
+	}
+	return clientv3.OpPut(key, string(b)), nil
+}
+
+// loadEvery reads every EVERY_NODE task and this node's progress on each,
+// queues them, and returns the revision read at.
+func (n *Node) loadEvery(ctx context.Context) (int64, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Txn(cctx).Then(
+		clientv3.OpGet(n.keys.AllEvery(), clientv3.WithPrefix()),
+		clientv3.OpGet(n.keys.EveryProgressOf(n.cfg.Name), clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("load EVERY_NODE tasks: %w", err)
+	}
+	progs := map[string]*mvccpb.KeyValue{}
+	pp := n.keys.EveryProgressOf(n.cfg.Name)
+	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
+		progs[string(kv.Key[len(pp):])] = kv
+	}
+	seen := map[string]bool{}
+	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
+		id, tid, err := n.keys.SplitEvery(string(kv.Key))
+		if err != nil {
+			continue
+		}
+		seen[tid] = true
+		n.installEvery(id, kv.Value, kv.ModRevision, progs[tid], true)
+	}
+	n.mu.Lock()
+	var gone []*entry
+	for _, st := range n.every {
+		for tid, e := range st.tasks {
+			if !seen[tid] {
+				gone = append(gone, e)
+			}
+		}
+	}
+	n.mu.Unlock()
+	for _, e := range gone {
+		n.removeEvery(e.ident.name, e.id)
+	}
+	return resp.Header.Revision, nil
+}
+
+// everyLoop follows the EVERY_NODE tasks after loadEvery.
+func (n *Node) everyLoop(rev int64) {
+	defer n.wg.Done()
+	for n.life.Err() == nil {
+		if rev == 0 {
+			r, err := n.loadEvery(n.life)
+			if err != nil {
+				select {
+				case <-time.After(n.cfg.HandoffPeriod):
+				case <-n.life.Done():
+				}
+				continue
+			}
+			rev = r
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(n.life))
+		for resp := range n.cli.Watch(wctx, n.keys.AllEvery(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
+			if resp.Err() != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				id, tid, err := n.keys.SplitEvery(string(ev.Kv.Key))
+				if err != nil {
+					continue
+				}
+				if ev.Type == clientv3.EventTypeDelete {
+					n.removeEvery(id, tid)
+				} else {
+					n.installEvery(id, ev.Kv.Value, ev.Kv.ModRevision, nil, false)
+				}
+			}
+		}
+		cancel()
+		rev = 0
+	}
+}
+
+// installEvery queues (or updates) this node's entry of an EVERY_NODE task.
+// progKV is this node's stored progress when known (withProg).
+func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mvccpb.KeyValue, withProg bool) {
+	shared, err := pending.Decode(value)
+	if err != nil {
+		n.log.Error("bad EVERY_NODE task", "identity", id, "error", err)
+		return
+	}
+	var prog *storev1.EveryNodeProgress
+	progRev := int64(0)
+	if progKV != nil {
+		prog = &storev1.EveryNodeProgress{}
+		if err := proto.Unmarshal(progKV.Value, prog); err != nil {
+			n.log.Error("bad EVERY_NODE progress", "task", shared.Id, "error", err)
+			prog = nil
+		}
+		progRev = progKV.ModRevision
+	}
+	n.mu.Lock()
+	st := n.every[id]
+	if st == nil {
+		st = &identState{name: id, every: true, tasks: map[string]*entry{}}
+		n.every[id] = st
+	}
+	e := st.tasks[shared.Id]
+	if e == nil {
+		e = &entry{ident: st, id: shared.Id, idx: -1}
+		st.tasks[e.id] = e
+	} else if e.running || (!withProg && e.rev >= sharedRev) {
+		n.mu.Unlock()
+		return // a run in flight folds the change in at its commit
+	}
+	if withProg {
+		e.prog, e.progRev = prog, progRev
+	}
+	e.rev = sharedRev
+	e.shared = shared
+	e.rec = mergeEvery(shared, sharedRev, e.prog, time.Now())
+	stale := e.rec.Running != nil
+	if stale {
+		n.queue.remove(e)
+	} else {
+		n.reschedLocked(e)
+	}
+	n.mu.Unlock()
+	if stale {
+		n.resolveEveryMarker(e)
+	}
+}
+
+// removeEvery drops an EVERY_NODE task that was deleted, with this node's
+// progress on it.
+func (n *Node) removeEvery(id, taskID string) {
+	n.mu.Lock()
+	if st := n.every[id]; st != nil {
+		if e := st.tasks[taskID]; e != nil {
+			n.removeEntryLocked(e)
+		}
+	}
+	n.mu.Unlock()
+	ctx, cancel := n.etcdCtx(n.life)
+	defer cancel()
+	if _, err := n.cli.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.Err() == nil {
+		n.log.Warn("delete EVERY_NODE progress", "task", taskID, "error", err)
+	}
+}
+
+// resolveEveryMarker settles this node's run marker of an EVERY_NODE task
+// that is not in flight here (an earlier incarnation's run).
+func (n *Node) resolveEveryMarker(e *entry) {
+	for range 3 {
+		n.mu.Lock()
+		rec, sharedRev, progRev, served := cloneRec(e.rec), e.rev, e.progRev, e.prog.GetManualServedRev()
+		n.mu.Unlock()
+		if rec.Running == nil {
+			return
+		}
+		m := rec.Running
+		outcome, msg := taskdv1.Outcome_OUTCOME_INTERRUPTED,
+			fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
+		if m.Incarnation == n.incarnation {
+			outcome, msg = taskdv1.Outcome_OUTCOME_DROPPED, "the run's result was not committed"
+		}
+		hist := resolveStale(rec, outcome, msg, time.Now())
+		np := splitEvery(rec, served)
+		ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
+		if err != nil {
+			return
+		}
+		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		if err != nil {
+			return
+		}
+		ctx, cancel := n.etcdCtx(n.life)
+		resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(append([]clientv3.Op{put}, ops...)...).Commit()
+		cancel()
+		if err != nil || !resp.Succeeded {
+			if n.life.Err() != nil {
+				return
+			}
+			continue
+		}
+		n.mu.Lock()
+		e.prog, e.progRev = np, resp.Header.Revision
+		e.rec = mergeEvery(e.shared, e.rev, np, time.Now())
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		n.emit(Event{Type: EventInterrupted, Identity: e.ident.name, TaskID: e.id, Kind: rec.Spec.Kind,
+			RunNumber: m.RunNumber, Outcome: outcome, Message: msg})
+		return
+	}
+}
+
+// startEvery writes this node's run marker of a due EVERY_NODE task and
+// launches the run; it reports whether a run was launched.
+func (n *Node) startEvery(e *entry) bool {
+	n.mu.Lock()
+	if e.gone || n.draining || !n.leaseFreshLocked() {
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return false
+	}
+	cur, sharedRev, progRev, served := e.rec, e.rev, e.progRev, e.prog.GetManualServedRev()
+	n.mu.Unlock()
+	p := planStart(cur, n.cfg.Name, n.incarnation, 0, time.Now(), n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
+	if cur.ManualRequested && !p.rec.ManualRequested {
+		served = sharedRev
+	}
+	np := splitEvery(p.rec, served)
+	put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+	if err != nil {
+		n.settleNotStarted(e, time.Second)
+		return false
+	}
+	ctx, cancel := n.etcdCtx(context.Background())
+	resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(put).Commit()
+	cancel()
+	if err != nil || !resp.Succeeded {
+		if err != nil {
+			n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
+		}
+		// The task changed (its watch brings it) or this node re-registered.
+		n.settleNotStarted(e, n.cfg.HandoffPeriod)
+		return false
+	}
+	rev := resp.Header.Revision
+	n.mu.Lock()
+	e.rec, e.prog, e.progRev = p.rec, np, rev
+	if !p.run {
+		e.running = false
+		n.reschedLocked(e)
+	}
+	n.mu.Unlock()
+	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
+	if p.misfired > 0 {
+		ev.Type, ev.Count = EventMisfired, p.misfired
+		n.emit(ev)
+	}
+	if !p.run {
+		return false
+	}
+	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Revision: rev}, 0
+	ev.Type = EventFired
+	n.emit(ev)
+	ev.Type = EventStarted
+	n.emit(ev)
+	n.runs.Add(1)
+	go n.execute(e, p, 0, rev)
+	return true
+}
+
+// commitEvery stores this node's result of an EVERY_NODE run.
+func (n *Node) commitEvery(e *entry, p startPlan, res runResult, progRev int64, ev Event, outcomeEvent EventType) {
+	n.mu.Lock()
+	sharedRev, served, shared := e.rev, e.prog.GetManualServedRev(), e.shared
+	n.mu.Unlock()
+	base := p.rec
+	delay := 50 * time.Millisecond
+	for {
+		rec := cloneRec(base)
+		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+		np := splitEvery(rec, served)
+		ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
+		var put clientv3.Op
+		if err == nil {
+			put, err = putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		}
+		if err != nil {
+			n.log.Error("encode EVERY_NODE result", "task", e.id, "error", err)
+			return
+		}
+		ctx, cancel := n.etcdCtx(context.Background())
+		resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).
+			Then(append([]clientv3.Op{put}, ops...)...).
+			Else(clientv3.OpGet(n.keys.Every(e.ident.name, e.id))).Commit()
+		cancel()
+		if err != nil {
+			if n.life.Err() != nil {
+				return // the next start resolves the marker
+			}
+			time.Sleep(delay) // owned by this run's goroutine; bounded backoff
+			if delay < 2*time.Second {
+				delay *= 2
+			}
+			continue
+		}
+		if resp.Succeeded {
+			n.mu.Lock()
+			e.prog, e.progRev, e.running = np, resp.Header.Revision, false
+			e.rec = mergeEvery(shared, sharedRev, np, time.Now())
+			n.reschedLocked(e)
+			n.mu.Unlock()
+			n.emitResult(ev, outcomeEvent, next, rec)
+			return
+		}
+		kvs := resp.Responses[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 || kvs[0].ModRevision == sharedRev {
+			// Deleted, or our registration changed: the result is dropped.
+			ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
+			n.emit(ev)
+			n.mu.Lock()
+			e.running = false
+			n.reschedLocked(e)
+			n.mu.Unlock()
+			return
+		}
+		// The shared record changed (cancelled, run-now): fold the result
+		// into the new version.
+		fresh, err := pending.Decode(kvs[0].Value)
+		if err != nil {
+			return
+		}
+		shared, sharedRev = fresh, kvs[0].ModRevision
+		n.mu.Lock()
+		e.shared, e.rev = fresh, sharedRev
+		n.mu.Unlock()
+		base = mergeEvery(fresh, sharedRev, splitEvery(base, served), time.Now())
+	}
+}

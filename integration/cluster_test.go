@@ -51,11 +51,13 @@ func newCluster(t *testing.T, prefix string) *cluster {
 // opts are the options of the node called name: the cluster's etcd and
 // prefix, its own data dir, the fast settings and the "rec" handler, which
 // appends "node identity task run fence attempt unix-nanos" to the
-// cluster's file for every run.
+// cluster's file for every run; "slowrec" does the same, then takes 200 ms
+// more, so that a node stopped or killed at any moment likely has runs in
+// flight.
 func (c *cluster) opts(name string) nodeOptions {
 	rec := fmt.Sprintf(`echo "$TASKD_NODE $TASKD_IDENTITY $TASKD_TASK_ID $TASKD_RUN $TASKD_FENCE $TASKD_ATTEMPT $(date +%%s%%N)" >> %s`,
 		shellQuote(c.rec))
-	extra := []string{"--prefix", c.prefix, "--exec", "rec=" + rec}
+	extra := []string{"--prefix", c.prefix, "--exec", "rec=" + rec, "--exec", "slowrec=" + rec + "; sleep 0.2"}
 	return nodeOptions{
 		name:    name,
 		dataDir: filepath.Join(c.dir, "data-"+name),
@@ -206,9 +208,10 @@ func successes(runs []*taskdv1.Run) int {
 // from one of the nodes in mayRepeat (the ones that crashed or lost their
 // identities), and the history must not show an earlier execution as
 // committed: its entry is INTERRUPTED or DROPPED, or has fallen out of the
-// history.
-func checkRepeats(t *testing.T, task string, lines []recLine, runs []*taskdv1.Run, mayRepeat ...string) {
+// history. It returns how many run numbers were executed more than once.
+func checkRepeats(t *testing.T, task string, lines []recLine, runs []*taskdv1.Run, mayRepeat ...string) int {
 	t.Helper()
+	repeated := 0
 	byRun := map[int64][]recLine{}
 	for _, l := range lines {
 		byRun[l.run] = append(byRun[l.run], l)
@@ -217,6 +220,7 @@ func checkRepeats(t *testing.T, task string, lines []recLine, runs []*taskdv1.Ru
 		if len(ls) < 2 {
 			continue
 		}
+		repeated++
 		sort.Slice(ls, func(i, j int) bool { return ls[i].fence.less(ls[j].fence) })
 		for i := 1; i < len(ls); i++ {
 			if !ls[i-1].fence.less(ls[i].fence) {
@@ -249,6 +253,7 @@ func checkRepeats(t *testing.T, task string, lines []recLine, runs []*taskdv1.Ru
 			t.Errorf("task %s: run %d committed SUCCESS %d times%s", task, n, k, describeRuns(runs))
 		}
 	}
+	return repeated
 }
 
 // percentile returns the p-th percentile (0-100) of sorted durations.

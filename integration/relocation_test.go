@@ -35,7 +35,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		id := fmt.Sprintf("failover-%02d", i)
 		ids = append(ids, id)
 		// Scheduled through A, which is RUNNING: A owns the identity.
-		periodic[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "rec", Triggers: every(300 * time.Millisecond)}).GetId()
+		periodic[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "slowrec", Triggers: every(300 * time.Millisecond)}).GetId()
 	}
 	var oneShots []taskRef
 	for i, id := range ids {
@@ -138,12 +138,14 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	// earlier execution is not committed.
 	lines := cl.recLines()
 	tasks := byTask(lines)
+	repeated := 0
 	for _, id := range ids {
-		checkRepeats(t, periodic[id], tasks[periodic[id]], mustListRuns(t, bc, id, periodic[id]), "node-a")
+		repeated += checkRepeats(t, periodic[id], tasks[periodic[id]], mustListRuns(t, bc, id, periodic[id]), "node-a")
 	}
 	for _, r := range oneShots {
-		checkRepeats(t, r.id, tasks[r.id], mustListRuns(t, bc, r.identity, r.id), "node-a")
+		repeated += checkRepeats(t, r.id, tasks[r.id], mustListRuns(t, bc, r.identity, r.id), "node-a")
 	}
+	t.Logf("%d run numbers executed again under a newer fence (recoveries of runs in flight at the kill)", repeated)
 
 	// For the closing note: how long after the SIGKILL the dead node's
 	// tasks ran on a survivor.
@@ -186,7 +188,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 	for i := range n {
 		id := fmt.Sprintf("frozen-%02d", i)
 		ids = append(ids, id)
-		tasks[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "rec", Triggers: every(200 * time.Millisecond)}).GetId()
+		tasks[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "slowrec", Triggers: every(200 * time.Millisecond)}).GetId()
 	}
 	requireOwner(t, bc, ids, "node-a")
 	eventually(t, waitLong, "every identity ran on node-a", func() error {
@@ -307,6 +309,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 	// A started no new run for an identity it lost: after SIGCONT at most
 	// the one run per task that was already in flight executes there.
 	lines := byTask(cl.recLines())
+	repeated := 0
 	for _, id := range ids {
 		task := tasks[id]
 		var late []recLine
@@ -332,8 +335,9 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 					tookOver[id].Format("15:04:05.000"), stopAt.Format("15:04:05.000"), describeRuns(runs))
 			}
 		}
-		checkRepeats(t, task, lines[task], runs, "node-a")
+		repeated += checkRepeats(t, task, lines[task], runs, "node-a")
 	}
+	t.Logf("%d run numbers executed again under a newer fence (recoveries of runs in flight at SIGSTOP)", repeated)
 }
 
 // TestDrainMovesIdentities drains a node through taskctl on the other node
@@ -411,6 +415,13 @@ func TestDrainMovesIdentities(t *testing.T) {
 	for _, r := range oneShots {
 		if k := len(lines[r.id]); k != 1 {
 			t.Errorf("one-shot %s/%s executed %d times, want once: %v", r.identity, r.id, k, lines[r.id])
+			continue
+		}
+		// The handler's fence is the one the history shows (so that the
+		// fence comparisons of the other tests mean something).
+		if runs := mustListRuns(t, bc, r.identity, r.id); len(runs) == 1 && runs[0].GetFence() != lines[r.id][0].fence.String() {
+			t.Errorf("one-shot %s/%s: the handler saw fence %s, the history shows %q", r.identity, r.id,
+				lines[r.id][0].fence, runs[0].GetFence())
 		}
 	}
 	slices.Sort(late)

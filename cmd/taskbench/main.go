@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -39,25 +40,31 @@ type options struct {
 	output      string
 	out         string
 	taskd       string
+	moves       int
+	reassign    int
+	failover    string
 }
 
 // Results are the figures of one run.
 type Results struct {
-	Machine           string  `json:"machine"`
-	Tasks             int     `json:"tasks"`
-	Identities        int     `json:"identities"`
-	Concurrency       int     `json:"concurrency"`
-	StartupMs         float64 `json:"startup_ms"`
-	BinaryStartupMs   float64 `json:"binary_startup_ms,omitempty"`
-	EtcdPutPerSec     float64 `json:"etcd_put_per_sec"`
-	ScheduleTasksPerS float64 `json:"schedule_tasks_per_sec"`
-	E2ETasksPerSec    float64 `json:"e2e_tasks_per_sec"`
-	E2ERatio          float64 `json:"e2e_ratio"`
-	ScheduleRatio     float64 `json:"schedule_ratio"`
-	FireLagP50Ms      float64 `json:"fire_lag_p50_ms"`
-	FireLagP99Ms      float64 `json:"fire_lag_p99_ms"`
-	FireLagMaxMs      float64 `json:"fire_lag_max_ms"`
-	EtcdWritesPerTask float64 `json:"etcd_writes_per_task"`
+	Machine           string             `json:"machine"`
+	Tasks             int                `json:"tasks"`
+	Identities        int                `json:"identities"`
+	Concurrency       int                `json:"concurrency"`
+	StartupMs         float64            `json:"startup_ms"`
+	BinaryStartupMs   float64            `json:"binary_startup_ms,omitempty"`
+	EtcdPutPerSec     float64            `json:"etcd_put_per_sec"`
+	ScheduleTasksPerS float64            `json:"schedule_tasks_per_sec"`
+	E2ETasksPerSec    float64            `json:"e2e_tasks_per_sec"`
+	E2ERatio          float64            `json:"e2e_ratio"`
+	ScheduleRatio     float64            `json:"schedule_ratio"`
+	FireLagP50Ms      float64            `json:"fire_lag_p50_ms"`
+	FireLagP99Ms      float64            `json:"fire_lag_p99_ms"`
+	FireLagMaxMs      float64            `json:"fire_lag_max_ms"`
+	EtcdWritesPerTask float64            `json:"etcd_writes_per_task"`
+	HandoffP99Ms      float64            `json:"handoff_p99_ms"`
+	FailoverMs        float64            `json:"failover_ms"`
+	Relocation        *RelocationResults `json:"relocation,omitempty"`
 }
 
 func main() {
@@ -67,7 +74,10 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also used for etcd's raw Put)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
 	flag.StringVar(&o.out, "out", "", "also write the JSON results to this file")
-	flag.StringVar(&o.taskd, "taskd", "", "taskd binary: also time its start (exec to RUNNING) on an empty embedded etcd")
+	flag.StringVar(&o.taskd, "taskd", "", "taskd binary: also time its start (exec to RUNNING) on an empty embedded etcd, and failover")
+	flag.IntVar(&o.moves, "moves", 100, "MoveIdentity calls to time (0 skips)")
+	flag.IntVar(&o.reassign, "reassign", 10000, "identities of a dead node to reassign (0 skips)")
+	flag.StringVar(&o.failover, "failover", "10s,2s", "lease TTLs at which to time failover (needs -taskd; empty skips)")
 	flag.Parse()
 	res, err := run(o)
 	if err != nil {
@@ -110,7 +120,64 @@ func printTable(w io.Writer, r *Results) {
 	fmt.Fprintf(tw, "end-to-end (schedule+run+commit)\t%.0f tasks/s\t(%.2f × etcd Put)\n", r.E2ETasksPerSec, r.E2ERatio)
 	fmt.Fprintf(tw, "etcd writes per task\t%.1f\n", r.EtcdWritesPerTask)
 	fmt.Fprintf(tw, "run start − due time\tp50 %.1f ms, p99 %.1f ms, max %.1f ms\n", r.FireLagP50Ms, r.FireLagP99Ms, r.FireLagMaxMs)
+	if rr := r.Relocation; rr != nil {
+		if rr.Moves > 0 {
+			fmt.Fprintf(tw, "handoff (MoveIdentity → first run on new owner)\tp50 %.1f ms, p99 %.1f ms over %d moves\n", rr.HandoffP50Ms, rr.HandoffP99Ms, rr.Moves)
+		}
+		if rr.ReassignIDs > 0 {
+			fmt.Fprintf(tw, "reassign identities of a dead node\t%d: all mapped in %.0f ms, all loaded in %.0f ms\n", rr.ReassignIDs, rr.ReassignMappedMs, rr.ReassignLoadedMs)
+		}
+		if rr.FailoverMs > 0 {
+			fmt.Fprintf(tw, "failover (SIGKILL → first run on survivor)\t%.0f ms at --lease-ttl 10s\n", rr.FailoverMs)
+		}
+		if rr.FailoverTTL2sMs > 0 {
+			fmt.Fprintf(tw, "failover (SIGKILL → first run on survivor)\t%.0f ms at --lease-ttl 2s\n", rr.FailoverTTL2sMs)
+		}
+	}
 	_ = tw.Flush()
+}
+
+// runRelocation measures handoff, reassignment and failover on the bench's
+// etcd (each under its own key prefix).
+func runRelocation(ctx context.Context, o options, etcdURL string, res *Results) error {
+	rr := &RelocationResults{}
+	res.Relocation = rr
+	if o.moves > 0 {
+		lat, err := measureMoves(ctx, etcdURL, o.moves)
+		if err != nil {
+			return fmt.Errorf("moves: %w", err)
+		}
+		rr.Moves, rr.HandoffP50Ms, rr.HandoffP99Ms = len(lat), ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99))
+		res.HandoffP99Ms = rr.HandoffP99Ms
+	}
+	if o.reassign > 0 {
+		mapped, loaded, err := measureReassign(ctx, etcdURL, o.reassign)
+		if err != nil {
+			return fmt.Errorf("reassign: %w", err)
+		}
+		rr.ReassignIDs, rr.ReassignMappedMs, rr.ReassignLoadedMs = o.reassign, ms(mapped), ms(loaded)
+	}
+	if o.taskd != "" && o.failover != "" {
+		rr.FailoverLeaseTTLs = o.failover
+		for _, f := range strings.Split(o.failover, ",") {
+			ttl, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("-failover %q: %w", f, err)
+			}
+			d, err := measureFailover(ctx, o.taskd, etcdURL, ttl)
+			if err != nil {
+				return fmt.Errorf("failover at %s: %w", ttl, err)
+			}
+			switch ttl {
+			case 2 * time.Second:
+				rr.FailoverTTL2sMs = ms(d)
+			default:
+				rr.FailoverMs = ms(d)
+				res.FailoverMs = ms(d)
+			}
+		}
+	}
+	return nil
 }
 
 func run(o options) (*Results, error) {
@@ -219,6 +286,9 @@ func run(o options) (*Results, error) {
 		return nil, err
 	}
 	res.EtcdWritesPerTask = float64(revAfter.Header.Revision-revBefore.Header.Revision) / float64(o.tasks)
+	if err := runRelocation(ctx, o, srv.ClientURL(), res); err != nil {
+		return nil, err
+	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	if len(lags) > 0 {
 		res.FireLagP50Ms = ms(lags[len(lags)/2])

@@ -43,16 +43,26 @@ type Watcher struct {
 	// test that proves polling is enough).
 	NoWatch bool
 	Timeout time.Duration // deadline of one etcd call
+	// Workers is how many entries are handled at once (default 16): a
+	// dead node's identities arrive as thousands of entries together.
+	Workers int
 	Log     hclog.Logger
 	Handle  Handler
 
 	mu       sync.Mutex
 	inFlight map[string]bool
+	slots    chan struct{}
+	handlers sync.WaitGroup
 }
 
 // Run delivers entries until ctx is cancelled.
 func (w *Watcher) Run(ctx context.Context) {
 	w.inFlight = map[string]bool{}
+	if w.Workers <= 0 {
+		w.Workers = 16
+	}
+	w.slots = make(chan struct{}, w.Workers)
+	defer w.handlers.Wait()
 	var wg sync.WaitGroup
 	if !w.NoWatch {
 		wg.Add(1)
@@ -148,8 +158,9 @@ func (w *Watcher) watchLoop(ctx context.Context) {
 	}
 }
 
-// deliver hands an entry to the handler unless it is already being
-// handled, then deletes it (only the write that was delivered).
+// deliver hands an entry to the handler on one of the worker slots unless
+// it is already being handled; the handler's goroutine then deletes it
+// (only the write that was delivered).
 func (w *Watcher) deliver(ctx context.Context, key string, value []byte, rev int64) {
 	w.mu.Lock()
 	if w.inFlight[key] {
@@ -158,11 +169,29 @@ func (w *Watcher) deliver(ctx context.Context, key string, value []byte, rev int
 	}
 	w.inFlight[key] = true
 	w.mu.Unlock()
-	defer func() {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
 		w.mu.Lock()
 		delete(w.inFlight, key)
 		w.mu.Unlock()
+		return
+	}
+	w.handlers.Add(1)
+	go func() {
+		defer w.handlers.Done()
+		defer func() { <-w.slots }()
+		defer func() {
+			w.mu.Lock()
+			delete(w.inFlight, key)
+			w.mu.Unlock()
+		}()
+		w.take(ctx, key, value, rev)
 	}()
+}
+
+// take handles one entry and deletes it if the handler took it.
+func (w *Watcher) take(ctx context.Context, key string, value []byte, rev int64) {
 	var rec storev1.HandoffEntry
 	if err := proto.Unmarshal(value, &rec); err != nil {
 		w.Log.Error("bad handoff entry; deleting it", "key", key, "error", err)

@@ -333,6 +333,7 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 	began, total := time.Now(), 0
 	batch := n.movesPerTxn()
 	absent := clientv3.Compare(clientv3.CreateRevision(n.nodesPrefix+dead), "=", 0)
+	var live []*candidate
 	for ctx.Err() == nil {
 		cctx, cancel := n.etcdCtx(ctx)
 		resp, err := n.cli.Get(cctx, n.idmap.Keys().OwnedPrefix(dead), clientv3.WithPrefix(),
@@ -348,19 +349,23 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 			}
 			return nil
 		}
-		cs, err := n.candidates(ctx)
-		if err != nil {
-			return err
-		}
-		for _, c := range cs {
-			if c.name == dead {
-				return nil // it came back
+		if live == nil {
+			// Read once per round of successes: loads are then counted here.
+			cs, err := n.candidates(ctx)
+			if err != nil {
+				return err
 			}
-		}
-		live := running(cs, dead)
-		if len(live) == 0 {
-			n.log.Warn("no RUNNING node to take the identities of a dead node", "dead", dead)
-			return nil
+			for _, c := range cs {
+				if c.name == dead {
+					return nil // it came back
+				}
+			}
+			live = running(cs, dead)
+			if len(live) == 0 {
+				n.log.Warn("no RUNNING node to take the identities of a dead node", "dead", dead)
+				return nil
+			}
+			sort.Slice(live, func(i, j int) bool { return live[i].name < live[j].name })
 		}
 		prefix := n.idmap.Keys().OwnedPrefix(dead)
 		ids := make([]string, 0, len(resp.Kvs))
@@ -382,7 +387,6 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 		var moves []move
 		var staleOps []clientv3.Op
 		var staleCmps []clientv3.Cmp
-		sort.Slice(live, func(i, j int) bool { return live[i].name < live[j].name })
 		for i, id := range ids {
 			owner, err := identity.OwnerFromResponse(id, (*clientv3.GetResponse)(read.Responses[i].GetResponseRange()))
 			if err != nil {
@@ -415,7 +419,9 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 			total += len(moves)
 			continue
 		}
-		// A compare failed: read again after a breath.
+		// A compare failed (a target went away, the dead node came back, an
+		// identity moved): read everything again after a breath.
+		live = nil
 		select {
 		case <-time.After(n.cfg.HandoffPeriod / 10):
 		case <-ctx.Done():

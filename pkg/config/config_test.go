@@ -756,9 +756,6 @@ func TestUsage(t *testing.T) {
 	var b bytes.Buffer
 	Usage(&b)
 	text := b.String()
-	relocation := map[string]bool{
-		"handoff-period": true, "handoff-start": true, "vote-delay": true, "remove-delay": true, "drain-timeout": true,
-	}
 	lines := strings.Split(text, "\n")
 	for _, o := range options {
 		var line string
@@ -777,10 +774,6 @@ func TestUsage(t *testing.T) {
 		}
 		if !strings.Contains(line, o.help) {
 			t.Errorf("usage line for --%s lacks its meaning %q: %q", o.name, o.help, line)
-		}
-		note := "(validated and recorded; takes effect with relocation, issue #3)"
-		if got := strings.Contains(line, note); got != relocation[o.name] {
-			t.Errorf("usage line for --%s: relocation note present = %v, want %v", o.name, got, relocation[o.name])
 		}
 	}
 	for _, want := range []string{"TASKD_LEASE_TTL", "--help", "--run-on-every-node", "--cluster-lock", "SPEC §6"} {

@@ -35,9 +35,6 @@ type option struct {
 	check func(c Config) error
 }
 
-// relocationNote marks the options whose behaviour arrives with the
-// relocation release.
-const relocationNote = "(validated and recorded; takes effect with relocation, issue #3)"
 
 // Limits enforced by Validate.
 const (
@@ -110,25 +107,25 @@ var options = []*option{
 	},
 	{
 		name: "handoff-period", arg: "DURATION", def: "500ms",
-		help:  "handoff polling period, > 0 " + relocationNote,
+		help:  "handoff polling period (the safety net under the handoff watch), > 0",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.HandoffPeriod }),
 		check: func(c Config) error { return checkPositive(c.HandoffPeriod) },
 	},
 	{
 		name: "handoff-start", arg: "DURATION", def: "2500ms",
-		help:  "delay before the first handoff poll " + relocationNote,
+		help:  "delay before the first handoff poll; 0 = poll at once",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.HandoffStart }),
 		check: func(c Config) error { return checkNonNegative(c.HandoffStart) },
 	},
 	{
 		name: "vote-delay", arg: "DURATION", def: "5000ms",
-		help:  "status vote delay " + relocationNote,
+		help:  "an identity's active/inactive status is reported only after this delay, and not if it flipped back",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.VoteDelay }),
 		check: func(c Config) error { return checkNonNegative(c.VoteDelay) },
 	},
 	{
 		name: "remove-delay", arg: "DURATION", def: "5000ms",
-		help:  "unmapping delay for inactive identities " + relocationNote,
+		help:  "an identity inactive with no tasks for this long after its inactive vote is unmapped",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.RemoveDelay }),
 		check: func(c Config) error { return checkNonNegative(c.RemoveDelay) },
 	},
@@ -140,7 +137,7 @@ var options = []*option{
 	},
 	{
 		name: "drain-timeout", arg: "DURATION", def: "30s",
-		help:  "wait for in-flight runs when draining " + relocationNote,
+		help:  "when draining (SIGTERM, DrainNode), how long identities with runs in flight wait before they are handed over anyway",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.DrainTimeout }),
 		check: func(c Config) error { return checkNonNegative(c.DrainTimeout) },
 	},

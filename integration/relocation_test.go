@@ -400,7 +400,7 @@ func TestDrainMovesIdentities(t *testing.T) {
 	}
 
 	// Every one-shot ran exactly once, on time.
-	lines := byTask(cl.recLines())
+	var lines map[string][]recLine
 	var late []time.Duration
 	for _, r := range oneShots {
 		waitTaskState(t, bc, r.identity, r.id, taskdv1.TaskState_TASK_STATE_COMPLETED)

@@ -35,7 +35,6 @@ type option struct {
 	check func(c Config) error
 }
 
-
 // Limits enforced by Validate.
 const (
 	maxNameLen     = 64

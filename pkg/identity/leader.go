@@ -2,9 +2,11 @@ package identity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,7 +27,8 @@ func (l Leadership) Fence() clientv3.Cmp {
 // Campaign blocks until the caller holds key under lease, or ctx ends.
 // The key is created only if absent, so at most one holder exists; when the
 // holder's lease ends the key goes with it and a waiting campaigner takes
-// it. Each etcd call is bounded by timeout.
+// it. Each etcd call is bounded by timeout. It returns an error wrapping
+// rpctypes.ErrLeaseNotFound if lease has expired.
 func Campaign(ctx context.Context, cli *clientv3.Client, key, value string, lease clientv3.LeaseID, timeout time.Duration) (Leadership, error) {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -38,6 +41,10 @@ func Campaign(ctx context.Context, cli *clientv3.Client, key, value string, leas
 		if err != nil {
 			if ctx.Err() != nil {
 				return Leadership{}, ctx.Err()
+			}
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				// The caller's lease is gone: it must campaign with its new one.
+				return Leadership{}, fmt.Errorf("campaign for %s: %w", key, err)
 			}
 			select {
 			case <-time.After(timeout / 5):

@@ -183,6 +183,13 @@ func (n *Node) placementLoop() {
 		n.mu.Unlock()
 		l, err := identity.Campaign(n.life, n.cli, n.cfg.Prefix+"leader", n.cfg.Name+" "+n.incarnation, lease, n.cfg.EtcdTimeout)
 		if err != nil {
+			// Most likely the lease expired and the node is registering
+			// again: campaign with its new lease after a breath.
+			n.log.Debug("placement campaign ended", "error", err)
+			select {
+			case <-time.After(n.cfg.HandoffPeriod):
+			case <-n.life.Done():
+			}
 			continue
 		}
 		n.log.Info("placement leader")

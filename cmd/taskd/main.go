@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -147,9 +148,10 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	reg.MustRegister(metrics.runs, metrics.events)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	var started atomic.Bool // Start has returned: the node is fully up
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		st := node.State()
-		if st != taskdv1.NodeState_NODE_STATE_RUNNING {
+		if st != taskdv1.NodeState_NODE_STATE_RUNNING || !started.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		fmt.Fprintln(w, strings.TrimPrefix(st.String(), "NODE_STATE_"))
@@ -179,6 +181,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		_ = node.Stop(context.Background())
 		return fmt.Errorf("start node: %w", err)
 	}
+	started.Store(true)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	log.Info("taskd running", "api", lis.Addr().String(), "http", httpLis.Addr().String(),

@@ -151,23 +151,17 @@ func (n *Node) start(e *entry) bool {
 			n.settleNotStarted(e, time.Second)
 			return false
 		}
-		ctx, cancel := n.etcdCtx(context.Background())
-		resp, err := n.cli.Txn(ctx).
-			If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
-			Then(put).
-			Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
-			Commit()
-		cancel()
-		if err != nil {
-			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id, "error", err)
+		out := n.batch.do(context.Background(), n.runFence(st.name, e.id, epoch, rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
+		if out.err != nil {
+			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id, "error", out.err)
 			n.settleNotStarted(e, time.Second)
 			return false
 		}
-		if !resp.Succeeded {
-			n.conflict(e, epoch, resp.Responses)
+		if !out.ok {
+			n.conflict(e, epoch, out.els)
 			return false
 		}
-		newRev = resp.Header.Revision
+		newRev = out.rev
 	}
 	n.mu.Lock()
 	e.rec, e.rev = p.rec, newRev
@@ -193,6 +187,17 @@ func (n *Node) start(e *entry) bool {
 	n.runs.Add(1)
 	go n.execute(e, p, epoch, newRev)
 	return true
+}
+
+// runFence is the compares of a run's start and commit: the identity still
+// has the epoch the run started under, and the task is as the node wrote it.
+func (n *Node) runFence(id, taskID string, epoch, rev int64) []clientv3.Cmp {
+	return []clientv3.Cmp{n.idmap.Fence(id, epoch), n.keys.TaskAt(id, taskID, rev)}
+}
+
+// runElse reads, when the fence fails, what failed it.
+func (n *Node) runElse(id, taskID string) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpGet(n.idmap.Keys().Mapping(id)), clientv3.OpGet(n.keys.Task(id, taskID))}
 }
 
 // settleNotStarted puts back an entry whose start failed, to try again later.

@@ -57,6 +57,7 @@ type Node struct {
 	done          chan struct{} // closed when Stop has finished
 
 	voter    *vote.Voter
+	batch    *batcher
 	draining bool // no run starts; identities are being handed away
 
 	kindsMu sync.Mutex // guards the cluster's kinds, cached
@@ -90,6 +91,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
+	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 4)
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	n.runCtx, n.cancelRuns = context.WithCancel(context.Background())
 	return n, nil
@@ -207,6 +209,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		<-done
 	}
 	n.cancelRuns()
+	n.batch.wait()
 	if !wasStarted {
 		return nil
 	}

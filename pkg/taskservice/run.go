@@ -164,14 +164,9 @@ func (n *Node) commit(e *entry, p startPlan, res runResult, epoch, rev int64) {
 			n.log.Error("encode run result", "task", e.id, "error", err)
 			return
 		}
-		ctx, cancel := n.etcdCtx(context.Background())
-		resp, err := n.cli.Txn(ctx).
-			If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
-			Then(append([]clientv3.Op{put}, ops...)...).
-			Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
-			Commit()
-		cancel()
-		if err != nil {
+		out := n.batch.do(context.Background(), n.runFence(st.name, e.id, epoch, rev),
+			append([]clientv3.Op{put}, ops...), n.runElse(st.name, e.id))
+		if err := out.err; err != nil {
 			if n.life.Err() != nil {
 				// Stopping with etcd away: the marker stays and the next
 				// start resolves the run as INTERRUPTED.
@@ -186,12 +181,12 @@ func (n *Node) commit(e *entry, p startPlan, res runResult, epoch, rev int64) {
 			}
 			continue
 		}
-		if resp.Succeeded {
-			n.finishEntry(e, rec, resp.Header.Revision)
+		if out.ok {
+			n.finishEntry(e, rec, out.rev)
 			n.emitResult(ev, outcomeEvent, next, rec)
 			return
 		}
-		owner, derr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(resp.Responses[0].GetResponseRange()))
+		owner, derr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(out.els[0].GetResponseRange()))
 		if derr != nil || owner.Epoch != epoch {
 			n.log.Info("run dropped: the identity's epoch changed under it", "identity", st.name,
 				"task", e.id, "run", p.runNumber, "epoch", epoch, "now", owner.Epoch, "owner", owner.Node)
@@ -203,7 +198,7 @@ func (n *Node) commit(e *entry, p startPlan, res runResult, epoch, rev int64) {
 			n.identityMoved(st, owner)
 			return
 		}
-		kvs := resp.Responses[1].GetResponseRange().GetKvs()
+		kvs := out.els[1].GetResponseRange().GetKvs()
 		if len(kvs) == 0 {
 			n.mu.Lock()
 			e.running = false

@@ -227,13 +227,11 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 		if len(ops) == 0 {
 			return nil
 		}
-		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
-		cancel()
-		if err != nil {
-			return fmt.Errorf("store tasks: %w", err)
+		res := n.batch.do(ctx, cmps, ops, nil)
+		if res.err != nil {
+			return fmt.Errorf("store tasks: %w", res.err)
 		}
-		if !resp.Succeeded {
+		if !res.ok {
 			for _, p := range plans {
 				if err := n.resolveIdempotent(ctx, p.g.id, p.live, recs, out); err != nil {
 					return err
@@ -244,7 +242,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			}
 			continue
 		}
-		rev := resp.Header.Revision
+		rev := res.rev
 		for _, p := range plans {
 			if p.g.every {
 				for _, i := range p.live {

@@ -361,18 +361,20 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 // with a run in flight here are left alone; run markers of runs not in
 // flight here are resolved.
 func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error {
-	stored, _, err := n.store.LoadAll(ctx, id)
+	stored, rev, err := n.store.LoadAll(ctx, id)
 	if err != nil {
 		return err
 	}
-	n.installTasks(id, epoch, stored, true)
+	n.installTasks(id, epoch, stored, rev)
 	return nil
 }
 
 // installTasks puts stored tasks of id, owned under epoch, into the queue.
-// With full, stored is every task of the identity and entries it lacks are
-// removed. Entries with a run in flight are left to their commit.
-func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, full bool) {
+// With loadRev > 0, stored is every task of the identity as of that
+// revision, and entries it lacks are removed unless they were written
+// after it (a task scheduled while the load was under way). Entries with a
+// run in flight are left to their commit.
+func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loadRev int64) {
 	n.mu.Lock()
 	st := n.idents[id]
 	if st == nil || st.lost {
@@ -405,9 +407,9 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, ful
 		}
 		n.reschedLocked(e)
 	}
-	if full {
+	if loadRev > 0 {
 		for tid, e := range st.tasks {
-			if !seen[tid] && !e.running {
+			if !seen[tid] && !e.running && e.rev <= loadRev {
 				n.removeEntryLocked(e)
 			}
 		}

@@ -73,7 +73,7 @@ func (n *Node) takeHandoff(ctx context.Context, e handoff.Entry) error {
 		n.mu.Unlock()
 		return nil
 	}
-	n.installTasks(e.Identity, owner.Epoch, []pending.Stored{stored}, false)
+	n.installTasks(e.Identity, owner.Epoch, []pending.Stored{stored}, 0)
 	n.emit(Event{Type: EventHandedOff, Identity: e.Identity, TaskID: e.TaskID, Kind: stored.Rec.Spec.GetKind(),
 		Message: "from " + e.From})
 	return nil

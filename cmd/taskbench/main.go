@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -21,6 +22,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +45,8 @@ type options struct {
 	moves       int
 	reassign    int
 	failover    string
+	cpuprofile  string
+	workers     int
 }
 
 // Results are the figures of one run.
@@ -78,10 +82,22 @@ func main() {
 	flag.IntVar(&o.moves, "moves", 100, "MoveIdentity calls to time (0 skips)")
 	flag.IntVar(&o.reassign, "reassign", 10000, "identities of a dead node to reassign (0 skips)")
 	flag.StringVar(&o.failover, "failover", "10s,2s", "lease TTLs at which to time failover (needs -taskd; empty skips)")
+	flag.IntVar(&o.workers, "workers", 0, "the node's concurrent runs (0: same as -concurrency)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "taskbench:", err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	res, err := run(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "taskbench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 	if o.out != "" {
@@ -228,7 +244,7 @@ func run(o options) (*Results, error) {
 	}
 	node, err := taskservice.New(taskservice.Config{
 		Name: "bench", Client: cli, Handlers: map[string]taskservice.Handler{"noop": noop},
-		Listeners: []taskservice.Listener{listener}, Workers: o.concurrency,
+		Listeners: []taskservice.Listener{listener}, Workers: cmp.Or(o.workers, o.concurrency),
 	})
 	if err != nil {
 		return nil, err

@@ -113,7 +113,7 @@ func Default() Config {
 		History:          20,
 		Retention:        24 * time.Hour,
 		MaxCatchUp:       100,
-		Workers:          64,
+		Workers:          128,
 		LogLevel:         "info",
 	}
 }

@@ -68,7 +68,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		History:          20,
 		Retention:        24 * time.Hour,
 		MaxCatchUp:       100,
-		Workers:          64,
+		Workers:          128,
 		LogLevel:         "info",
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {

@@ -177,7 +177,7 @@ var options = []*option{
 		check: func(c Config) error { return checkRange(c.MaxCatchUp, 1, math.MaxInt) },
 	},
 	{
-		name: "workers", arg: "N", def: "64",
+		name: "workers", arg: "N", def: "128",
 		help:  "concurrent runs per node, 1 to 10000",
 		set:   intSetter(func(c *Config) *int { return &c.Workers }),
 		check: func(c Config) error { return checkRange(c.Workers, 1, maxWorkers) },

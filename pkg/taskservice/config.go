@@ -32,7 +32,7 @@ type Config struct {
 	History          int           // runs kept per task; default 20
 	Retention        time.Duration // finished tasks kept; default 24h
 	MaxPayload       int           // payload and data limit; default 256 KiB
-	Workers          int           // concurrent runs; default 64
+	Workers          int           // concurrent runs; default 128
 	DefaultTimeout   time.Duration // run timeout when a task names none; default 5m
 	EtcdTimeout      time.Duration // deadline of one etcd call; default 5s
 	// MaxTxnOps is the etcd server's --max-txn-ops (default 128; the
@@ -106,7 +106,7 @@ func (c *Config) setDefaults() error {
 		c.MaxTxnOps = 128
 	}
 	if c.Workers <= 0 {
-		c.Workers = 64
+		c.Workers = 128
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

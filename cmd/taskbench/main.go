@@ -1,20 +1,28 @@
 // Command taskbench measures taskd on this machine against etcd's own raw
-// throughput, in the same run and at the same concurrency, and prints a
-// table (or JSON with -o json; -out FILE also writes the JSON to a file).
+// throughput, measured in the same run, against the same etcd, at the same
+// concurrency. It prints a table (or JSON with -o json) and writes the JSON
+// to -out.
 //
-// It starts an embedded etcd (fsync on, as in production) in a temporary
-// directory and one in-process node over it, then measures:
+// By default it starts an embedded etcd (fsync on, as in production) in a
+// temporary directory; -etcd uses an external cluster instead. Each
+// scenario runs fresh in-process nodes under its own key prefix:
 //
-//   - start-up: embedded etcd start to node RUNNING;
-//   - etcd raw Put throughput with -concurrency goroutines;
-//   - schedule throughput: -tasks one-shot no-op tasks for -identities
-//     identities, one ScheduleTask call each, -concurrency at a time;
-//   - end-to-end throughput: the same tasks scheduled, run and committed
-//     (from the first schedule call to the last commit).
+//   - etcd raw Put and Txn (two compares, two puts) throughput;
+//   - schedule throughput, one task per call and batches of 100;
+//   - end-to-end throughput (scheduled, run and committed) of no-op durable
+//     one-shot tasks for 1, 100 and 10,000 identities;
+//   - fire lag (run start − due time) for 10,000 tasks due in the same
+//     second, and at a steady 1,000 tasks/s;
+//   - heap per pending task on a node that loaded them, and etcd bytes per
+//     task;
+//   - handoff latency, reassignment of a dead node's identities, failover
+//     (with -taskd: real processes killed with SIGKILL), start-up time.
+//
+// -long runs the scale version: 1,000,000 pending tasks for 100,000
+// identities for the memory figure, and 100,000 tasks for throughput.
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -22,8 +30,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,129 +40,237 @@ import (
 
 	"github.com/taskd/taskd/pkg/etcdembed"
 	"github.com/taskd/taskd/pkg/taskservice"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 type options struct {
 	tasks       int
-	identities  int
 	concurrency int
+	long        bool
+	etcd        string
 	output      string
 	out         string
 	taskd       string
 	moves       int
 	reassign    int
 	failover    string
+	memTasks    int
+	memIDs      int
 	cpuprofile  string
-	workers     int
+	skip        string
 }
 
-// Results are the figures of one run.
+// Results are the figures of one run. The top-level numeric keys are the
+// baseline that later runs are compared with.
 type Results struct {
-	Machine           string             `json:"machine"`
-	Tasks             int                `json:"tasks"`
-	Identities        int                `json:"identities"`
-	Concurrency       int                `json:"concurrency"`
-	StartupMs         float64            `json:"startup_ms"`
-	BinaryStartupMs   float64            `json:"binary_startup_ms,omitempty"`
-	EtcdPutPerSec     float64            `json:"etcd_put_per_sec"`
-	ScheduleTasksPerS float64            `json:"schedule_tasks_per_sec"`
-	E2ETasksPerSec    float64            `json:"e2e_tasks_per_sec"`
-	E2ERatio          float64            `json:"e2e_ratio"`
-	ScheduleRatio     float64            `json:"schedule_ratio"`
-	FireLagP50Ms      float64            `json:"fire_lag_p50_ms"`
-	FireLagP99Ms      float64            `json:"fire_lag_p99_ms"`
-	FireLagMaxMs      float64            `json:"fire_lag_max_ms"`
-	EtcdWritesPerTask float64            `json:"etcd_writes_per_task"`
-	HandoffP99Ms      float64            `json:"handoff_p99_ms"`
-	FailoverMs        float64            `json:"failover_ms"`
-	Relocation        *RelocationResults `json:"relocation,omitempty"`
+	Machine     string `json:"machine"`
+	Go          string `json:"go"`
+	Date        string `json:"date"`
+	Tasks       int    `json:"tasks"`
+	Concurrency int    `json:"concurrency"`
+
+	EtcdPutPerSec float64 `json:"etcd_put_per_sec"`
+	EtcdTxnPerSec float64 `json:"etcd_txn_per_sec"`
+
+	ScheduleTasksPerSec      float64 `json:"schedule_tasks_per_sec"`
+	ScheduleBatchTasksPerSec float64 `json:"schedule_batch_tasks_per_sec"`
+	ScheduleRatio            float64 `json:"schedule_ratio"`
+	ScheduleBatchRatio       float64 `json:"schedule_batch_ratio"`
+
+	E2ETasksPerSec float64     `json:"e2e_tasks_per_sec"` // at 100 identities
+	E2ERatio       float64     `json:"e2e_ratio"`
+	E2ETxnRatio    float64     `json:"e2e_txn_ratio"`
+	E2E            []e2eResult `json:"e2e"`
+
+	FireLagP50Ms float64   `json:"fire_lag_p50_ms"` // steady 1,000 tasks/s
+	FireLagP99Ms float64   `json:"fire_lag_p99_ms"`
+	FireLagMaxMs float64   `json:"fire_lag_max_ms"`
+	SteadyLag    lagResult `json:"fire_lag_steady"`
+	BurstLag     lagResult `json:"fire_lag_burst"`
+
+	HeapBytesPerTask float64 `json:"heap_bytes_per_task"`
+	EtcdBytesPerTask float64 `json:"etcd_bytes_per_task"`
+	PendingLoaded    int     `json:"pending_tasks_loaded"`
+	LoadMs           float64 `json:"pending_load_ms"`
+
+	HandoffP99Ms    float64            `json:"handoff_p99_ms"`
+	FailoverMs      float64            `json:"failover_ms"`
+	StartupMs       float64            `json:"startup_ms,omitempty"`
+	Relocation      *RelocationResults `json:"relocation,omitempty"`
+	ElapsedSeconds  float64            `json:"elapsed_seconds"`
+	ScenariosFailed []string           `json:"scenarios_failed,omitempty"`
 }
 
 func main() {
 	var o options
-	flag.IntVar(&o.tasks, "tasks", 10000, "no-op one-shot tasks to schedule and run")
-	flag.IntVar(&o.identities, "identities", 100, "identities the tasks are spread over")
-	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also used for etcd's raw Put)")
+	flag.IntVar(&o.tasks, "tasks", 10000, "tasks per throughput scenario")
+	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also for etcd's raw Put and Txn)")
+	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario")
+	flag.StringVar(&o.etcd, "etcd", "", "external etcd endpoint (default: an embedded etcd in a temporary directory)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
 	flag.StringVar(&o.out, "out", "", "also write the JSON results to this file")
-	flag.StringVar(&o.taskd, "taskd", "", "taskd binary: also time its start (exec to RUNNING) on an empty embedded etcd, and failover")
+	flag.StringVar(&o.taskd, "taskd", "", "taskd binary: time its start and failover with real processes")
 	flag.IntVar(&o.moves, "moves", 100, "MoveIdentity calls to time (0 skips)")
 	flag.IntVar(&o.reassign, "reassign", 10000, "identities of a dead node to reassign (0 skips)")
 	flag.StringVar(&o.failover, "failover", "10s,2s", "lease TTLs at which to time failover (needs -taskd; empty skips)")
-	flag.IntVar(&o.workers, "workers", 0, "the node's concurrent runs (0: same as -concurrency)")
+	flag.IntVar(&o.memTasks, "mem-tasks", 20000, "pending tasks to load for the memory figure")
+	flag.IntVar(&o.memIDs, "mem-identities", 2000, "identities of those pending tasks")
+	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,memory,relocation")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if o.long {
+		o.tasks, o.memTasks, o.memIDs = 100000, 1000000, 100000
+	}
+	if err := mainErr(o); err != nil {
+		fmt.Fprintln(os.Stderr, "taskbench:", err)
+		os.Exit(1)
+	}
+}
+
+func mainErr(o options) error {
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "taskbench:", err)
-			os.Exit(1)
+			return err
 		}
-		_ = pprof.StartCPUProfile(f)
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := run(o)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "taskbench:", err)
-		pprof.StopCPUProfile()
-		os.Exit(1)
+		return err
 	}
 	if o.out != "" {
 		if err := writeJSON(o.out, res); err != nil {
-			fmt.Fprintln(os.Stderr, "taskbench:", err)
-			os.Exit(1)
+			return err
 		}
 	}
 	if o.output == "json" {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
-		return
+		return enc.Encode(res)
 	}
 	printTable(os.Stdout, res)
+	if len(res.ScenariosFailed) > 0 {
+		return fmt.Errorf("scenarios failed: %s", strings.Join(res.ScenariosFailed, "; "))
+	}
+	return nil
 }
 
-func writeJSON(path string, res *Results) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+func run(o options) (*Results, error) {
+	began := time.Now()
+	ctx := context.Background()
+	res := &Results{Tasks: o.tasks, Concurrency: o.concurrency, Machine: machine(), Go: runtime.Version(),
+		Date: time.Now().UTC().Format(time.RFC3339)}
+	skip := map[string]bool{}
+	for _, s := range strings.Split(o.skip, ",") {
+		skip[strings.TrimSpace(s)] = true
 	}
-	b, _ := json.MarshalIndent(res, "", "  ")
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	if o.taskd != "" {
+		d, err := measureStartup(o.taskd)
+		if err != nil {
+			return nil, err
+		}
+		res.StartupMs = ms(d)
+	}
+	endpoint := o.etcd
+	if endpoint == "" {
+		dir, err := os.MkdirTemp("", "taskbench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		endpoint = srv.ClientURL()
+	}
+	cli, err := taskservice.DialEtcd([]string{endpoint})
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+
+	// etcd's own limit, measured twice (before and after taskd's scenarios)
+	// and averaged, since a 2-core machine drifts over a minute.
+	put1, err := rawPut(ctx, cli, o.tasks, o.concurrency, "a")
+	if err != nil {
+		return nil, err
+	}
+	if res.EtcdTxnPerSec, err = rawTxn(ctx, cli, o.tasks, o.concurrency); err != nil {
+		return nil, err
+	}
+	fail := func(name string, err error) {
+		res.ScenariosFailed = append(res.ScenariosFailed, name+": "+err.Error())
+	}
+	if !skip["schedule"] {
+		if res.ScheduleTasksPerSec, err = measureSchedule(ctx, endpoint, "/bench-sched1/", o.tasks, 100, 1, o.concurrency); err != nil {
+			fail("schedule", err)
+		}
+		if res.ScheduleBatchTasksPerSec, err = measureSchedule(ctx, endpoint, "/bench-sched100/", o.tasks, 100, 100, o.concurrency/8+1); err != nil {
+			fail("schedule batch", err)
+		}
+	}
+	if !skip["e2e"] {
+		for _, ids := range []int{1, 100, 10000} {
+			n := o.tasks
+			if ids == 1 {
+				n = o.tasks / 10 // one identity's runs start one after another
+			}
+			r, err := measureE2E(ctx, cli, endpoint, fmt.Sprintf("/bench-e2e-%d/", ids), n, ids, o.concurrency)
+			if err != nil {
+				fail(fmt.Sprintf("e2e %d identities", ids), err)
+				continue
+			}
+			res.E2E = append(res.E2E, r)
+			if ids == 100 {
+				res.E2ETasksPerSec = r.TasksPerSec
+			}
+		}
+	}
+	if !skip["lag"] {
+		if res.BurstLag, err = measureBurstLag(ctx, endpoint, 10000, 1000, o.concurrency/8+1); err != nil {
+			fail("burst lag", err)
+		}
+		if res.SteadyLag, err = measureSteadyLag(ctx, endpoint, 1000, 5*time.Second, 1000); err != nil {
+			fail("steady lag", err)
+		}
+		res.FireLagP50Ms, res.FireLagP99Ms, res.FireLagMaxMs = res.SteadyLag.P50Ms, res.SteadyLag.P99Ms, res.SteadyLag.MaxMs
+	}
+	if !skip["memory"] {
+		heap, db, load, err := measureMemory(ctx, endpoint, o.memTasks, o.memIDs, o.concurrency/8+1)
+		if err != nil {
+			fail("memory", err)
+		} else {
+			res.HeapBytesPerTask, res.EtcdBytesPerTask, res.PendingLoaded, res.LoadMs = heap, db, o.memTasks, ms(load)
+		}
+	}
+	put2, err := rawPut(ctx, cli, o.tasks, o.concurrency, "b")
+	if err != nil {
+		return nil, err
+	}
+	res.EtcdPutPerSec = (put1 + put2) / 2
+	ratio := func(x float64) float64 { return x / res.EtcdPutPerSec }
+	res.ScheduleRatio, res.ScheduleBatchRatio = ratio(res.ScheduleTasksPerSec), ratio(res.ScheduleBatchTasksPerSec)
+	res.E2ERatio, res.E2ETxnRatio = ratio(res.E2ETasksPerSec), res.E2ETasksPerSec/res.EtcdTxnPerSec
+	for i := range res.E2E {
+		res.E2E[i].Ratio = ratio(res.E2E[i].TasksPerSec)
+	}
+	if !skip["relocation"] {
+		if err := runRelocation(ctx, o, endpoint, res); err != nil {
+			fail("relocation", err)
+		}
+	}
+	res.ElapsedSeconds = time.Since(began).Seconds()
+	return res, nil
 }
 
-func printTable(w io.Writer, r *Results) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "machine\t%s\n", r.Machine)
-	fmt.Fprintf(tw, "workload\t%d no-op one-shot tasks, %d identities, %d concurrent clients\n", r.Tasks, r.Identities, r.Concurrency)
-	if r.BinaryStartupMs > 0 {
-		fmt.Fprintf(tw, "taskd start-up (exec → RUNNING, empty embedded etcd)\t%.0f ms\n", r.BinaryStartupMs)
-	}
-	fmt.Fprintf(tw, "in-process start-up (embedded etcd → RUNNING)\t%.0f ms\n", r.StartupMs)
-	fmt.Fprintf(tw, "etcd raw Put\t%.0f /s\n", r.EtcdPutPerSec)
-	fmt.Fprintf(tw, "schedule\t%.0f tasks/s\t(%.2f × etcd Put)\n", r.ScheduleTasksPerS, r.ScheduleRatio)
-	fmt.Fprintf(tw, "end-to-end (schedule+run+commit)\t%.0f tasks/s\t(%.2f × etcd Put)\n", r.E2ETasksPerSec, r.E2ERatio)
-	fmt.Fprintf(tw, "etcd writes per task\t%.1f\n", r.EtcdWritesPerTask)
-	fmt.Fprintf(tw, "run start − due time\tp50 %.1f ms, p99 %.1f ms, max %.1f ms\n", r.FireLagP50Ms, r.FireLagP99Ms, r.FireLagMaxMs)
-	if rr := r.Relocation; rr != nil {
-		if rr.Moves > 0 {
-			fmt.Fprintf(tw, "handoff (MoveIdentity → first run on new owner)\tp50 %.1f ms, p99 %.1f ms over %d moves\n", rr.HandoffP50Ms, rr.HandoffP99Ms, rr.Moves)
-		}
-		if rr.ReassignIDs > 0 {
-			fmt.Fprintf(tw, "reassign identities of a dead node\t%d: all mapped in %.0f ms, all loaded in %.0f ms\n", rr.ReassignIDs, rr.ReassignMappedMs, rr.ReassignLoadedMs)
-		}
-		if rr.FailoverMs > 0 {
-			fmt.Fprintf(tw, "failover (SIGKILL → first run on survivor)\t%.0f ms at --lease-ttl 10s\n", rr.FailoverMs)
-		}
-		if rr.FailoverTTL2sMs > 0 {
-			fmt.Fprintf(tw, "failover (SIGKILL → first run on survivor)\t%.0f ms at --lease-ttl 2s\n", rr.FailoverTTL2sMs)
-		}
-	}
-	_ = tw.Flush()
-}
-
-// runRelocation measures handoff, reassignment and failover on the bench's
-// etcd (each under its own key prefix).
+// runRelocation measures handoff, reassignment and failover (each under
+// its own key prefix).
 func runRelocation(ctx context.Context, o options, etcdURL string, res *Results) error {
 	rr := &RelocationResults{}
 	res.Relocation = rr
@@ -184,134 +300,63 @@ func runRelocation(ctx context.Context, o options, etcdURL string, res *Results)
 			if err != nil {
 				return fmt.Errorf("failover at %s: %w", ttl, err)
 			}
-			switch ttl {
-			case 2 * time.Second:
+			if ttl == 2*time.Second {
 				rr.FailoverTTL2sMs = ms(d)
-			default:
-				rr.FailoverMs = ms(d)
-				res.FailoverMs = ms(d)
+			} else {
+				rr.FailoverMs, res.FailoverMs = ms(d), ms(d)
 			}
 		}
 	}
 	return nil
 }
 
-func run(o options) (*Results, error) {
-	dir, err := os.MkdirTemp("", "taskbench-")
-	if err != nil {
-		return nil, err
+func writeJSON(path string, res *Results) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	defer os.RemoveAll(dir)
-	res := &Results{Tasks: o.tasks, Identities: o.identities, Concurrency: o.concurrency, Machine: machine()}
-	if o.taskd != "" {
-		d, err := measureStartup(o.taskd)
-		if err != nil {
-			return nil, err
+	b, _ := json.MarshalIndent(res, "", "  ")
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func printTable(w io.Writer, r *Results) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
+	row("machine", "%s, %s, %s", r.Machine, r.Go, r.Date)
+	row("concurrency", "%d clients; %d tasks per scenario", r.Concurrency, r.Tasks)
+	row("etcd raw Put", "%.0f /s", r.EtcdPutPerSec)
+	row("etcd raw Txn (2 compares, 2 puts)", "%.0f /s", r.EtcdTxnPerSec)
+	row("schedule, 1 task per call", "%.0f tasks/s\t%.2f × Put", r.ScheduleTasksPerSec, r.ScheduleRatio)
+	row("schedule, 100 tasks per call", "%.0f tasks/s\t%.2f × Put", r.ScheduleBatchTasksPerSec, r.ScheduleBatchRatio)
+	for _, e := range r.E2E {
+		row(fmt.Sprintf("end-to-end, %d identities", e.Identities), "%.0f tasks/s\t%.2f × Put\t(%d tasks, %.2f etcd revisions per task)",
+			e.TasksPerSec, e.Ratio, e.Tasks, e.Revisions)
+	}
+	row("fire lag, 10,000 due in one second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.BurstLag.P50Ms, r.BurstLag.P99Ms, r.BurstLag.MaxMs)
+	row("fire lag, steady 1,000 tasks/s", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.SteadyLag.P50Ms, r.SteadyLag.P99Ms, r.SteadyLag.MaxMs)
+	row("heap per pending task", "%.0f bytes\t(%d tasks loaded in %.0f ms)", r.HeapBytesPerTask, r.PendingLoaded, r.LoadMs)
+	row("etcd bytes per task", "%.0f bytes", r.EtcdBytesPerTask)
+	if r.StartupMs > 0 {
+		row("taskd start-up (exec → RUNNING, empty embedded etcd)", "%.0f ms", r.StartupMs)
+	}
+	if rr := r.Relocation; rr != nil {
+		if rr.Moves > 0 {
+			row("handoff (MoveIdentity → first run on new owner)", "p50 %.1f ms, p99 %.1f ms\t(%d moves)", rr.HandoffP50Ms, rr.HandoffP99Ms, rr.Moves)
 		}
-		res.BinaryStartupMs = ms(d)
-	}
-
-	began := time.Now()
-	ctx := context.Background()
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: dir, ClientURL: "http://127.0.0.1:0"})
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Close()
-	cli, err := taskservice.DialEtcd([]string{srv.ClientURL()})
-	if err != nil {
-		return nil, err
-	}
-	defer cli.Close()
-
-	var (
-		done    atomic.Int64
-		allDone = make(chan struct{})
-		lagMu   sync.Mutex
-		lags    []time.Duration
-	)
-	noop := taskservice.HandlerFunc(func(ctx context.Context, r *taskservice.Run) error {
-		lag := time.Since(r.FireTime)
-		lagMu.Lock()
-		lags = append(lags, lag)
-		lagMu.Unlock()
-		return nil
-	})
-	listener := func(ev taskservice.Event) {
-		if ev.Type == taskservice.EventSucceeded && done.Add(1) == int64(o.tasks) {
-			close(allDone)
+		if rr.ReassignIDs > 0 {
+			row("reassign a dead node's identities", "%d: all mapped in %.0f ms, all loaded in %.0f ms", rr.ReassignIDs, rr.ReassignMappedMs, rr.ReassignLoadedMs)
+		}
+		if rr.FailoverMs > 0 {
+			row("failover (SIGKILL → first run on survivor)", "%.0f ms at --lease-ttl 10s", rr.FailoverMs)
+		}
+		if rr.FailoverTTL2sMs > 0 {
+			row("failover (SIGKILL → first run on survivor)", "%.0f ms at --lease-ttl 2s", rr.FailoverTTL2sMs)
 		}
 	}
-	node, err := taskservice.New(taskservice.Config{
-		Name: "bench", Client: cli, Handlers: map[string]taskservice.Handler{"noop": noop},
-		Listeners: []taskservice.Listener{listener}, Workers: cmp.Or(o.workers, o.concurrency),
-	})
-	if err != nil {
-		return nil, err
+	row("elapsed", "%.0f s", r.ElapsedSeconds)
+	for _, f := range r.ScenariosFailed {
+		row("FAILED", "%s", f)
 	}
-	if err := node.Start(ctx); err != nil {
-		return nil, err
-	}
-	defer node.Stop(context.Background())
-	res.StartupMs = ms(time.Since(began))
-
-	// etcd's own limit: single-key Puts of a task-sized value.
-	value := string(make([]byte, 256))
-	puts, err := parallel(o.tasks, o.concurrency, func(i int) error {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, err := cli.Put(cctx, fmt.Sprintf("/bench/raw/%08d", i), value)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("raw put: %w", err)
-	}
-	res.EtcdPutPerSec = float64(o.tasks) / puts.Seconds()
-
-	revBefore, err := cli.Get(ctx, "/bench/none")
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	sched, err := parallel(o.tasks, o.concurrency, func(i int) error {
-		spec := &taskdv1.TaskSpec{
-			Identity: fmt.Sprintf("id-%05d", i%o.identities), Kind: "noop",
-			Scope:    taskdv1.Scope_SCOPE_IDENTITY,
-			Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}},
-		}
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		_, err := node.Schedule(cctx, []*taskdv1.TaskSpec{spec}, "task")
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
-	}
-	res.ScheduleTasksPerS = float64(o.tasks) / sched.Seconds()
-	select {
-	case <-allDone:
-	case <-time.After(10 * time.Minute):
-		return nil, fmt.Errorf("only %d of %d tasks finished in 10 minutes", done.Load(), o.tasks)
-	}
-	e2e := time.Since(start)
-	res.E2ETasksPerSec = float64(o.tasks) / e2e.Seconds()
-	res.E2ERatio = res.E2ETasksPerSec / res.EtcdPutPerSec
-	res.ScheduleRatio = res.ScheduleTasksPerS / res.EtcdPutPerSec
-	revAfter, err := cli.Get(ctx, "/bench/none")
-	if err != nil {
-		return nil, err
-	}
-	res.EtcdWritesPerTask = float64(revAfter.Header.Revision-revBefore.Header.Revision) / float64(o.tasks)
-	if err := runRelocation(ctx, o, srv.ClientURL(), res); err != nil {
-		return nil, err
-	}
-	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
-	if len(lags) > 0 {
-		res.FireLagP50Ms = ms(lags[len(lags)/2])
-		res.FireLagP99Ms = ms(lags[len(lags)*99/100])
-		res.FireLagMaxMs = ms(lags[len(lags)-1])
-	}
-	return res, nil
+	_ = tw.Flush()
 }
 
 // parallel runs f(0..n-1) on c goroutines and returns the elapsed time.
@@ -347,5 +392,5 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func machine() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s, %d CPUs", host, numCPU())
+	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
 }

@@ -54,7 +54,7 @@ func measureMoves(ctx context.Context, etcdURL string, moves int) ([]time.Durati
 		}
 		return nil
 	})
-	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-move/", []string{"move-a", "move-b"}, tick, 64)
+	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-move/", []string{"move-a", "move-b"}, tick, nodeOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func measureMoves(ctx context.Context, etcdURL string, moves int) ([]time.Durati
 // all to B, and B to load them.
 func measureReassign(ctx context.Context, etcdURL string, ids int) (mapped, loaded time.Duration, err error) {
 	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
-	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-reassign/", []string{"dead", "heir"}, noop, 64)
+	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-reassign/", []string{"dead", "heir"}, noop, nodeOptions{})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -149,9 +149,15 @@ func measureReassign(ctx context.Context, etcdURL string, ids int) (mapped, load
 	return mapped, time.Since(began), nil
 }
 
+// nodeOptions tune the nodes a scenario starts.
+type nodeOptions struct {
+	workers   int
+	listeners []taskservice.Listener
+}
+
 // startNodes starts in-process nodes over etcdURL under prefix, with fast
 // relocation settings (handoff polling from the start).
-func startNodes(ctx context.Context, etcdURL, prefix string, names []string, h taskservice.Handler, workers int) ([]*taskservice.Node, func(), error) {
+func startNodes(ctx context.Context, etcdURL, prefix string, names []string, h taskservice.Handler, o nodeOptions) ([]*taskservice.Node, func(), error) {
 	var nodes []*taskservice.Node
 	var clis []*clientv3.Client
 	stop := func() {
@@ -172,8 +178,9 @@ func startNodes(ctx context.Context, etcdURL, prefix string, names []string, h t
 		}
 		clis = append(clis, cli)
 		n, err := taskservice.New(taskservice.Config{
-			Name: name, Client: cli, Prefix: prefix, Workers: workers, LeaseTTL: 2 * time.Second,
+			Name: name, Client: cli, Prefix: prefix, Workers: o.workers, LeaseTTL: 2 * time.Second,
 			HandoffStart: -1, MaxTxnOps: 1024, Handlers: map[string]taskservice.Handler{"tick": h},
+			Listeners: o.listeners,
 		})
 		if err != nil {
 			stop()

@@ -117,13 +117,20 @@ func (n *Node) reschedLocked(e *entry) {
 		n.queue.remove(e)
 		return
 	}
-	at, purge, ok := dueTime(e.rec, n.cfg.Retention, time.Now())
+	rec := e.record()
+	if rec == nil {
+		n.queue.remove(e)
+		return
+	}
+	e.prio = rec.GetSpec().GetPriority()
+	at, purge, ok := dueTime(rec, n.cfg.Retention, time.Now())
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
 		return
 	}
 	e.purge = purge
 	n.queue.set(e, at)
+	e.freeze()
 	n.kick()
 }
 
@@ -138,7 +145,7 @@ func (n *Node) start(e *entry) bool {
 		n.mu.Unlock()
 		return false
 	}
-	cur, rev, epoch := e.rec, e.rev, st.epoch
+	cur, rev, epoch := e.record(), e.rev, st.epoch
 	n.mu.Unlock()
 
 	now := time.Now()
@@ -396,7 +403,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 			e = &entry{ident: st, id: s.Rec.Id, idx: -1}
 			st.tasks[e.id] = e
 		}
-		if e.running || (e.rec != nil && e.rev > s.Rev) {
+		if e.running || ((e.rec != nil || e.raw != nil) && e.rev > s.Rev) {
 			continue
 		}
 		e.rec, e.rev = s.Rec, s.Rev
@@ -428,7 +435,7 @@ func (n *Node) resolveMarkers(st *identState, epoch int64, entries []*entry) {
 	for _, e := range entries {
 		for range 3 {
 			n.mu.Lock()
-			rec, rev := cloneRec(e.rec), e.rev
+			rec, rev := cloneRec(e.record()), e.rev
 			n.mu.Unlock()
 			if rec.Running == nil {
 				break
@@ -501,7 +508,7 @@ func (n *Node) resolveMarkers(st *identState, epoch int64, entries []*entry) {
 func (n *Node) purge(e *entry) {
 	defer n.wg.Done()
 	n.mu.Lock()
-	st, rec, rev, epoch := e.ident, e.rec, e.rev, e.ident.epoch
+	st, rec, rev, epoch := e.ident, e.record(), e.rev, e.ident.epoch
 	n.mu.Unlock()
 	if !st.durable {
 		n.mu.Lock()
@@ -526,7 +533,11 @@ func (n *Node) purge(e *entry) {
 	}
 	n.mu.Lock()
 	n.removeEntryLocked(e)
+	empty := len(st.tasks) == 0
 	n.mu.Unlock()
+	if empty {
+		n.voter.Recheck(st.name) // its idle unmapping may go ahead now
+	}
 }
 
 // jitter is the random source of retry backoff.

@@ -50,6 +50,7 @@ type Node struct {
 	idents        map[string]*identState // durable identities owned here
 	local         map[string]*identState // non-durable tasks, by identity
 	every         map[string]*identState // EVERY_NODE tasks, by identity
+	remoteOwners  map[string]identity.Owner
 	queue         timerQueue
 	wake          chan struct{}
 	started       bool
@@ -73,21 +74,22 @@ func New(cfg Config) (*Node, error) {
 	var inc [8]byte
 	_, _ = rand.Read(inc[:])
 	n := &Node{
-		cfg:         cfg,
-		cli:         cfg.Client,
-		keys:        pending.NewKeys(cfg.Prefix),
-		store:       pending.NewStore(cfg.Client, pending.NewKeys(cfg.Prefix)),
-		idmap:       identity.NewMap(cfg.Client, identity.NewKeys(cfg.Prefix)),
-		ids:         pending.NewIDSource(),
-		incarnation: hex.EncodeToString(inc[:]),
-		nodesPrefix: cfg.Prefix + "nodes/",
-		state:       taskdv1.NodeState_NODE_STATE_STARTING,
-		idents:      map[string]*identState{},
-		local:       map[string]*identState{},
-		every:       map[string]*identState{},
-		wake:        make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		slots:       make(chan struct{}, cfg.Workers),
+		cfg:          cfg,
+		cli:          cfg.Client,
+		keys:         pending.NewKeys(cfg.Prefix),
+		store:        pending.NewStore(cfg.Client, pending.NewKeys(cfg.Prefix)),
+		idmap:        identity.NewMap(cfg.Client, identity.NewKeys(cfg.Prefix)),
+		ids:          pending.NewIDSource(),
+		incarnation:  hex.EncodeToString(inc[:]),
+		nodesPrefix:  cfg.Prefix + "nodes/",
+		state:        taskdv1.NodeState_NODE_STATE_STARTING,
+		idents:       map[string]*identState{},
+		local:        map[string]*identState{},
+		every:        map[string]*identState{},
+		remoteOwners: map[string]identity.Owner{},
+		wake:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		slots:        make(chan struct{}, cfg.Workers),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)

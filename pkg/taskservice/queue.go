@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -22,11 +24,16 @@ type identState struct {
 	lost     bool
 }
 
-// entry is one task in the node's timer queue.
+// entry is one task in the node's timer queue. A durable task waiting in
+// the queue keeps its record encoded (raw), decoded only when it runs: a
+// node holds every pending task of its identities, and the encoded form is
+// a fraction of the decoded one's size.
 type entry struct {
 	ident   *identState
 	id      string
-	rec     *storev1.TaskRecord
+	rec     *storev1.TaskRecord // nil while frozen in raw
+	raw     []byte
+	prio    int32
 	rev     int64 // the record's mod revision; 0 for non-durable tasks
 	due     time.Time
 	purge   bool // due is the end of the task's retention, not a fire time
@@ -51,9 +58,8 @@ func (q timerQueue) Less(i, j int) bool {
 	if !a.due.Equal(b.due) {
 		return a.due.Before(b.due)
 	}
-	pa, pb := a.rec.GetSpec().GetPriority(), b.rec.GetSpec().GetPriority()
-	if pa != pb {
-		return pa > pb
+	if a.prio != b.prio {
+		return a.prio > b.prio
 	}
 	return a.id < b.id
 }
@@ -91,4 +97,33 @@ func (q *timerQueue) remove(e *entry) {
 	if e.idx >= 0 {
 		heap.Remove(q, e.idx)
 	}
+}
+
+// record returns the entry's task record, decoding it if it is frozen.
+// Caller holds n.mu.
+func (e *entry) record() *storev1.TaskRecord {
+	if e.rec != nil {
+		return e.rec
+	}
+	if e.raw == nil {
+		return nil
+	}
+	rec := &storev1.TaskRecord{}
+	if err := proto.Unmarshal(e.raw, rec); err != nil {
+		return nil // cannot happen: raw is our own encoding
+	}
+	return rec
+}
+
+// freeze keeps only the encoded record of a durable task that waits in
+// the queue. Caller holds n.mu.
+func (e *entry) freeze() {
+	if e.rec == nil || !e.ident.durable || e.running {
+		return
+	}
+	b, err := proto.Marshal(e.rec)
+	if err != nil {
+		return
+	}
+	e.raw, e.rec = b, nil
 }

@@ -175,7 +175,10 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 				plans = append(plans, p)
 				continue
 			}
-			owner, err := n.ownerOf(ctx, g.id)
+			// The first attempt needs no read: the owner comes from memory,
+			// or is guessed (a cached remote owner, else unmapped) and the
+			// Txn's compare checks the guess; a wrong guess costs a retry.
+			owner, err := n.ownerOf(ctx, g.id, attempt > 0)
 			if err != nil {
 				return err
 			}
@@ -324,9 +327,11 @@ func (n *Node) resolveIdempotent(ctx context.Context, id string, live []int, rec
 	return nil
 }
 
-// ownerOf returns the owner of id: from memory when this node owns it,
-// else from etcd.
-func (n *Node) ownerOf(ctx context.Context, id string) (identity.Owner, error) {
+// ownerOf returns the owner of id: from memory when this node owns it;
+// else, with read, from etcd (and remembered), without read a guess: the
+// remembered owner or unmapped. A guess is only ever used behind a Txn
+// compare that checks it.
+func (n *Node) ownerOf(ctx context.Context, id string, read bool) (identity.Owner, error) {
 	n.mu.Lock()
 	st := n.idents[id]
 	if st != nil && !st.lost && st.epoch > 0 {
@@ -334,11 +339,31 @@ func (n *Node) ownerOf(ctx context.Context, id string) (identity.Owner, error) {
 		n.mu.Unlock()
 		return o, nil
 	}
+	if !read {
+		o, ok := n.remoteOwners[id]
+		n.mu.Unlock()
+		if !ok {
+			o = identity.Owner{Identity: id}
+		}
+		return o, nil
+	}
 	n.mu.Unlock()
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	return n.idmap.Get(cctx, id)
+	o, err := n.idmap.Get(cctx, id)
+	if err == nil && o.Mapped && (o.Node != n.cfg.Name || o.Incarnation != n.incarnation) {
+		n.mu.Lock()
+		if len(n.remoteOwners) >= maxRemoteOwners {
+			clear(n.remoteOwners) // a bounded cache: start again
+		}
+		n.remoteOwners[id] = o
+		n.mu.Unlock()
+	}
+	return o, err
 }
+
+// maxRemoteOwners bounds the cache of identities' owners on other nodes.
+const maxRemoteOwners = 1 << 16
 
 // forgetOwner drops a cached ownership that a failed fence proved stale.
 func (n *Node) forgetOwner(id string, owner identity.Owner) {

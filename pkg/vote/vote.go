@@ -110,6 +110,20 @@ func (v *Voter) Add(id string, delta int) {
 	v.arm(id, s)
 }
 
+// Recheck queues another idle call for id if it is inactive and its last
+// vote said so: the caller found a reason that an earlier idle call could
+// not act on has gone (the identity's last finished task was purged).
+func (v *Voter) Recheck(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.ids[id]
+	if s == nil || s.count > 0 || !s.known || s.reported || !s.idleAt.IsZero() {
+		return
+	}
+	s.idleAt = v.now().Add(v.removeDelay)
+	v.arm(id, s)
+}
+
 // Forget drops id without a vote (the identity moved away: its old node's
 // votes are cleared, SPEC §7.3).
 func (v *Voter) Forget(id string) {

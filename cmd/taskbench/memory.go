@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/taskd/taskd/pkg/taskservice"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// measureMemory stores tasks pending tasks (due in a day, with a 64-byte
+// payload) for ids identities through one node, stops it, and starts a
+// new node under the same name, which loads them all (SPEC §5.4). It
+// returns the heap that node holds per pending task (live heap after a GC,
+// before and after the load), and etcd's database growth per task.
+func measureMemory(ctx context.Context, etcdURL string, tasks, ids, concurrency int) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {
+	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
+	prefix := "/bench-memory/"
+	_ = noop
+	cli, err := taskservice.DialEtcd([]string{etcdURL})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer cli.Close()
+	dbBefore, err := dbInUse(ctx, cli, etcdURL)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := storePending(ctx, etcdURL, prefix, tasks, ids, concurrency); err != nil {
+		return 0, 0, 0, err
+	}
+	dbAfter, err := dbInUse(ctx, cli, etcdURL)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	before := liveHeap()
+	began := time.Now()
+	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"mem"}, noop, nodeOptions{})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	loadTime = time.Since(began)
+	after := liveHeap()
+	runtime.KeepAlive(nodes)
+	stop()
+	return (float64(after) - float64(before)) / float64(tasks), float64(dbAfter-dbBefore) / float64(tasks), loadTime, nil
+}
+
+// storePending stores the tasks through a node of its own, stopped (and
+// unreachable) when it returns, so that its memory is not counted.
+func storePending(ctx context.Context, etcdURL, prefix string, tasks, ids, concurrency int) error {
+	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
+	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"mem"}, noop, nodeOptions{})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	payload := make([]byte, 64)
+	batches := (tasks + 99) / 100
+	_, err = parallel(batches, concurrency, func(b int) error {
+		var specs []*taskdv1.TaskSpec
+		for i := b * 100; i < (b+1)*100 && i < tasks; i++ {
+			specs = append(specs, &taskdv1.TaskSpec{
+				Identity: fmt.Sprintf("mem-%07d", i%ids), Kind: "tick", Scope: taskdv1.Scope_SCOPE_IDENTITY,
+				Payload:  payload,
+				Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{Delay: durationpb.New(24 * time.Hour)}}}},
+			})
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store pending tasks: %w", err)
+	}
+	return nil
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func dbInUse(ctx context.Context, cli *clientv3.Client, endpoint string) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := cli.Status(cctx, endpoint)
+	if err != nil {
+		return 0, fmt.Errorf("etcd status: %w", err)
+	}
+	if st.DbSizeInUse > 0 {
+		return st.DbSizeInUse, nil
+	}
+	return st.DbSize, nil
+}

@@ -74,25 +74,71 @@ func (n *Node) starter(st *identState) {
 			n.mu.Unlock()
 			return
 		}
-		e := st.startQ[0]
-		st.startQ[0] = nil
-		st.startQ = st.startQ[1:]
+		// Up to startBatch due entries of the identity start together:
+		// their start writes go out at once (and share a Txn), then their
+		// handlers are called in queue order.
+		k := min(len(st.startQ), startBatch)
+		batch := append([]*entry(nil), st.startQ[:k]...)
+		clear(st.startQ[:k])
+		st.startQ = st.startQ[k:]
 		n.mu.Unlock()
+		// One slot is waited for; the others are taken only if free, and
+		// entries without one go back to the front of the queue.
 		select {
 		case n.slots <- struct{}{}:
 		case <-n.life.Done():
-			continue
+			continue // stopping
 		}
-		started := false
-		if st.every {
-			started = n.startEvery(e)
+		held := 1
+	more:
+		for held < len(batch) {
+			select {
+			case n.slots <- struct{}{}:
+				held++
+			default:
+				break more
+			}
+		}
+		if held < len(batch) {
+			n.mu.Lock()
+			st.startQ = append(batch[held:len(batch):len(batch)], st.startQ...)
+			n.mu.Unlock()
+			batch = batch[:held]
+		}
+		launches := make([]func(), len(batch))
+		if len(batch) == 1 {
+			launches[0] = n.startAny(st, batch[0])
 		} else {
-			started = n.start(e)
+			var wg sync.WaitGroup
+			for i, e := range batch {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					launches[i] = n.startAny(st, e)
+				}()
+			}
+			wg.Wait()
 		}
-		if !started {
-			<-n.slots
+		for _, launch := range launches {
+			if launch != nil {
+				launch()
+			} else {
+				<-n.slots
+			}
 		}
 	}
+}
+
+// startBatch is how many due runs of one identity start together.
+const startBatch = 32
+
+// startAny writes the run marker of a due entry of either scope; it returns
+// the function that launches the run, or nil if none starts.
+func (n *Node) startAny(st *identState, e *entry) func() {
+	if st.every {
+		return n.startEvery(e)
+	}
+	return n.start(e)
 }
 
 // spawn runs f in a goroutine that Stop waits for. It is called only from
@@ -134,16 +180,16 @@ func (n *Node) reschedLocked(e *entry) {
 	n.kick()
 }
 
-// start writes the run marker of a due entry (fenced) and launches its run.
-// It reports whether a run was launched (and so holds the slot).
-func (n *Node) start(e *entry) bool {
+// start writes the run marker of a due entry (fenced) and returns the
+// function that launches its run (which then holds the slot), or nil.
+func (n *Node) start(e *entry) func() {
 	n.mu.Lock()
 	st := e.ident
 	if e.gone || st.lost || n.draining || !n.leaseFreshLocked() {
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
-		return false
+		return nil
 	}
 	cur, rev, epoch := e.record(), e.rev, st.epoch
 	n.mu.Unlock()
@@ -156,17 +202,17 @@ func (n *Node) start(e *entry) bool {
 		if err != nil {
 			n.log.Error("encode task", "task", e.id, "error", err)
 			n.settleNotStarted(e, time.Second)
-			return false
+			return nil
 		}
 		out := n.batch.do(context.Background(), n.runFence(st.name, e.id, epoch, rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
 		if out.err != nil {
 			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id, "error", out.err)
 			n.settleNotStarted(e, time.Second)
-			return false
+			return nil
 		}
 		if !out.ok {
 			n.conflict(e, epoch, out.els)
-			return false
+			return nil
 		}
 		newRev = out.rev
 	}
@@ -183,17 +229,20 @@ func (n *Node) start(e *entry) bool {
 		n.emit(ev)
 	}
 	if !p.run {
-		return false
+		return nil
 	}
 	fence := Fence{Epoch: epoch, Revision: newRev}
 	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, fence, 0
-	ev.Type = EventFired
-	n.emit(ev)
-	ev.Type = EventStarted
-	n.emit(ev)
-	n.runs.Add(1)
-	go n.execute(e, p, epoch, newRev)
-	return true
+	n.runs.Add(1) // now: Stop waits for the run from here on
+	return func() {
+		ev.Type = EventFired
+		n.emit(ev)
+		ev.Type = EventStarted
+		n.emit(ev)
+		entered := make(chan struct{})
+		go n.execute(e, p, epoch, newRev, entered)
+		<-entered // the next run of the identity is called after this one
+	}
 }
 
 // runFence is the compares of a run's start and commit: the identity still

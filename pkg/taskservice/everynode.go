@@ -274,14 +274,14 @@ func (n *Node) resolveEveryMarker(e *entry) {
 }
 
 // startEvery writes this node's run marker of a due EVERY_NODE task and
-// launches the run; it reports whether a run was launched.
-func (n *Node) startEvery(e *entry) bool {
+// returns the function that launches the run, or nil.
+func (n *Node) startEvery(e *entry) func() {
 	n.mu.Lock()
 	if e.gone || n.draining || !n.leaseFreshLocked() {
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
-		return false
+		return nil
 	}
 	cur, sharedRev, progRev, served := e.rec, e.rev, e.progRev, e.prog.GetManualServedRev()
 	n.mu.Unlock()
@@ -293,7 +293,7 @@ func (n *Node) startEvery(e *entry) bool {
 	put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
 	if err != nil {
 		n.settleNotStarted(e, time.Second)
-		return false
+		return nil
 	}
 	ctx, cancel := n.etcdCtx(context.Background())
 	resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(put).Commit()
@@ -304,7 +304,7 @@ func (n *Node) startEvery(e *entry) bool {
 		}
 		// The task changed (its watch brings it) or this node re-registered.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		return false
+		return nil
 	}
 	rev := resp.Header.Revision
 	n.mu.Lock()
@@ -320,16 +320,19 @@ func (n *Node) startEvery(e *entry) bool {
 		n.emit(ev)
 	}
 	if !p.run {
-		return false
+		return nil
 	}
 	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Revision: rev}, 0
-	ev.Type = EventFired
-	n.emit(ev)
-	ev.Type = EventStarted
-	n.emit(ev)
 	n.runs.Add(1)
-	go n.execute(e, p, 0, rev)
-	return true
+	return func() {
+		ev.Type = EventFired
+		n.emit(ev)
+		ev.Type = EventStarted
+		n.emit(ev)
+		entered := make(chan struct{})
+		go n.execute(e, p, 0, rev, entered)
+		<-entered // the next run of the identity is called after this one
+	}
 }
 
 // commitEvery stores this node's result of an EVERY_NODE run.

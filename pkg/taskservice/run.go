@@ -15,7 +15,9 @@ import (
 )
 
 // execute calls the handler of a started run and commits its result.
-func (n *Node) execute(e *entry, p startPlan, epoch, rev int64) {
+// entered is closed just before the handler is called, so that the
+// launcher can call one identity's handlers in order.
+func (n *Node) execute(e *entry, p startPlan, epoch, rev int64, entered chan<- struct{}) {
 	defer n.runs.Done()
 	defer n.release()
 	spec := p.rec.Spec
@@ -36,16 +38,17 @@ func (n *Node) execute(e *entry, p startPlan, epoch, rev int64) {
 		Durable:   e.ident.durable,
 	}
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.recovery}
-	err := n.callHandler(run, spec.GetTimeout().AsDuration())
+	err := n.callHandler(run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
 	classify(&res, run, err, n.runCtx.Err() != nil)
 	n.commit(e, p, res, epoch, rev)
 }
 
 // callHandler runs the handler with the task's timeout; a panic is an error.
-func (n *Node) callHandler(run *Run, timeout time.Duration) (err error) {
+func (n *Node) callHandler(run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
 	if h == nil {
+		close(entered)
 		return Retry(fmt.Errorf("node %s has no handler for kind %q", n.cfg.Name, run.Kind))
 	}
 	if timeout <= 0 {
@@ -58,6 +61,7 @@ func (n *Node) callHandler(run *Run, timeout time.Duration) (err error) {
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
+	close(entered)
 	err = h.Work(ctx, run)
 	if err == nil && ctx.Err() != nil && n.runCtx.Err() == nil {
 		// The handler ignored its deadline but returned nil: still a timeout.

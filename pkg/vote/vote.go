@@ -14,6 +14,7 @@
 package vote
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -26,10 +27,13 @@ type Voter struct {
 	idle               func(id string)
 	now                func() time.Time
 
-	mu    sync.Mutex
-	ids   map[string]*state
-	armed map[string]*state // ids with a vote or an idle time queued
-	wake  chan struct{}
+	mu  sync.Mutex
+	ids map[string]*state
+	due deadlines // vote and idle times queued (stale ones are skipped)
+	// wakeAt is when Run's timer next fires; a new deadline before it
+	// wakes Run, a later one does not.
+	wakeAt time.Time
+	wake   chan struct{}
 }
 
 type state struct {
@@ -50,7 +54,7 @@ func New(delay, removeDelay time.Duration, vote func(id string, active bool), id
 func newVoter(delay, removeDelay time.Duration, vote func(string, bool), idle func(string), now func() time.Time) *Voter {
 	return &Voter{
 		delay: delay, removeDelay: removeDelay, vote: vote, idle: idle, now: now,
-		ids: map[string]*state{}, armed: map[string]*state{}, wake: make(chan struct{}, 1),
+		ids: map[string]*state{}, wake: make(chan struct{}, 1),
 	}
 }
 
@@ -65,8 +69,7 @@ func (v *Voter) Track(id string) {
 	}
 	s := &state{voteAt: v.now().Add(v.delay)}
 	v.ids[id] = s
-	v.armed[id] = s
-	v.kick()
+	v.arm(id, s)
 }
 
 // Add changes id's count by delta (+1 when a task becomes pending or
@@ -129,8 +132,7 @@ func (v *Voter) Recheck(id string) {
 func (v *Voter) Forget(id string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	delete(v.ids, id)
-	delete(v.armed, id)
+	delete(v.ids, id) // its queued deadlines are skipped as stale
 }
 
 // Active reports the last status voted for id, and whether one was.
@@ -154,13 +156,38 @@ func (v *Voter) Count(id string) int {
 	return 0
 }
 
+// arm queues s's deadlines; caller holds v.mu.
 func (v *Voter) arm(id string, s *state) {
-	if s.voteAt.IsZero() && s.idleAt.IsZero() {
-		delete(v.armed, id)
-		return
+	for _, t := range []time.Time{s.voteAt, s.idleAt} {
+		if t.IsZero() {
+			continue
+		}
+		heap.Push(&v.due, deadline{at: t, id: id})
+		if v.wakeAt.IsZero() || t.Before(v.wakeAt) {
+			v.wakeAt = t
+			v.kick()
+		}
 	}
-	v.armed[id] = s
-	v.kick()
+}
+
+// deadline is a time at which an id may have a vote or idle call due.
+type deadline struct {
+	at time.Time
+	id string
+}
+
+// deadlines is a min-heap of deadlines.
+type deadlines []deadline
+
+func (d deadlines) Len() int           { return len(d) }
+func (d deadlines) Less(i, j int) bool { return d[i].at.Before(d[j].at) }
+func (d deadlines) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deadlines) Push(x any)        { *d = append(*d, x.(deadline)) }
+func (d *deadlines) Pop() any {
+	old := *d
+	x := old[len(old)-1]
+	*d = old[:len(old)-1]
+	return x
 }
 
 func (v *Voter) kick() {
@@ -198,9 +225,13 @@ func (v *Voter) step(now time.Time) time.Time {
 		active bool
 	}
 	var due []action
-	var next time.Time
 	v.mu.Lock()
-	for id, s := range v.armed {
+	for len(v.due) > 0 && !now.Before(v.due[0].at) {
+		id := heap.Pop(&v.due).(deadline).id
+		s := v.ids[id]
+		if s == nil {
+			continue // forgotten
+		}
 		if !s.voteAt.IsZero() && !now.Before(s.voteAt) {
 			s.voteAt = time.Time{}
 			active := s.count > 0
@@ -210,6 +241,7 @@ func (v *Voter) step(now time.Time) time.Time {
 			}
 			if !active {
 				s.idleAt = now.Add(v.removeDelay)
+				heap.Push(&v.due, deadline{at: s.idleAt, id: id})
 			}
 		}
 		if !s.idleAt.IsZero() && !now.Before(s.idleAt) {
@@ -218,15 +250,12 @@ func (v *Voter) step(now time.Time) time.Time {
 				due = append(due, action{id: id})
 			}
 		}
-		for _, t := range []time.Time{s.voteAt, s.idleAt} {
-			if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-				next = t
-			}
-		}
-		if s.voteAt.IsZero() && s.idleAt.IsZero() {
-			delete(v.armed, id)
-		}
 	}
+	var next time.Time
+	if len(v.due) > 0 {
+		next = v.due[0].at
+	}
+	v.wakeAt = next
 	v.mu.Unlock()
 	for _, a := range due {
 		if a.vote {

@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: build test generate check-generated lint run bench bench-long clean
+.PHONY: build test generate check-generated lint run bench bench-long bench-go clean
 
 build: ## build taskd, taskctl and taskbench into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -26,9 +26,16 @@ run: ## run one node on the embedded etcd, with a demo exec handler
 	$(GO) run ./cmd/taskd --data-dir ./taskd-data \
 		--exec 'demo=echo "hello $$TASKD_IDENTITY: run $$TASKD_RUN, fence $$TASKD_FENCE, payload $$(cat)"'
 
-bench: ## short benchmark (under 2 minutes), writes bench/results/latest.json
+bench: ## short benchmark (about a minute on 2 cores), writes bench/results/latest.json
 	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench
-	bin/taskbench -taskd bin/taskd -tasks 10000 -identities 100 -concurrency 64 -out bench/results/latest.json
+	bin/taskbench -taskd bin/taskd -out bench/results/latest.json
+
+bench-long: ## the scale run: 1,000,000 pending tasks for 100,000 identities
+	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench
+	bin/taskbench -taskd bin/taskd -long -out bench/results/long.json
+
+bench-go: ## Go benchmarks of the hot paths
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
 clean:
 	rm -rf bin taskd-data

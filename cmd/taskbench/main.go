@@ -116,7 +116,16 @@ func main() {
 	flag.IntVar(&o.memIDs, "mem-identities", 2000, "identities of those pending tasks")
 	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,memory,relocation")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memChild := flag.String("memory-child", "", "internal: load the memory scenario's tasks from this etcd and report the heap")
+	memPrefix := flag.String("memory-prefix", "", "internal: the memory scenario's key prefix")
 	flag.Parse()
+	if *memChild != "" {
+		if err := memoryChild(*memChild, *memPrefix); err != nil {
+			fmt.Fprintln(os.Stderr, "taskbench memory child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.long {
 		o.tasks, o.memTasks, o.memIDs = 100000, 1000000, 100000
 	}
@@ -207,6 +216,15 @@ func run(o options) (*Results, error) {
 	fail := func(name string, err error) {
 		res.ScenariosFailed = append(res.ScenariosFailed, name+": "+err.Error())
 	}
+	// Memory first, while the process holds nothing else of taskd's.
+	if !skip["memory"] {
+		heap, db, load, err := measureMemory(ctx, endpoint, o.memTasks, o.memIDs, o.concurrency/8+1)
+		if err != nil {
+			fail("memory", err)
+		} else {
+			res.HeapBytesPerTask, res.EtcdBytesPerTask, res.PendingLoaded, res.LoadMs = heap, db, o.memTasks, ms(load)
+		}
+	}
 	if !skip["schedule"] {
 		if res.ScheduleTasksPerSec, err = measureSchedule(ctx, endpoint, "/bench-sched1/", o.tasks, 100, 1, o.concurrency); err != nil {
 			fail("schedule", err)
@@ -240,14 +258,6 @@ func run(o options) (*Results, error) {
 			fail("steady lag", err)
 		}
 		res.FireLagP50Ms, res.FireLagP99Ms, res.FireLagMaxMs = res.SteadyLag.P50Ms, res.SteadyLag.P99Ms, res.SteadyLag.MaxMs
-	}
-	if !skip["memory"] {
-		heap, db, load, err := measureMemory(ctx, endpoint, o.memTasks, o.memIDs, o.concurrency/8+1)
-		if err != nil {
-			fail("memory", err)
-		} else {
-			res.HeapBytesPerTask, res.EtcdBytesPerTask, res.PendingLoaded, res.LoadMs = heap, db, o.memTasks, ms(load)
-		}
 	}
 	put2, err := rawPut(ctx, cli, o.tasks, o.concurrency, "b")
 	if err != nil {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -19,9 +23,7 @@ import (
 // returns the heap that node holds per pending task (live heap after a GC,
 // before and after the load), and etcd's database growth per task.
 func measureMemory(ctx context.Context, etcdURL string, tasks, ids, concurrency int) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {
-	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
 	prefix := "/bench-memory/"
-	_ = noop
 	cli, err := taskservice.DialEtcd([]string{etcdURL})
 	if err != nil {
 		return 0, 0, 0, err
@@ -38,17 +40,43 @@ func measureMemory(ctx context.Context, etcdURL string, tasks, ids, concurrency 
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	// The node loads them in a child process of its own, so that the
+	// embedded etcd's memory (raft log, index) is not counted.
+	out, err := exec.Command(os.Args[0], "-memory-child", etcdURL, "-memory-prefix", prefix).Output()
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("memory child: %w", err)
+	}
+	var child childResult
+	if err := json.Unmarshal(out, &child); err != nil {
+		return 0, 0, 0, fmt.Errorf("memory child said %q: %w", out, err)
+	}
+	return float64(child.HeapBytes) / float64(tasks), float64(dbAfter-dbBefore) / float64(tasks),
+		time.Duration(child.LoadNanos), nil
+}
+
+// childResult is what the memory child reports.
+type childResult struct {
+	HeapBytes int64 `json:"heap_bytes"`
+	LoadNanos int64 `json:"load_nanos"`
+}
+
+// memoryChild starts a node named "mem" over etcdURL under prefix, which
+// loads every pending task mapped to that name, and prints the live heap it
+// added and the load time.
+func memoryChild(etcdURL, prefix string) error {
+	ctx := context.Background()
+	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
 	before := liveHeap()
 	began := time.Now()
 	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"mem"}, noop, nodeOptions{})
 	if err != nil {
-		return 0, 0, 0, err
+		return err
 	}
-	loadTime = time.Since(began)
+	load := time.Since(began)
 	after := liveHeap()
 	runtime.KeepAlive(nodes)
 	stop()
-	return (float64(after) - float64(before)) / float64(tasks), float64(dbAfter-dbBefore) / float64(tasks), loadTime, nil
+	return json.NewEncoder(os.Stdout).Encode(childResult{HeapBytes: int64(after) - int64(before), LoadNanos: load.Nanoseconds()})
 }
 
 // storePending stores the tasks through a node of its own, stopped (and
@@ -83,8 +111,10 @@ func storePending(ctx context.Context, etcdURL, prefix string, tasks, ids, concu
 }
 
 func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
+	for range 3 {
+		runtime.GC()
+	}
+	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc

@@ -151,6 +151,10 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.register(ctx, false); err != nil {
 		return err
 	}
+	// Renew the lease from now on: adopting a large node's identities can
+	// take longer than the lease lasts.
+	n.wg.Add(1)
+	go n.leaseLoop()
 	if err := n.adoptOwned(ctx); err != nil {
 		return err
 	}
@@ -165,13 +169,12 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.publish(ctx); err != nil {
 		return err
 	}
-	n.wg.Add(8)
+	n.wg.Add(7)
 	go n.everyLoop(everyRev)
 	go n.placementLoop()
 	go n.controlLoop()
 	go func() { defer n.wg.Done(); n.voter.Run(n.life) }()
 	go n.dispatchLoop()
-	go n.leaseLoop()
 	go n.handoffLoop()
 	go n.ownershipLoop(0)
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),

@@ -597,3 +597,35 @@ func BenchmarkAdd(b *testing.B) {
 		i++
 	}
 }
+
+// Recheck queues one more idle call for an identity whose last vote was
+// inactive and whose idle call has passed (its owner could not unmap it
+// then); it does nothing for an active or unknown identity.
+func TestRecheck(t *testing.T) {
+	h := newHarness(time.Second, 2*time.Second)
+	h.v.Track("a")
+	h.step(time.Second) // the first vote: inactive
+	if v := h.takeVotes(); len(v) != 1 || v[0].active {
+		t.Fatalf("votes %v, want one inactive", v)
+	}
+	h.step(3 * time.Second) // the idle call
+	if i := h.takeIdles(); len(i) != 1 {
+		t.Fatalf("idle calls %v, want one", i)
+	}
+	h.v.Recheck("a")
+	h.step(4 * time.Second)
+	if i := h.takeIdles(); len(i) != 0 {
+		t.Fatalf("idle call before the remove delay: %v", i)
+	}
+	h.step(5 * time.Second)
+	if i := h.takeIdles(); len(i) != 1 || !i[0].at.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("idle calls %v, want one at +5s", i)
+	}
+	h.v.Recheck("nobody") // unknown: nothing
+	h.add("a", 1)
+	h.v.Recheck("a") // active: nothing
+	h.step(time.Minute)
+	if i := h.takeIdles(); len(i) != 0 {
+		t.Fatalf("idle calls %v for an active or unknown identity", i)
+	}
+}

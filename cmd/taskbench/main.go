@@ -57,6 +57,7 @@ type options struct {
 	memIDs      int
 	cpuprofile  string
 	skip        string
+	nodes       int
 }
 
 // Results are the figures of one run. The top-level numeric keys are the
@@ -114,6 +115,7 @@ func main() {
 	flag.StringVar(&o.failover, "failover", "10s,2s", "lease TTLs at which to time failover (needs -taskd; empty skips)")
 	flag.IntVar(&o.memTasks, "mem-tasks", 20000, "pending tasks to load for the memory figure")
 	flag.IntVar(&o.memIDs, "mem-identities", 2000, "identities of those pending tasks")
+	flag.IntVar(&o.nodes, "nodes", 1, "in-process nodes sharing the end-to-end scenarios' work")
 	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,memory,relocation")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memChild := flag.String("memory-child", "", "internal: load the memory scenario's tasks from this etcd and report the heap")
@@ -239,7 +241,7 @@ func run(o options) (*Results, error) {
 			if ids == 1 {
 				n = o.tasks / 10 // one identity's runs start one after another
 			}
-			r, err := measureE2E(ctx, cli, endpoint, fmt.Sprintf("/bench-e2e-%d/", ids), n, ids, o.concurrency)
+			r, err := measureE2E(ctx, cli, endpoint, fmt.Sprintf("/bench-e2e-%d/", ids), n, ids, o.concurrency, o.nodes)
 			if err != nil {
 				fail(fmt.Sprintf("e2e %d identities", ids), err)
 				continue
@@ -335,16 +337,22 @@ func printTable(w io.Writer, r *Results) {
 	row("concurrency", "%d clients; %d tasks per scenario", r.Concurrency, r.Tasks)
 	row("etcd raw Put", "%.0f /s", r.EtcdPutPerSec)
 	row("etcd raw Txn (2 compares, 2 puts)", "%.0f /s", r.EtcdTxnPerSec)
-	row("schedule, 1 task per call", "%.0f tasks/s\t%.2f × Put", r.ScheduleTasksPerSec, r.ScheduleRatio)
-	row("schedule, 100 tasks per call", "%.0f tasks/s\t%.2f × Put", r.ScheduleBatchTasksPerSec, r.ScheduleBatchRatio)
+	if r.ScheduleTasksPerSec > 0 {
+		row("schedule, 1 task per call", "%.0f tasks/s\t%.2f × Put", r.ScheduleTasksPerSec, r.ScheduleRatio)
+		row("schedule, 100 tasks per call", "%.0f tasks/s\t%.2f × Put", r.ScheduleBatchTasksPerSec, r.ScheduleBatchRatio)
+	}
 	for _, e := range r.E2E {
-		row(fmt.Sprintf("end-to-end, %d identities", e.Identities), "%.0f tasks/s\t%.2f × Put\t(%d tasks, %.2f etcd revisions per task)",
+		row(fmt.Sprintf("end-to-end, %d identities, %d node(s)", e.Identities, e.Nodes), "%.0f tasks/s\t%.2f × Put\t(%d tasks, %.2f etcd revisions per task)",
 			e.TasksPerSec, e.Ratio, e.Tasks, e.Revisions)
 	}
-	row("fire lag, 10,000 due in one second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.BurstLag.P50Ms, r.BurstLag.P99Ms, r.BurstLag.MaxMs)
-	row("fire lag, steady 1,000 tasks/s", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.SteadyLag.P50Ms, r.SteadyLag.P99Ms, r.SteadyLag.MaxMs)
-	row("heap per pending task", "%.0f bytes\t(%d tasks loaded in %.0f ms)", r.HeapBytesPerTask, r.PendingLoaded, r.LoadMs)
-	row("etcd bytes per task", "%.0f bytes", r.EtcdBytesPerTask)
+	if r.SteadyLag.Tasks > 0 {
+		row("fire lag, 10,000 due in one second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.BurstLag.P50Ms, r.BurstLag.P99Ms, r.BurstLag.MaxMs)
+		row("fire lag, steady 1,000 tasks/s", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.SteadyLag.P50Ms, r.SteadyLag.P99Ms, r.SteadyLag.MaxMs)
+	}
+	if r.PendingLoaded > 0 {
+		row("heap per pending task", "%.0f bytes\t(%d tasks loaded in %.0f ms)", r.HeapBytesPerTask, r.PendingLoaded, r.LoadMs)
+		row("etcd bytes per task", "%.0f bytes", r.EtcdBytesPerTask)
+	}
 	if r.StartupMs > 0 {
 		row("taskd start-up (exec → RUNNING, empty embedded etcd)", "%.0f ms", r.StartupMs)
 	}

@@ -89,6 +89,7 @@ func measureSchedule(ctx context.Context, etcdURL, prefix string, n, ids, batch,
 // e2eResult is the end-to-end throughput at one spread of identities.
 type e2eResult struct {
 	Identities  int     `json:"identities"`
+	Nodes       int     `json:"nodes"`
 	Tasks       int     `json:"tasks"`
 	TasksPerSec float64 `json:"tasks_per_sec"`
 	Ratio       float64 `json:"ratio_to_put"`
@@ -98,7 +99,7 @@ type e2eResult struct {
 // measureE2E schedules n no-op one-shot tasks due now for ids identities
 // (one ScheduleTask each, c at a time) on a fresh node and returns the
 // throughput from the first call to the last commit.
-func measureE2E(ctx context.Context, cli *clientv3.Client, etcdURL, prefix string, n, ids, c int) (e2eResult, error) {
+func measureE2E(ctx context.Context, cli *clientv3.Client, etcdURL, prefix string, n, ids, c, nodeCount int) (e2eResult, error) {
 	var done atomic.Int64
 	all := make(chan struct{})
 	listener := func(ev taskservice.Event) {
@@ -107,7 +108,11 @@ func measureE2E(ctx context.Context, cli *clientv3.Client, etcdURL, prefix strin
 		}
 	}
 	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
-	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"e2e"}, noop, nodeOptions{listeners: []taskservice.Listener{listener}})
+	var names []string
+	for i := range max(nodeCount, 1) {
+		names = append(names, fmt.Sprintf("e2e-%d", i))
+	}
+	nodes, stop, err := startNodes(ctx, etcdURL, prefix, names, noop, nodeOptions{listeners: []taskservice.Listener{listener}})
 	if err != nil {
 		return e2eResult{}, err
 	}
@@ -120,7 +125,10 @@ func measureE2E(ctx context.Context, cli *clientv3.Client, etcdURL, prefix strin
 	if _, err := parallel(n, c, func(i int) error {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[0].Schedule(cctx, []*taskdv1.TaskSpec{oneShot(fmt.Sprintf("e-%06d", i%ids), time.Time{})}, "task")
+		// Identity k is always scheduled through node k mod nodes, which
+		// maps it on first use: the identities spread over the nodes.
+		id := i % ids
+		_, err := nodes[id%len(nodes)].Schedule(cctx, []*taskdv1.TaskSpec{oneShot(fmt.Sprintf("e-%06d", id), time.Time{})}, "task")
 		return err
 	}); err != nil {
 		return e2eResult{}, fmt.Errorf("schedule: %w", err)
@@ -135,7 +143,7 @@ func measureE2E(ctx context.Context, cli *clientv3.Client, etcdURL, prefix strin
 	if err != nil {
 		return e2eResult{}, err
 	}
-	return e2eResult{Identities: ids, Tasks: n, TasksPerSec: float64(n) / d.Seconds(),
+	return e2eResult{Identities: ids, Nodes: len(nodes), Tasks: n, TasksPerSec: float64(n) / d.Seconds(),
 		Revisions: float64(revAfter.Header.Revision-revBefore.Header.Revision) / float64(n)}, nil
 }
 

@@ -52,18 +52,21 @@ func (k Keys) TaskAt(id, taskID string, rev int64) clientv3.Cmp {
 
 // SplitTask parses a task key into identity and task id.
 func (k Keys) SplitTask(key string) (id, taskID string, err error) {
-	rest, ok := strings.CutPrefix(key, k.prefix+"task/")
+	return k.split(key, "task/")
+}
+
+// split parses "<prefix><kind><identity>/<task-id>".
+func (k Keys) split(key, kind string) (id, taskID string, err error) {
+	rest, ok := strings.CutPrefix(key, k.prefix+kind)
 	if !ok {
-		return "", "", fmt.Errorf("key %q is not a task key", key)
+		return "", "", fmt.Errorf("key %q is not a %s key", key, strings.TrimSuffix(kind, "/"))
 	}
 	enc, taskID, ok := strings.Cut(rest, "/")
 	if !ok || enc == "" || taskID == "" || strings.Contains(taskID, "/") {
-		return "", "", fmt.Errorf("key %q is not a task key", key)
+		return "", "", fmt.Errorf("key %q is not a %s key", key, strings.TrimSuffix(kind, "/"))
 	}
-	if id, err = identity.Decode(enc); err != nil {
-		return "", "", fmt.Errorf("key %q is not a task key: %w", key, err)
-	}
-	return id, taskID, nil
+	id, err = identity.Decode(enc)
+	return id, taskID, err
 }
 
 // Every is the key of a task of scope EVERY_NODE: stored once, run by
@@ -96,14 +99,5 @@ func (k Keys) EveryRun(taskID, node string, seq int64) string {
 
 // SplitEvery parses an EVERY_NODE task key into identity and task id.
 func (k Keys) SplitEvery(key string) (id, taskID string, err error) {
-	rest, ok := strings.CutPrefix(key, k.prefix+"every/")
-	if !ok {
-		return "", "", fmt.Errorf("key %q is not an EVERY_NODE task key", key)
-	}
-	enc, taskID, ok := strings.Cut(rest, "/")
-	if !ok || enc == "" || taskID == "" || strings.Contains(taskID, "/") {
-		return "", "", fmt.Errorf("key %q is not an EVERY_NODE task key", key)
-	}
-	id, err = identity.Decode(enc)
-	return id, taskID, err
+	return k.split(key, "every/")
 }

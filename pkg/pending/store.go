@@ -107,23 +107,7 @@ func (s *Store) Get(ctx context.Context, id, taskID string) (st Stored, ok bool,
 // List reads up to limit tasks of id whose ids come after afterID ("" for
 // the first page), in creation order; more says whether any remain.
 func (s *Store) List(ctx context.Context, id, afterID string, limit int) (tasks []Stored, more bool, err error) {
-	prefix := s.keys.Tasks(id)
-	from := prefix
-	if afterID != "" {
-		from = prefix + afterID + "\x00"
-	}
-	resp, err := s.cli.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(int64(limit)))
-	if err != nil {
-		return nil, false, fmt.Errorf("list tasks of %q: %w", id, err)
-	}
-	for _, kv := range resp.Kvs {
-		rec, err := Decode(kv.Value)
-		if err != nil {
-			return nil, false, fmt.Errorf("task key %s: %w", kv.Key, err)
-		}
-		tasks = append(tasks, Stored{Rec: rec, Rev: kv.ModRevision})
-	}
-	return tasks, resp.More, nil
+	return s.list(ctx, s.keys.Tasks(id), afterID, limit)
 }
 
 // LoadAll reads every task of id at one revision, in pages, and returns that

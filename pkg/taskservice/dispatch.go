@@ -223,7 +223,15 @@ func (n *Node) start(e *entry) func() {
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()
-	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
+	return n.launcher(e, p, epoch, newRev)
+}
+
+// launcher reports a started run's misfires and returns the function that
+// calls its handler (FIRED, STARTED, then the call), or nil if the plan
+// runs nothing. It is called from a goroutine Stop waits for, and counts
+// the run for Stop from here on.
+func (n *Node) launcher(e *entry, p startPlan, epoch, rev int64) func() {
+	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
 	if p.misfired > 0 {
 		ev.Type, ev.Count = EventMisfired, p.misfired
 		n.emit(ev)
@@ -231,16 +239,15 @@ func (n *Node) start(e *entry) func() {
 	if !p.run {
 		return nil
 	}
-	fence := Fence{Epoch: epoch, Revision: newRev}
-	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, fence, 0
-	n.runs.Add(1) // now: Stop waits for the run from here on
+	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Epoch: epoch, Revision: rev}, 0
+	n.runs.Add(1)
 	return func() {
 		ev.Type = EventFired
 		n.emit(ev)
 		ev.Type = EventStarted
 		n.emit(ev)
 		entered := make(chan struct{})
-		go n.execute(e, p, epoch, newRev, entered)
+		go n.execute(e, p, epoch, rev, entered)
 		<-entered // the next run of the identity is called after this one
 	}
 }

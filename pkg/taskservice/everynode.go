@@ -314,25 +314,7 @@ func (n *Node) startEvery(e *entry) func() {
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()
-	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
-	if p.misfired > 0 {
-		ev.Type, ev.Count = EventMisfired, p.misfired
-		n.emit(ev)
-	}
-	if !p.run {
-		return nil
-	}
-	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Revision: rev}, 0
-	n.runs.Add(1)
-	return func() {
-		ev.Type = EventFired
-		n.emit(ev)
-		ev.Type = EventStarted
-		n.emit(ev)
-		entered := make(chan struct{})
-		go n.execute(e, p, 0, rev, entered)
-		<-entered // the next run of the identity is called after this one
-	}
+	return n.launcher(e, p, 0, rev)
 }
 
 // commitEvery stores this node's result of an EVERY_NODE run.

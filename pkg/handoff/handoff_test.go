@@ -8,10 +8,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/pkg/handoff"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	tst.RunEtcdChildIfAsked()
+	goleak.VerifyTestMain(m)
+}
 
 func TestEntryLayout(t *testing.T) {
 	k := handoff.NewKeys("/taskd/")

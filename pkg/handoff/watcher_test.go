@@ -1,0 +1,122 @@
+package handoff_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/pkg/handoff"
+	"github.com/taskd/taskd/pkg/taskservice"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
+)
+
+// taken records the entries a watcher handed over.
+type taken struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (k *taken) handle(_ context.Context, e handoff.Entry) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.seen[e.Identity+"/"+e.TaskID]++
+	return nil
+}
+
+func (k *taken) count(key string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.seen[key]
+}
+
+func startWatcher(t *testing.T, cli *clientv3.Client, w *handoff.Watcher) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func put(t *testing.T, cli *clientv3.Client, keys handoff.Keys, id, task string) {
+	t.Helper()
+	op, err := keys.PutOp("n1", "n2", id, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Do(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An entry is picked up by the watch at once (polling is off: an hour away)
+// and deleted once taken.
+func TestWatchPicksUpAtOnce(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	cli := etcd.Client(t)
+	keys := handoff.NewKeys("/t/")
+	k := &taken{seen: map[string]int{}}
+	startWatcher(t, cli, &handoff.Watcher{Client: cli, Keys: keys, Node: "n1", Period: time.Hour, Start: time.Hour,
+		Timeout: 5 * time.Second, Log: hclog.NewNullLogger(), Handle: k.handle})
+	put(t, cli, keys, "alice", "t1")
+	tst.Eventually(t, 10*time.Second, func() bool { return k.count("alice/t1") >= 1 }, "the entry to be taken")
+	tst.Eventually(t, 10*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := cli.Get(ctx, keys.Area("n1"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 0
+	}, "the entry to be deleted")
+}
+
+// A watch broken by an etcd restart, with history compacted right after:
+// whichever way the watch comes back — resumed by the client, or refused as
+// compacted and replaced by a fresh listing — an entry written across the
+// break is taken, long before the next poll (an hour away).
+func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://%s", l.Addr())
+	l.Close()
+	etcd := tst.StartEtcdProcess(t, dir, url)
+	cli, err := taskservice.DialEtcd([]string{url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	keys := handoff.NewKeys("/t/")
+	k := &taken{seen: map[string]int{}}
+	startWatcher(t, cli, &handoff.Watcher{Client: cli, Keys: keys, Node: "n1", Period: time.Hour, Start: time.Hour,
+		Timeout: time.Second, Log: hclog.NewNullLogger(), Handle: k.handle})
+	put(t, cli, keys, "alice", "before")
+	tst.Eventually(t, 10*time.Second, func() bool { return k.count("alice/before") == 1 }, "the first entry")
+
+	etcd.Kill()
+	tst.StartEtcdProcess(t, dir, url)
+	// Other writes move the revision on; then the history is compacted, so
+	// the old watch cannot resume where it was.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rev int64
+	for i := range 5 {
+		resp, err := cli.Put(ctx, fmt.Sprintf("/other/%d", i), "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev = resp.Header.Revision
+	}
+	put(t, cli, keys, "alice", "after")
+	if _, err := cli.Compact(ctx, rev+1); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool { return k.count("alice/after") >= 1 }, "the entry written across the break")
+}

@@ -134,7 +134,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 
 	// The API serves before the node dispatches (SPEC §2.5): requests are
 	// accepted while STARTING, runs begin only once RUNNING.
-	gs := grpc.NewServer()
+	// A full batch (100 tasks with payload and data at --max-payload) must
+	// fit in one request.
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload + 4<<20))
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

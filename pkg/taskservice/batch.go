@@ -38,8 +38,13 @@ type txnItem struct {
 	ops  []clientv3.Op
 	els  []clientv3.Op
 	keys []string // keys written by ops, to keep a batch free of duplicates
+	size int      // bytes of keys and values written
 	done chan txnOutcome
 }
+
+// maxBatchBytes keeps a batch's request well under etcd's request limit
+// (1.5 MiB by default); a larger item goes alone.
+const maxBatchBytes = 1 << 20
 
 // txnOutcome is what an item's Txn did.
 type txnOutcome struct {
@@ -60,6 +65,7 @@ func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []client
 	it := &txnItem{cmps: cmps, ops: ops, els: els, done: make(chan txnOutcome, 1)}
 	for _, op := range ops {
 		it.keys = append(it.keys, string(op.KeyBytes()))
+		it.size += len(op.KeyBytes()) + len(op.ValueBytes())
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, it)
@@ -102,7 +108,7 @@ func (b *batcher) take() []*txnItem {
 	}
 	var batch, rest []*txnItem
 	keys := map[string]bool{}
-	ops, cmps := 0, 0
+	ops, cmps, size := 0, 0, 0
 	for _, it := range b.queue {
 		clash := false
 		for _, k := range it.keys {
@@ -111,7 +117,8 @@ func (b *batcher) take() []*txnItem {
 				break
 			}
 		}
-		fits := len(batch) == 0 || (ops+len(it.ops) <= b.maxOps && cmps+len(it.cmps) <= b.maxOps)
+		fits := len(batch) == 0 || (ops+len(it.ops) <= b.maxOps && cmps+len(it.cmps) <= b.maxOps &&
+			size+it.size <= maxBatchBytes)
 		if clash || !fits {
 			rest = append(rest, it)
 			continue
@@ -121,6 +128,7 @@ func (b *batcher) take() []*txnItem {
 		}
 		ops += len(it.ops)
 		cmps += len(it.cmps)
+		size += it.size
 		batch = append(batch, it)
 	}
 	b.queue = rest

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/pkg/taskservice"
@@ -25,3 +26,7 @@ func (e *events) hasIdentity(typ taskservice.EventType, id string) bool {
 	}
 	return false
 }
+
+// grpcMaxMsg lets a test send and receive requests larger than gRPC's
+// default 4 MiB.
+func grpcMaxMsg() grpc.CallOption { return grpc.MaxCallSendMsgSize(64 << 20) }

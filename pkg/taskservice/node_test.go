@@ -676,3 +676,24 @@ func TestBatchWithRepeatedIdempotencyKey(t *testing.T) {
 		t.Fatalf("pb has %d tasks (%v), want 1", len(list.GetTasks()), err)
 	}
 }
+
+// A batch too large for one etcd request (10 tasks of 200 KiB) is still
+// stored whole, in Txns that fit, and every task runs.
+func TestLargeBatchIsStoredInChunks(t *testing.T) {
+	h := newHarness(t, nil)
+	var specs []*taskdv1.TaskSpec
+	for range 10 {
+		s := spec("big", "rec", now())
+		s.Payload = make([]byte, 200<<10)
+		specs = append(specs, s)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := h.node.Client.ScheduleTasks(ctx, &taskdv1.ScheduleTasksRequest{Tasks: specs}, grpcMaxMsg())
+	if err != nil {
+		t.Fatalf("schedule 2 MB batch: %v", err)
+	}
+	for _, task := range resp.Tasks {
+		h.waitState("big", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	}
+}

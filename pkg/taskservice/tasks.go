@@ -109,24 +109,43 @@ type group struct {
 }
 
 // storeBatch writes the groups in one Txn (all or none) when it fits in
-// MaxTxnOps operations, else one Txn per identity (each all or none).
+// MaxTxnOps operations and maxBatchBytes, else one Txn per identity (each
+// all or none), and an identity too large for one Txn in chunks that fit.
 func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
-	ops := 0
-	for _, g := range groups {
-		ops += 2 // mapping, ownership index
-		for _, i := range g.idx {
+	cost := func(g *group, idx []int) (ops, bytes int) {
+		ops = 2 // mapping, ownership index
+		for _, i := range idx {
 			ops += 2 // the task, and its handoff entry if another node owns it
+			bytes += 2*proto.Size(recs[i]) + 256
 			if recs[i].Spec.IdempotencyKey != "" {
 				ops++
 			}
 		}
+		return ops, bytes
 	}
-	if ops <= n.cfg.MaxTxnOps {
+	fits := func(ops, bytes int) bool { return ops <= n.cfg.MaxTxnOps && bytes <= maxBatchBytes }
+	ops, bytes := 0, 0
+	for _, g := range groups {
+		o, b := cost(g, g.idx)
+		ops, bytes = ops+o, bytes+b
+	}
+	if fits(ops, bytes) {
 		return n.storeGroups(ctx, groups, recs, out)
 	}
 	for _, g := range groups {
-		if err := n.storeGroups(ctx, []*group{g}, recs, out); err != nil {
-			return err
+		for rest := g.idx; len(rest) > 0; {
+			k := 1
+			for k < len(rest) {
+				if o, b := cost(g, rest[:k+1]); !fits(o, b) {
+					break
+				}
+				k++
+			}
+			chunk := &group{id: g.id, every: g.every, idx: rest[:k]}
+			if err := n.storeGroups(ctx, []*group{chunk}, recs, out); err != nil {
+				return err
+			}
+			rest = rest[k:]
 		}
 	}
 	return nil

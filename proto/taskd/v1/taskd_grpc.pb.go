@@ -48,11 +48,12 @@ type TaskServiceClient interface {
 	// before for the same identity, it returns the first task instead.
 	ScheduleTask(ctx context.Context, in *ScheduleTaskRequest, opts ...grpc.CallOption) (*ScheduleTaskResponse, error)
 	// ScheduleTasks stores up to 100 tasks, all or none when the batch fits
-	// in one etcd Txn (always with the embedded etcd; with an external etcd,
-	// up to its --max-txn-ops operations: one per task, one more per
-	// idempotency key, three per identity); a larger batch is stored one
-	// identity at a time, each identity all or none. A key repeated inside a
-	// batch answers with the batch's first task of that key.
+	// in one etcd Txn: up to the etcd's --max-txn-ops operations (1024 with
+	// the embedded etcd; two per task, one more per idempotency key, two per
+	// identity) and 1 MiB. A larger batch is stored one identity at a time,
+	// each identity all or none, and an identity's tasks that do not fit in
+	// 1 MiB in chunks that do. A key repeated inside a batch answers with the
+	// batch's first task of that key.
 	ScheduleTasks(ctx context.Context, in *ScheduleTasksRequest, opts ...grpc.CallOption) (*ScheduleTasksResponse, error)
 	// GetTask returns one task by identity and id.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
@@ -208,11 +209,12 @@ type TaskServiceServer interface {
 	// before for the same identity, it returns the first task instead.
 	ScheduleTask(context.Context, *ScheduleTaskRequest) (*ScheduleTaskResponse, error)
 	// ScheduleTasks stores up to 100 tasks, all or none when the batch fits
-	// in one etcd Txn (always with the embedded etcd; with an external etcd,
-	// up to its --max-txn-ops operations: one per task, one more per
-	// idempotency key, three per identity); a larger batch is stored one
-	// identity at a time, each identity all or none. A key repeated inside a
-	// batch answers with the batch's first task of that key.
+	// in one etcd Txn: up to the etcd's --max-txn-ops operations (1024 with
+	// the embedded etcd; two per task, one more per idempotency key, two per
+	// identity) and 1 MiB. A larger batch is stored one identity at a time,
+	// each identity all or none, and an identity's tasks that do not fit in
+	// 1 MiB in chunks that do. A key repeated inside a batch answers with the
+	// batch's first task of that key.
 	ScheduleTasks(context.Context, *ScheduleTasksRequest) (*ScheduleTasksResponse, error)
 	// GetTask returns one task by identity and id.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)

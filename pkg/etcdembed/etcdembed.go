@@ -32,6 +32,8 @@ type Config struct {
 	Fast bool
 	// ReadyTimeout bounds the wait for the server to become ready.
 	ReadyTimeout time.Duration
+	// QuotaBytes is etcd's space quota (0: etcd's default of 2 GiB).
+	QuotaBytes int64
 }
 
 // MaxTxnOps is the embedded server's limit of operations in one Txn.
@@ -111,6 +113,7 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// taskd writes a lot: compact history older than five minutes.
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "5m"
+	ec.QuotaBackendBytes = cfg.QuotaBytes
 	if cfg.Fast {
 		ec.TickMs = 10
 		ec.ElectionMs = 100

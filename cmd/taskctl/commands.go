@@ -199,20 +199,11 @@ func defineRuns(fs *flag.FlagSet) action {
 		if err := requireFlag("identity", *identity); err != nil {
 			return err
 		}
-		c, err := e.taskClient()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := e.rpcContext()
-		defer cancel()
-		resp, err := c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: *identity, TaskId: id})
-		if err != nil {
-			return err
-		}
-		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
-		}
-		return writeRunsTable(e.stdout, resp.GetRuns())
+		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListRunsResponse, error) {
+			return c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: *identity, TaskId: id})
+		}, func(resp *taskdv1.ListRunsResponse) error {
+			return writeRunsTable(e.stdout, resp.GetRuns())
+		})
 	}
 }
 
@@ -282,20 +273,11 @@ func defineNodes(fs *flag.FlagSet) action {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		c, err := e.taskClient()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := e.rpcContext()
-		defer cancel()
-		resp, err := c.ListNodes(ctx, &taskdv1.ListNodesRequest{})
-		if err != nil {
-			return err
-		}
-		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
-		}
-		return writeNodesTable(e.stdout, resp.GetNodes())
+		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListNodesResponse, error) {
+			return c.ListNodes(ctx, &taskdv1.ListNodesRequest{})
+		}, func(resp *taskdv1.ListNodesResponse) error {
+			return writeNodesTable(e.stdout, resp.GetNodes())
+		})
 	}
 }
 
@@ -307,20 +289,11 @@ func defineIdentity(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		c, err := e.taskClient()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := e.rpcContext()
-		defer cancel()
-		resp, err := c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: id})
-		if err != nil {
-			return err
-		}
-		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
-		}
-		return writeIdentityTable(e.stdout, resp.GetIdentity())
+		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.GetIdentityResponse, error) {
+			return c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: id})
+		}, func(resp *taskdv1.GetIdentityResponse) error {
+			return writeIdentityTable(e.stdout, resp.GetIdentity())
+		})
 	}
 }
 
@@ -675,20 +648,11 @@ func defineMove(fs *flag.FlagSet) action {
 		if err := requireFlag("to", *to); err != nil {
 			return err
 		}
-		c, err := e.taskClient()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := e.rpcContext()
-		defer cancel()
-		resp, err := c.MoveIdentity(ctx, &taskdv1.MoveIdentityRequest{Identity: id, ToNode: *to})
-		if err != nil {
-			return err
-		}
-		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
-		}
-		return writeIdentityTable(e.stdout, resp.GetIdentity())
+		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.MoveIdentityResponse, error) {
+			return c.MoveIdentity(ctx, &taskdv1.MoveIdentityRequest{Identity: id, ToNode: *to})
+		}, func(resp *taskdv1.MoveIdentityResponse) error {
+			return writeIdentityTable(e.stdout, resp.GetIdentity())
+		})
 	}
 }
 
@@ -714,4 +678,23 @@ func defineDrain(fs *flag.FlagSet) action {
 		fmt.Fprintf(e.stdout, "drain of %s requested; it hands its identities away, then stops\n", args[0])
 		return nil
 	}
+}
+
+// call runs one RPC under the command's deadline and prints its answer: the
+// response as JSON with -o json, else through table.
+func call[R proto.Message](e *env, rpc func(context.Context, taskdv1.TaskServiceClient) (R, error), table func(R) error) error {
+	c, err := e.taskClient()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := e.rpcContext()
+	defer cancel()
+	resp, err := rpc(ctx, c)
+	if err != nil {
+		return err
+	}
+	if e.opts.format == formatJSON {
+		return writeJSON(e.stdout, resp)
+	}
+	return table(resp)
 }

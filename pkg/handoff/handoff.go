@@ -1,11 +1,10 @@
-// Package handoff owns the per-node handoff areas: when a task is stored for
-// an identity that another node owns, an entry naming it is written into
-// that node's area in the same Txn, and the owner loads the task from there.
+// Package handoff owns the per-node handoff areas (SPEC §3): when an
+// identity moves, or a task is stored, cancelled or run-now'd for an
+// identity that another node owns, an entry is written into that node's
+// area in the same Txn, and the node loads what it names. Watcher delivers
+// an area's entries: by a watch at once, and by polling as the safety net.
 //
-//	<prefix>handoff/<node>/<identity>/<task-id>   -> storev1.HandoffEntry
-//
-// This release writes the entries; polling and watching the area (SPEC §3.4)
-// arrive with relocation.
+//	<prefix>handoff/<node>/<identity>/<task-id or *>   -> storev1.HandoffEntry
 package handoff
 
 import (

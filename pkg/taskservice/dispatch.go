@@ -368,18 +368,24 @@ func (n *Node) adoptOwned(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Identities go in batches: their mappings read in one Txn, re-mapped
+	// in one Txn, and their tasks read in one Txn, so that a node with
+	// many identities is back at once (SPEC §5.4).
+	size := max(1, min(200, (n.cfg.MaxTxnOps-8)/2))
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
-		sem   = make(chan struct{}, 16)
+		sem   = make(chan struct{}, 4)
 	)
-	for _, id := range ids {
+	for len(ids) > 0 {
+		batch := ids[:min(size, len(ids))]
+		ids = ids[len(batch):]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := n.adoptOne(ctx, id); err != nil {
+			if err := n.adoptBatch(ctx, batch); err != nil {
 				mu.Lock()
 				if first == nil {
 					first = err
@@ -390,6 +396,90 @@ func (n *Node) adoptOwned(ctx context.Context) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// adoptBatch adopts identities of this node's ownership index in three
+// Txns; an identity whose mapping changed meanwhile is adopted on its own.
+func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
+	keys := n.idmap.Keys()
+	gets := make([]clientv3.Op, len(ids))
+	for i, id := range ids {
+		gets[i] = clientv3.OpGet(keys.Mapping(id))
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	read, err := n.cli.Txn(cctx).Then(gets...).Commit()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("read mappings: %w", err)
+	}
+	var mine []identity.Owner
+	for i, id := range ids {
+		owner, err := identity.OwnerFromResponse(id, (*clientv3.GetResponse)(read.Responses[i].GetResponseRange()))
+		if err != nil {
+			return err
+		}
+		if owner.Mapped && owner.Node == n.cfg.Name {
+			mine = append(mine, owner) // else: moved away; the index entry is stale
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	var cmps []clientv3.Cmp
+	var ops []clientv3.Op
+	for _, o := range mine {
+		cmps = append(cmps, n.idmap.Fence(o.Identity, o.Epoch))
+		ops = append(ops, n.idmap.AssignOps(o.Identity, o.Node, n.cfg.Name, n.incarnation)...)
+	}
+	cctx, cancel = n.etcdCtx(ctx)
+	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("re-map identities: %w", err)
+	}
+	if !resp.Succeeded {
+		for _, o := range mine {
+			if err := n.adoptOne(ctx, o.Identity); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	epoch := resp.Header.Revision
+	// The tasks of the batch, at one revision; an identity with more than
+	// a page of tasks is read on its own.
+	loads := make([]clientv3.Op, len(mine))
+	for i, o := range mine {
+		loads[i] = clientv3.OpGet(n.keys.Tasks(o.Identity), clientv3.WithPrefix(), clientv3.WithLimit(1000))
+	}
+	cctx, cancel = n.etcdCtx(ctx)
+	tasks, err := n.cli.Txn(cctx).Then(loads...).Commit()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("load tasks: %w", err)
+	}
+	for i, o := range mine {
+		rr := tasks.Responses[i].GetResponseRange()
+		if rr.More {
+			cctx, cancel := n.etcdCtx(ctx)
+			err := n.adoptIdentity(cctx, o.Identity, epoch)
+			cancel()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		stored := make([]pending.Stored, 0, len(rr.Kvs))
+		for _, kv := range rr.Kvs {
+			rec, err := pending.Decode(kv.Value)
+			if err != nil {
+				return fmt.Errorf("task key %s: %w", kv.Key, err)
+			}
+			stored = append(stored, pending.Stored{Rec: rec, Rev: kv.ModRevision})
+		}
+		n.installTasks(o.Identity, epoch, stored, tasks.Header.Revision)
+	}
+	return nil
 }
 
 func (n *Node) adoptOne(ctx context.Context, id string) error {

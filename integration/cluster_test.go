@@ -264,3 +264,21 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	i := int(float64(len(sorted)-1) * p / 100)
 	return sorted[i]
 }
+
+// waitIdentitiesRan waits until the recording file shows runs of at least
+// n distinct identities on node.
+func (c *cluster) waitIdentitiesRan(t testing.TB, node string, n int, what string) {
+	t.Helper()
+	eventually(t, waitLong, what, func() error {
+		ran := map[string]bool{}
+		for _, l := range c.recLines() {
+			if l.node == node {
+				ran[l.identity] = true
+			}
+		}
+		if len(ran) < n {
+			return fmt.Errorf("%d of %d identities ran on %s", len(ran), n, node)
+		}
+		return nil
+	})
+}

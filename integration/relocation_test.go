@@ -191,18 +191,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 		tasks[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "slowrec", Triggers: every(200 * time.Millisecond)}).GetId()
 	}
 	requireOwner(t, bc, ids, "node-a")
-	eventually(t, waitLong, "every identity ran on node-a", func() error {
-		ran := map[string]bool{}
-		for _, l := range cl.recLines() {
-			if l.node == "node-a" {
-				ran[l.identity] = true
-			}
-		}
-		if len(ran) < n {
-			return fmt.Errorf("%d of %d identities ran on node-a", len(ran), n)
-		}
-		return nil
-	})
+	cl.waitIdentitiesRan(t, "node-a", n, "every identity ran on node-a")
 	ctx, cancel := rpcCtx()
 	before, err := a.self(ctx)
 	cancel()
@@ -364,18 +353,7 @@ func TestDrainMovesIdentities(t *testing.T) {
 		oneShots = append(oneShots, taskRef{id, task.GetId()})
 	}
 	requireOwner(t, bc, ids, "node-a")
-	eventually(t, waitLong, "periodic tasks run on node-a", func() error {
-		ran := map[string]bool{}
-		for _, l := range cl.recLines() {
-			if l.node == "node-a" {
-				ran[l.identity] = true
-			}
-		}
-		if len(ran) < n {
-			return fmt.Errorf("%d of %d identities ran on node-a", len(ran), n)
-		}
-		return nil
-	})
+	cl.waitIdentitiesRan(t, "node-a", n, "periodic tasks run on node-a")
 
 	drainAt := time.Now()
 	taskctl(t, b.listen, "drain", "node-a").expect(t, "taskctl drain node-a", 0, "node-a")

@@ -103,13 +103,9 @@ func (s *Store) EveryRunsOf(ctx context.Context, taskID string) ([]*taskdv1.Run,
 	if err != nil {
 		return nil, fmt.Errorf("read runs of task %s: %w", taskID, err)
 	}
-	runs := make([]*taskdv1.Run, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		var rr storev1.RunRecord
-		if err := proto.Unmarshal(kv.Value, &rr); err != nil {
-			return nil, fmt.Errorf("decode run %s: %w", kv.Key, err)
-		}
-		runs = append(runs, rr.Run)
+	runs, err := decodeRuns(resp.Kvs)
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(runs, func(i, j int) bool {
 		return runs[i].GetStartedAt().AsTime().After(runs[j].GetStartedAt().AsTime())

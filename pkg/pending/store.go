@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
@@ -159,8 +160,13 @@ func (s *Store) Runs(ctx context.Context, id, taskID string) ([]*taskdv1.Run, er
 	if err != nil {
 		return nil, fmt.Errorf("read runs of task %s: %w", taskID, err)
 	}
-	runs := make([]*taskdv1.Run, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	return decodeRuns(resp.Kvs)
+}
+
+// decodeRuns decodes run history entries, in the order given.
+func decodeRuns(kvs []*mvccpb.KeyValue) ([]*taskdv1.Run, error) {
+	runs := make([]*taskdv1.Run, 0, len(kvs))
+	for _, kv := range kvs {
 		var rr storev1.RunRecord
 		if err := proto.Unmarshal(kv.Value, &rr); err != nil {
 			return nil, fmt.Errorf("decode run %s: %w", kv.Key, err)

@@ -184,16 +184,24 @@ func (n *Node) leaseFresh() bool {
 	return n.leaseFreshLocked()
 }
 
-func (n *Node) leaseFreshLocked() bool { return time.Since(n.renewedAt) < n.cfg.LeaseTTL*2/3 }
+func (n *Node) leaseFreshLocked() bool { return time.Since(n.renewedAt) < n.leaseMargin() }
 
-// fence forgets every identity: runs in flight will fail their commits, and
-// nothing new starts until the identities are adopted again.
+// leaseMargin is how long after an acknowledged renewal was sent the node
+// may still start runs: two thirds of the TTL, leaving a third for clock
+// rate differences and for the start itself.
+func (n *Node) leaseMargin() time.Duration { return n.cfg.LeaseTTL * 2 / 3 }
+
+// fence forgets every identity, and cancels the handlers of the runs in
+// flight (their results can no longer be committed by this node, and a new
+// owner may run them again): nothing new starts until the identities are
+// adopted again.
 func (n *Node) fence() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, st := range n.idents {
 		n.dropIdentityLocked(st)
 	}
+	n.fenceFlightsLocked(errLeaseLost)
 }
 
 // rejoin registers again and re-adopts the identities still mapped to this

@@ -18,7 +18,7 @@ import (
 // touchLocked recounts e for its identity's vote: a task counts while it
 // is queued for a run or running. Caller holds n.mu.
 func (n *Node) touchLocked(e *entry) {
-	want := !e.gone && !e.ident.lost && (e.running || (e.idx >= 0 && !e.purge))
+	want := !e.gone && !e.ident.lost && !e.purge && (e.running || e.idx >= 0)
 	if want == e.counted {
 		return
 	}

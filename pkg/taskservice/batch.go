@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
 )
 
 // batcher groups the node's independent fenced writes (run starts, run
@@ -64,10 +66,6 @@ type txnOutcome struct {
 	late <-chan txnOutcome
 }
 
-// errAmbiguous marks a write whose outcome is unknown: it may or may not
-// have been applied.
-var errAmbiguous = errors.New("the write's outcome is unknown (it may have been applied)")
-
 func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, concurrent int) *batcher {
 	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, max: concurrent}
 }
@@ -77,7 +75,7 @@ func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, concurrent 
 //
 // If ctx ends before the item was sent, it is taken out of the queue and
 // never sent (notSent). If it ends while the item's Txn is on its way, the
-// outcome is unknown: err wraps errAmbiguous and late brings the real
+// outcome is unknown: err wraps ErrOutcomeUnknown and late brings the real
 // outcome when the Txn returns.
 func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []clientv3.Op) txnOutcome {
 	it := &txnItem{cmps: cmps, ops: ops, els: els, done: make(chan txnOutcome, 1)}
@@ -110,7 +108,7 @@ func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []client
 		}
 	}
 	b.mu.Unlock()
-	return txnOutcome{err: fmt.Errorf("%w: %w", errAmbiguous, ctx.Err()), late: it.done}
+	return txnOutcome{err: fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()), late: it.done}
 }
 
 // drain sends batches until the queue is empty.
@@ -223,9 +221,21 @@ func (b *batcher) txnCtx(items ...*txnItem) (context.Context, context.CancelFunc
 	return context.WithDeadline(context.Background(), d)
 }
 
-// ambiguous marks a failed Txn: etcd may have applied it all the same
-// (a timeout after the request was sent).
-func ambiguous(err error) error { return fmt.Errorf("%w: %w", errAmbiguous, err) }
+// ambiguous marks a failed Txn whose outcome is unknown: etcd may have
+// applied it all the same (a timeout or a lost connection after the request
+// was sent). An error the server answered with (space quota, too many
+// operations, a compare on a bad key) is definite and returned as it is.
+func ambiguous(err error) error {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		switch ee.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
 
 // wait waits for the batches in flight (at Stop).
 func (b *batcher) wait() { b.wg.Wait() }

@@ -511,7 +511,7 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 	if len(mine) == 0 {
 		return nil
 	}
-	var cmps []clientv3.Cmp
+	cmps := []clientv3.Cmp{n.registeredCmp()}
 	var ops []clientv3.Op
 	for _, o := range mine {
 		cmps = append(cmps, n.idmap.Fence(o.Identity, o.Epoch))
@@ -580,7 +580,7 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 			cancel()
 			return nil // moved away; the index entry is stale
 		}
-		epoch, ok, err := n.idmap.Reassign(cctx, owner, n.cfg.Name, n.incarnation)
+		epoch, ok, err := n.idmap.Reassign(cctx, owner, n.cfg.Name, n.incarnation, n.registeredCmp())
 		cancel()
 		if err != nil {
 			return err

@@ -234,6 +234,17 @@ func (n *Node) rejoin() error {
 	return nil
 }
 
+// registeredCmp holds while this node's registration is still under its
+// current lease. Every Txn that maps an identity to this node carries it: a
+// replaced or expired incarnation can then never map an identity to itself
+// (where nothing would run its tasks).
+func (n *Node) registeredCmp() clientv3.Cmp {
+	n.mu.Lock()
+	lease := n.leaseID
+	n.mu.Unlock()
+	return clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(lease))
+}
+
 func leaseOf(resp *clientv3.GetResponse) int64 {
 	if len(resp.Kvs) == 0 {
 		return 0

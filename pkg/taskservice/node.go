@@ -52,7 +52,7 @@ type Node struct {
 	every         map[string]*identState // EVERY_NODE tasks, by identity
 	remoteOwners  map[string]identity.Owner
 	flights       map[taskRef]*flight // runs in flight (flights.go)
-	dirty         map[string]struct{} // identities to read again (repair.go)
+	repairs       []repairRead // identities to read again (repair.go)
 	repairWake    chan struct{}
 	queue         timerQueue
 	wake          chan struct{}
@@ -91,7 +91,6 @@ func New(cfg Config) (*Node, error) {
 		every:        map[string]*identState{},
 		remoteOwners: map[string]identity.Owner{},
 		flights:      map[taskRef]*flight{},
-		dirty:        map[string]struct{}{},
 		repairWake:   make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
 		done:         make(chan struct{}),

@@ -52,7 +52,7 @@ type Node struct {
 	every         map[string]*identState // EVERY_NODE tasks, by identity
 	remoteOwners  map[string]identity.Owner
 	flights       map[taskRef]*flight // runs in flight (flights.go)
-	repairs       []repairRead // identities to read again (repair.go)
+	repairs       []repairRead        // identities to read again (repair.go)
 	repairWake    chan struct{}
 	queue         timerQueue
 	wake          chan struct{}

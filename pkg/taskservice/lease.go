@@ -27,9 +27,12 @@ var errReplaced = errors.New("replaced by a newer incarnation of the same name")
 
 // register grants a lease and writes the node's record under it. A record
 // left by an earlier incarnation of the same name is replaced and its lease
-// revoked at once, so nothing waits for it to expire. When rejoining (the
-// node lost its own lease), a record of another incarnation is left alone
-// and errReplaced returned.
+// revoked at once, so nothing waits for it to expire, unless that
+// incarnation is still live (liveness_probe.go): then register refuses with
+// ErrNameInUse, or with Config.Replace takes the name over (the replaced
+// process finds its lease gone and stops). When rejoining (the node lost its
+// own lease), a record of another incarnation is left alone and errReplaced
+// returned.
 func (n *Node) register(ctx context.Context, rejoining bool) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
@@ -45,6 +48,11 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 		oldRev = old.Kvs[0].ModRevision
 		if rejoining && prev.Incarnation != n.incarnation {
 			return fmt.Errorf("node %s: %w (%s)", n.cfg.Name, errReplaced, prev.Incarnation)
+		}
+		if !rejoining && prev.Incarnation != n.incarnation && !n.cfg.Replace {
+			if err := n.refuseLive(cctx, &prev, clientv3.LeaseID(leaseOf(old))); err != nil {
+				return err
+			}
 		}
 	}
 	sent := time.Now()

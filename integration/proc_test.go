@@ -67,6 +67,8 @@ type nodeOptions struct {
 	// etcd, when set, is the endpoint of an external etcd: the node joins it
 	// with --etcd instead of starting an embedded one (no --etcd-listen).
 	etcd string
+	// listen, when set, is the gRPC API address instead of a fresh port.
+	listen string
 }
 
 // taskd is one taskd process started by a test.
@@ -129,6 +131,9 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 		etcdURL:  "http://" + freeAddr(t),
 		log:      &logBuffer{},
 		done:     make(chan struct{}),
+	}
+	if opts.listen != "" {
+		p.listen = opts.listen
 	}
 	args := []string{"--name", opts.name}
 	if opts.dataDir != "" { // else the default, ./taskd-data

@@ -69,6 +69,8 @@ type nodeOptions struct {
 	etcd string
 	// listen, when set, is the gRPC API address instead of a fresh port.
 	listen string
+	// bin, when set, is the taskd binary to run instead of taskdBin.
+	bin string
 }
 
 // taskd is one taskd process started by a test.
@@ -150,7 +152,11 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 		"--log-level", "debug",
 	)
 	args = append(args, opts.extra...)
-	cmd := exec.Command(taskdBin, args...)
+	bin := taskdBin
+	if opts.bin != "" {
+		bin = opts.bin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(childEnv(), opts.env...)
 	cmd.Dir = opts.workDir
 	cmd.Stdout = p.log

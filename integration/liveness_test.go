@@ -112,9 +112,10 @@ func TestReplaceTakesOverALiveName(t *testing.T) {
 }
 
 // TestRestartAfterSIGKILLIsNotRefused kills a node and starts it again at
-// once without --replace: its old registration's lease is still live (the
-// TTL is a minute, longer than the test waits), but nothing answers at its
-// address, so the new process takes the name without waiting for the lease.
+// once without --replace, on the same API address: its old registration's
+// lease is still live (the TTL is a minute, longer than the test waits), and
+// the address answers, but only for the new incarnation, so the new process
+// takes the name without waiting for the lease.
 func TestRestartAfterSIGKILLIsNotRefused(t *testing.T) {
 	t.Parallel()
 	cl := newCluster(t, "/killed/")
@@ -123,14 +124,19 @@ func TestRestartAfterSIGKILLIsNotRefused(t *testing.T) {
 
 	opts := cl.opts("node-a")
 	opts.extra = append(opts.extra, "--lease-ttl", "60s")
-	b := startNode(t, opts)
+	opts.listen = a.listen
+	b := launch(t, opts)
+	if err := b.waitRunning(waitLong); err != nil {
+		t.Fatalf("the restarted node-a: %v", err)
+	}
 	ctx, cancel := rpcCtx()
 	defer cancel()
 	now, err := b.self(ctx)
 	if err != nil || now.GetIncarnation() == self.GetIncarnation() {
 		t.Fatalf("node-a after the restart: %v, %v; want a new incarnation", now, err)
 	}
-	if !b.log.Contains("previous incarnation does not answer") {
+	// The new process itself answers at the address, for its own incarnation.
+	if !b.log.Contains("previous incarnation does not answer") || !b.log.Contains("serves another incarnation") {
 		t.Errorf("the restarted node-a does not say why it replaced the old registration:\n%s", b.log.String())
 	}
 	cl.waitMoreRuns(t, "node-a", cl.ranOn("node-a"), "the restarted node-a runs the task")

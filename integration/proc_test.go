@@ -67,6 +67,10 @@ type nodeOptions struct {
 	// etcd, when set, is the endpoint of an external etcd: the node joins it
 	// with --etcd instead of starting an embedded one (no --etcd-listen).
 	etcd string
+	// listen, when set, is the gRPC API address instead of a fresh port.
+	listen string
+	// bin, when set, is the taskd binary to run instead of taskdBin.
+	bin string
 }
 
 // taskd is one taskd process started by a test.
@@ -130,6 +134,9 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 		log:      &logBuffer{},
 		done:     make(chan struct{}),
 	}
+	if opts.listen != "" {
+		p.listen = opts.listen
+	}
 	args := []string{"--name", opts.name}
 	if opts.dataDir != "" { // else the default, ./taskd-data
 		args = append(args, "--data-dir", opts.dataDir)
@@ -145,7 +152,11 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 		"--log-level", "debug",
 	)
 	args = append(args, opts.extra...)
-	cmd := exec.Command(taskdBin, args...)
+	bin := taskdBin
+	if opts.bin != "" {
+		bin = opts.bin
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(childEnv(), opts.env...)
 	cmd.Dir = opts.workDir
 	cmd.Stdout = p.log

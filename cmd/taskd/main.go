@@ -84,6 +84,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		return err
 	}
 	defer cli.Close()
+	if err := injectFaults(cli, log); err != nil { // only with -tags chaos
+		return err
+	}
 
 	handlers := map[string]taskservice.Handler{}
 	for _, kt := range cfg.Exec {

@@ -245,8 +245,9 @@ var removedOptions = map[string]string{
 	"cluster-lock":      "removed: taskd fences every commit with etcd revisions instead of a cluster-wide lock",
 }
 
-// ignoredEnv lists the TASKD_ variables that the exec handler sets for its
-// children; a taskd started from such a child must not trip over them.
+// ignoredEnv lists the TASKD_ variables that are not options: those the
+// exec handler sets for its children (a taskd started from such a child must
+// not trip over them), and the fault-injection switch of chaos builds.
 var ignoredEnv = map[string]bool{
 	"TASKD_IDENTITY": true,
 	"TASKD_TASK_ID":  true,
@@ -255,6 +256,8 @@ var ignoredEnv = map[string]bool{
 	"TASKD_FENCE":    true,
 	"TASKD_NODE":     true,
 	"TASKD_ATTEMPT":  true,
+	// Read by a taskd built for fault-injection tests, not an option.
+	"TASKD_CHAOS_FAULTS": true,
 }
 
 // envName is the environment variable of the option called name.

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,10 +30,65 @@ func freeURL(t *testing.T) string {
 	return fmt.Sprintf("http://%s", l.Addr())
 }
 
+// logLines keeps a node's log lines with the time each was written, so a
+// test can tell when the node reported something.
+type logLines struct {
+	mu    sync.Mutex
+	lines []logLine
+}
+
+type logLine struct {
+	at   time.Time
+	text string
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	at := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.lines = append(l.lines, logLine{at, s})
+	}
+	return len(p), nil
+}
+
+// matching returns the lines written at or after since that contain every
+// one of subs.
+func (l *logLines) matching(since time.Time, subs ...string) []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []logLine
+next:
+	for _, ln := range l.lines {
+		if ln.at.Before(since) {
+			continue
+		}
+		for _, s := range subs {
+			if !strings.Contains(ln.text, s) {
+				continue next
+			}
+		}
+		out = append(out, ln)
+	}
+	return out
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, ln := range l.lines {
+		fmt.Fprintf(&b, "%s %s\n", ln.at.Format("15:04:05.000"), ln.text)
+	}
+	return b.String()
+}
+
 // An external etcd stopped under a running node: writes get UNAVAILABLE
-// within the etcd call deadline, nothing is half-written, and when etcd
-// returns the node carries on with every task it had.
+// within the etcd call deadline, nothing is half-written, no handler is
+// called once the node can no longer prove its lease (SPEC §2.4), and when
+// etcd returns the node carries on with every task it had.
 func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
+	const ttl = 2 * time.Second
 	dir := filepath.Join(t.TempDir(), "etcd")
 	url := freeURL(t)
 	etcd := tst.StartEtcdProcess(t, dir, url)
@@ -39,15 +98,23 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cli.Close() })
 	rec := &recorder{}
+	logs := &logLines{}
 	n := tst.StartNode(t, cli, taskservice.Config{
-		Name: "n1", LeaseTTL: 2 * time.Second, EtcdTimeout: 500 * time.Millisecond,
+		Name: "n1", LeaseTTL: ttl, EtcdTimeout: 500 * time.Millisecond,
 		Handlers: map[string]taskservice.Handler{"rec": rec},
+		Logger:   hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn, Output: logs}),
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node log:\n%s", logs)
+		}
 	})
 	h := &harness{t: t, node: n, rec: rec}
 	before := h.schedule(spec("o", "rec", after(1500*time.Millisecond)))
 	periodic := h.schedule(spec("o", "rec", every(time.Now(), 100*time.Millisecond, 0)))
 	tst.Eventually(t, 10*time.Second, func() bool { return len(rec.of(periodic.Id)) >= 1 }, "the periodic task to run")
 
+	killAt := time.Now()
 	etcd.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -59,7 +126,38 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("cancel with etcd down: %v, want Unavailable", err)
 	}
+
+	// The node reports that it can no longer prove its lease: a failed
+	// renewal logged with fresh=false. Then the outage lasts for two more
+	// failed renewals, long past the lease's TTL, while the periodic task
+	// (every 100 ms) would have had many chances to run.
+	var fencedAt time.Time
+	tst.Eventually(t, 10*time.Second, func() bool {
+		l := logs.matching(killAt, "lease renewal failed", "fresh=false")
+		if len(l) == 0 {
+			return false
+		}
+		fencedAt = l[0].at
+		return len(l) >= 3
+	}, "the node to report three failed renewals with a stale lease")
+	// The lease can no longer be proven at the latest 2/3 TTL after the
+	// kill (the last acknowledged renewal was sent before it); the node may
+	// say so later than that, but never earlier than it really is.
+	windowStart := killAt.Add(ttl * 2 / 3)
+	if fencedAt.Before(windowStart) {
+		windowStart = fencedAt
+	}
+	returnAt := time.Now()
+	for _, c := range rec.all() {
+		if c.Start.After(windowStart) && c.Start.Before(returnAt) {
+			t.Errorf("handler of task %s run %d called at %s, while the node's lease could not be proven (from %s, etcd killed at %s, back at %s)",
+				c.TaskID, c.Run, c.Start.Format("15:04:05.000"), windowStart.Format("15:04:05.000"),
+				killAt.Format("15:04:05.000"), returnAt.Format("15:04:05.000"))
+		}
+	}
 	runsDuringOutage := len(rec.of(periodic.Id))
+	t.Logf("etcd killed; the node reported a stale lease %s later (2/3 TTL is %s); no handler called for %s until etcd returned",
+		fencedAt.Sub(killAt).Round(time.Millisecond), (ttl * 2 / 3).Round(time.Millisecond), returnAt.Sub(windowStart).Round(time.Millisecond))
 
 	tst.StartEtcdProcess(t, dir, url)
 	// The one-shot due during the outage runs once etcd is back.
@@ -69,6 +167,13 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	}
 	tst.Eventually(t, 10*time.Second, func() bool { return len(rec.of(periodic.Id)) >= runsDuringOutage+2 },
 		"the periodic task to go on")
+	var firstBack time.Time
+	for _, c := range rec.all() {
+		if c.Start.After(returnAt) && (firstBack.IsZero() || c.Start.Before(firstBack)) {
+			firstBack = c.Start
+		}
+	}
+	t.Logf("first handler call %s after etcd was started again", firstBack.Sub(returnAt).Round(time.Millisecond))
 	after := h.schedule(spec("o", "rec", now()))
 	h.waitState("o", after.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
 	// Nothing half-written: the identity has exactly the three tasks accepted.

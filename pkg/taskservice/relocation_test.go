@@ -245,10 +245,19 @@ func statusVotes(t *testing.T, cli *clientv3.Client, id string) func() []string 
 	}
 }
 
+// The status vote: one active vote for many tasks, one inactive vote when
+// they are done, and a change that flips back within the vote delay sends
+// nothing. The last is checked by order, not by time: the voter sends its
+// votes one at a time in the order they fall due, so once a vote queued
+// after the flip-back is written, a vote the flip would have caused would
+// have been written before it.
 func TestActiveVoteIsSentOnceAfterTheDelay(t *testing.T) {
+	// Long enough that two API calls made back to back (the flip and the
+	// flip back) fall inside it.
+	const delay = 1500 * time.Millisecond
 	release := make(chan struct{})
 	c := newCluster(t, []string{"a"}, func(cfg *taskservice.Config) {
-		cfg.VoteDelay = 300 * time.Millisecond
+		cfg.VoteDelay = delay
 		cfg.RemoveDelay = time.Hour // keep the identity mapped for the assertions
 	})
 	c.rec.behave = func(ctx context.Context, r *taskservice.Run, n int) error {
@@ -261,7 +270,7 @@ func TestActiveVoteIsSentOnceAfterTheDelay(t *testing.T) {
 		ids = append(ids, c.schedule("a", spec("v", "rec", now())).Id)
 	}
 	// One active vote after the delay, not five.
-	tst.Eventually(t, 5*time.Second, func() bool { return len(votes()) >= 1 }, "the active vote")
+	tst.Eventually(t, 5*delay, func() bool { return len(votes()) >= 1 }, "the active vote")
 	id := c.identity("a", "v")
 	if !id.Active || id.StatusNode != "a" {
 		t.Fatalf("status %v, want active on a", id)
@@ -271,12 +280,44 @@ func TestActiveVoteIsSentOnceAfterTheDelay(t *testing.T) {
 	for _, tid := range ids {
 		h.waitState("v", tid, taskdv1.TaskState_TASK_STATE_COMPLETED)
 	}
-	tst.Eventually(t, 5*time.Second, func() bool { return len(votes()) >= 2 }, "the inactive vote")
+	tst.Eventually(t, 5*delay, func() bool { return len(votes()) >= 2 }, "the inactive vote")
 	if id := c.identity("a", "v"); id.Active {
 		t.Fatalf("status %v, want inactive", id)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	statusRev := func(id string) int64 {
+		resp, err := c.cli.Get(ctx, "/taskd/status/"+id)
+		if err != nil {
+			t.Fatalf("read status of %s: %v", id, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return 0
+		}
+		return resp.Kvs[0].ModRevision
+	}
+	before := statusRev("v")
+
+	// The flip: a task becomes pending (active), and right away it is
+	// cancelled (inactive again, as voted).
+	flipAt := time.Now()
+	flip := c.schedule("a", spec("v", "rec", after(time.Hour)))
+	if _, err := c.nodes["a"].Client.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: "v", TaskId: flip.Id}); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if took := time.Since(flipAt); took >= delay {
+		t.Fatalf("the flip and flip back took %s, not within the vote delay %s: the test could not set up its case", took, delay)
+	}
+	// A vote queued now, for another identity, falls due after any vote
+	// the flip could have queued.
+	c.schedule("a", spec("w", "rec", after(time.Hour)))
+	tst.Eventually(t, 5*delay, func() bool { return statusRev("w") != 0 }, "the first vote of w")
+	if after := statusRev("v"); after != before {
+		t.Errorf("v's status was written again (revision %d, was %d) although its flip went back within the delay: %v",
+			after, before, votes())
+	}
 	if n := len(votes()); n != 2 {
-		t.Errorf("%d status writes, want 2 (one active, one inactive): %v", n, votes())
+		t.Errorf("%d status writes for v, want 2 (one active, one inactive): %v", n, votes())
 	}
 }
 

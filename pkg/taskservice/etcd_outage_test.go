@@ -3,7 +3,6 @@ package taskservice_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,16 +18,6 @@ import (
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
-
-func freeURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprintf("http://%s", l.Addr())
-}
 
 // logLines keeps a node's log lines with the time each was written, so a
 // test can tell when the node reported something.
@@ -90,8 +79,10 @@ func (l *logLines) String() string {
 func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	const ttl = 2 * time.Second
 	dir := filepath.Join(t.TempDir(), "etcd")
-	url := freeURL(t)
-	etcd := tst.StartEtcdProcess(t, dir, url)
+	// The etcd process picks its own port; it comes back on the same one,
+	// as an external etcd would (the node's client knows only that).
+	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
+	url := etcd.URL
 	cli, err := taskservice.DialEtcd([]string{url})
 	if err != nil {
 		t.Fatal(err)

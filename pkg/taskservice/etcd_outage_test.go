@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -175,4 +177,125 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	if n.State() != taskdv1.NodeState_NODE_STATE_RUNNING {
 		t.Errorf("node state %s after the outage", n.State())
 	}
+}
+
+// etcd frozen (SIGSTOP) right after the node sent a run's start write,
+// while its lease was still fresh, and let go (SIGCONT) only after the
+// node has reported its lease stale for longer than the TTL: the start
+// write then succeeds, but the node must not call the handler — its lease
+// could no longer be proven, and may already have expired (SPEC §2.4).
+// Freshness has to hold when the handler is called, not only when the
+// start was written.
+func TestFrozenEtcdNoHandlerCallOnStaleLease(t *testing.T) {
+	const ttl = 2 * time.Second
+	dir := filepath.Join(t.TempDir(), "etcd")
+	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
+	cli, err := taskservice.DialEtcd([]string{etcd.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	rec := &recorder{}
+	logs := &logLines{}
+	n := tst.StartNode(t, cli, taskservice.Config{
+		// Writes wait for etcd longer than the freeze lasts, so that the
+		// start write in flight is answered when etcd goes on.
+		Name: "n1", LeaseTTL: ttl, EtcdTimeout: 15 * time.Second,
+		Handlers: map[string]taskservice.Handler{"rec": rec},
+		Logger:   hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn, Output: logs}),
+	})
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = etcd.Signal(syscall.SIGCONT)
+		}
+		if t.Failed() {
+			t.Logf("node log:\n%s", logs)
+		}
+	})
+	h := &harness{t: t, node: n, rec: rec}
+	// Ten identities, each with a one-shot due shortly after the freeze,
+	// while the lease is still fresh (the last renewal was sent at most a
+	// quarter TTL before the freeze, so it is fresh for at least 5/12 TTL
+	// after it): their starts are written to a frozen etcd.
+	const k = 10
+	base := time.Now().Add(300 * time.Millisecond)
+	var tasks []*taskdv1.Task
+	epochs := map[string]int64{}
+	for i := range k {
+		id := fmt.Sprintf("f%d", i)
+		tasks = append(tasks, h.schedule(spec(id, "rec", once(base.Add(time.Duration(i)*40*time.Millisecond)))))
+	}
+	for i := range k {
+		id := fmt.Sprintf("f%d", i)
+		got, err := n.GetIdentity(context.Background(), id)
+		if err != nil {
+			t.Fatalf("identity %s: %v", id, err)
+		}
+		epochs[id] = got.Epoch
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg, err := cli.Get(ctx, "/taskd/nodes/n1")
+	if err != nil || len(reg.Kvs) != 1 {
+		t.Fatalf("read the node's registration: %v %v", reg, err)
+	}
+	lease := clientv3.LeaseID(reg.Kvs[0].Lease)
+
+	frozeAt := time.Now()
+	if err := etcd.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP etcd: %v", err)
+	}
+	if frozeAt.After(base) {
+		t.Logf("etcd frozen %s after the first fire time: the runs due before ran normally", frozeAt.Sub(base))
+	}
+	var staleAt time.Time
+	tst.Eventually(t, 20*time.Second, func() bool {
+		l := logs.matching(frozeAt, "lease renewal failed", "fresh=false")
+		if len(l) == 0 {
+			return false
+		}
+		staleAt = l[0].at
+		// Frozen for longer than the TTL: the lease may have expired.
+		return len(l) >= 3 && time.Since(frozeAt) > ttl
+	}, "the node to report its lease stale for longer than the TTL")
+	contAt := time.Now()
+	if err := etcd.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT etcd: %v", err)
+	}
+	resumed = true
+	t.Logf("etcd frozen %s; the node reported a stale lease %s after the freeze",
+		contAt.Sub(frozeAt).Round(time.Millisecond), staleAt.Sub(frozeAt).Round(time.Millisecond))
+
+	// Not renewed for longer than its TTL, the lease is revoked by etcd once
+	// it goes on: no renewal of it succeeds after the freeze, so from the
+	// moment the node reported it stale it cannot prove it again, and
+	// nothing may run under the epochs it held (SPEC §2.4).
+	tst.Eventually(t, 10*time.Second, func() bool {
+		ttl, err := cli.TimeToLive(ctx, lease)
+		return err == nil && ttl.TTL == -1
+	}, "etcd to revoke the node's expired lease")
+	// The node goes on: every one-shot completes, once it has registered
+	// again and adopted its identities under new epochs.
+	for i, task := range tasks {
+		h.waitState(fmt.Sprintf("f%d", i), task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	}
+	early := 0
+	for _, c := range rec.all() {
+		if !c.Start.After(staleAt) {
+			continue
+		}
+		if c.Start.Before(contAt) {
+			t.Errorf("handler of %s run %d called at %s while etcd was frozen and the lease stale (since %s)",
+				c.Identity, c.Run, c.Start.Format("15:04:05.000"), staleAt.Format("15:04:05.000"))
+		}
+		if c.Fence.Epoch == epochs[c.Identity] {
+			early++
+			t.Errorf("handler of %s run %d called at %s (%s after SIGCONT) under epoch %d, held before the lease was lost: "+
+				"its start was written while the lease was fresh, but the handler was called when the lease could no longer be proven",
+				c.Identity, c.Run, c.Start.Format("15:04:05.000"), c.Start.Sub(contAt).Round(time.Millisecond), c.Fence.Epoch)
+		}
+	}
+	t.Logf("%d of %d handlers called under a stale lease after SIGCONT", early, k)
 }

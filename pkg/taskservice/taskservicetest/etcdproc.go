@@ -111,6 +111,10 @@ func StartEtcdProcess(t testing.TB, dir, url string) *EtcdProcess {
 	return p
 }
 
+// Signal sends sig to the process: SIGSTOP freezes etcd with requests in
+// flight, SIGCONT lets it go on.
+func (p *EtcdProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
 // Kill stops the process with SIGKILL and waits for it.
 func (p *EtcdProcess) Kill() {
 	select {

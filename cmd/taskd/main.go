@@ -106,6 +106,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	metrics := newMetrics()
 	node, err := taskservice.New(taskservice.Config{
 		Name:             cfg.Name,
+		Replace:          cfg.Replace,
 		Client:           cli,
 		Prefix:           cfg.Prefix,
 		Address:          lis.Addr().String(),
@@ -141,6 +142,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)
+	// Announces which incarnation this process serves, so that a start
+	// under the same name can tell this live process from a crashed one.
+	hs.SetServingStatus(taskservice.IncarnationHealthService(node.Incarnation()), healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 	grpcDone := make(chan error, 1)
@@ -152,11 +156,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var started atomic.Bool // Start has returned: the node is fully up
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		st := node.State()
-		if st != taskdv1.NodeState_NODE_STATE_RUNNING || !started.Load() {
+		serving, reason := node.Health()
+		if !serving || !started.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		fmt.Fprintln(w, strings.TrimPrefix(st.String(), "NODE_STATE_"))
+		fmt.Fprintln(w, reason)
 	})
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hsrv.Serve(httpLis) }()
@@ -184,8 +188,16 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		return fmt.Errorf("start node: %w", err)
 	}
 	started.Store(true)
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	// gRPC health follows node.Health (not serving while self-fenced),
+	// checked every tenth of the lease TTL.
+	hf := &healthFollower{node: node, hs: hs, log: log}
+	hf.update()
+	healthCtx, stopHealth := context.WithCancel(context.Background())
+	healthDone := make(chan struct{})
+	go func() {
+		defer close(healthDone)
+		hf.follow(healthCtx, cfg.LeaseTTL/10)
+	}()
 	log.Info("taskd running", "api", lis.Addr().String(), "http", httpLis.Addr().String(),
 		"startup_ms", time.Since(began).Milliseconds())
 
@@ -197,6 +209,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	case <-node.Done():
 		log.Info("node stopped by itself (drained or replaced)")
 	}
+	stopHealth()
+	<-healthDone
 	// Draining hands the identities to other RUNNING nodes before stopping
 	// (with none, they stay mapped here for the next start).
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+30*time.Second)
@@ -206,6 +220,48 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	<-node.Done()
 	stopServers()
 	return stopErr
+}
+
+// healthFollower sets the gRPC health status of the API (and of the server
+// as a whole) from node.Health, logging each change with its reason.
+type healthFollower struct {
+	node    *taskservice.Node
+	hs      *health.Server
+	log     hclog.Logger
+	set     bool // a status was set
+	serving bool // the status set last
+}
+
+// update sets the status now.
+func (f *healthFollower) update() {
+	serving, reason := f.node.Health()
+	if f.set && serving == f.serving {
+		return
+	}
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if serving {
+		st = healthpb.HealthCheckResponse_SERVING
+		f.log.Info("health: serving", "reason", reason)
+	} else {
+		f.log.Warn("health: not serving", "reason", reason)
+	}
+	f.hs.SetServingStatus("", st)
+	f.hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, st)
+	f.set, f.serving = true, serving
+}
+
+// follow updates the status every period until ctx ends.
+func (f *healthFollower) follow(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			f.update()
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // orNone maps an explicit zero delay to the library's "none" (negative);

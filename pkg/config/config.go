@@ -37,6 +37,9 @@ type Config struct {
 	Listen string
 	// HTTP is the metrics and health address (--http).
 	HTTP string
+	// Replace lets the node take over its name from a live process
+	// registered under it (--replace).
+	Replace bool
 	// LeaseTTL is the node liveness lease TTL (--lease-ttl).
 	LeaseTTL time.Duration
 	// HandoffPeriod is the handoff polling period (--handoff-period).
@@ -290,6 +293,9 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 		opt := optionsByName[name]
 		if opt == nil {
 			return nil, unknownOption(name, src)
+		}
+		if !hasValue && opt.boolean {
+			value, hasValue = "true", true
 		}
 		if !hasValue {
 			if i+1 >= len(args) {

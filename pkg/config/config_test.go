@@ -135,6 +135,7 @@ var samples = map[string]struct {
 	"retention":         {"1h", func(c *Config) { c.Retention = time.Hour }},
 	"max-catch-up":      {"3", func(c *Config) { c.MaxCatchUp = 3 }},
 	"workers":           {"8", func(c *Config) { c.Workers = 8 }},
+	"replace":           {"true", func(c *Config) { c.Replace = true }},
 	"log-level":         {"debug", func(c *Config) { c.LogLevel = "debug" }},
 	"exec":              {"echo=cat", func(c *Config) { c.Exec = []KindTarget{{"echo", "cat"}} }},
 	"webhook": {"hook=https://example.com/x", func(c *Config) {
@@ -172,6 +173,11 @@ func TestEveryOptionFromEverySource(t *testing.T) {
 			{"-opt=v", []string{"-" + o.name + "=" + s.value}, nil, want},
 			{"env", nil, []string{envName(o.name) + "=" + s.value}, want},
 			{"file", []string{"--config", file}, nil, wantFile},
+		}
+		if o.boolean {
+			// A bare boolean flag means true and takes no separate value.
+			cases[1].how, cases[1].args = "--opt", []string{"--" + o.name}
+			cases[2].how, cases[2].args = "-opt", []string{"-" + o.name}
 		}
 		for _, tc := range cases {
 			t.Run(o.name+"/"+tc.how, func(t *testing.T) {
@@ -705,6 +711,8 @@ func TestArgSyntax(t *testing.T) {
 		{"three dashes", []string{"---name=a"}, "bad flag syntax: ---name=a"},
 		{"leading equals", []string{"-=a"}, "bad flag syntax: -=a"},
 		{"missing value", []string{"--lease-ttl"}, "option --lease-ttl needs a value"},
+		{"bare boolean takes no value", []string{"--replace", "yes"}, `unexpected argument "yes"`},
+		{"boolean value", []string{"--replace=maybe"}, `invalid value "maybe" for --replace: not true or false`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,8 @@ type option struct {
 	help string
 	// repeatable options collect one entry per occurrence.
 	repeatable bool
+	// boolean options may be given as a bare flag (--replace), meaning true.
+	boolean bool
 	// set stores a textual value into c; for a repeatable option it appends
 	// one entry.
 	set func(c *Config, v string) error
@@ -97,6 +99,19 @@ var options = []*option{
 		help:  "metrics and health address",
 		set:   func(c *Config, v string) error { c.HTTP = v; return nil },
 		check: func(c Config) error { return checkHostPort(c.HTTP) },
+	},
+	{
+		name: "replace", arg: "", def: "false", boolean: true,
+		help: "take over the name even from a live process registered under it (which then stops); " +
+			"without it, start-up refuses while that process answers at its address; --replace alone means true",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("not true or false")
+			}
+			c.Replace = b
+			return nil
+		},
 	},
 	{
 		name: "lease-ttl", arg: "DURATION", def: "10s",

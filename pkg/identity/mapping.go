@@ -111,10 +111,12 @@ func (m *Map) AssignOps(id, fromNode, node, inc string) []clientv3.Op {
 }
 
 // Reassign moves id from the owner it had at epoch to node in one fenced
-// Txn and returns the new epoch; ok is false when the mapping changed since.
-func (m *Map) Reassign(ctx context.Context, from Owner, node, inc string) (epoch int64, ok bool, err error) {
+// Txn and returns the new epoch; ok is false when the mapping changed since,
+// or when one of extra (the target's registration compare, which every
+// write that maps an identity to a node carries) failed.
+func (m *Map) Reassign(ctx context.Context, from Owner, node, inc string, extra ...clientv3.Cmp) (epoch int64, ok bool, err error) {
 	resp, err := m.cli.Txn(ctx).
-		If(m.Fence(from.Identity, from.Epoch)).
+		If(append([]clientv3.Cmp{m.Fence(from.Identity, from.Epoch)}, extra...)...).
 		Then(m.AssignOps(from.Identity, from.Node, node, inc)...).
 		Commit()
 	if err != nil {

@@ -36,6 +36,13 @@ func (k Keys) Run(id, taskID string, seq int64) string {
 	return fmt.Sprintf("%s%016x", k.Runs(id, taskID), seq)
 }
 
+// Result is the key of a run result forwarded to the identity's new owner
+// (storev1.ForwardedResult): the old owner writes it while its run marker
+// still stands on the task; the owner that settles the marker deletes it.
+func (k Keys) Result(id, taskID string) string {
+	return k.prefix + "result/" + identity.Encode(id) + "/" + taskID
+}
+
 // Idem is the key of an idempotency key of an identity.
 func (k Keys) Idem(id, key string) string {
 	return k.prefix + "idem/" + identity.Encode(id) + "/" + identity.Encode(key)

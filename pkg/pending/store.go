@@ -76,12 +76,14 @@ func (k Keys) HistoryOps(rec *storev1.TaskRecord, run *taskdv1.Run, keep int) ([
 	return ops, nil
 }
 
-// DeleteTaskOps remove a task, its history and its idempotency key.
+// DeleteTaskOps remove a task, its history, a forwarded result left for it
+// and its idempotency key.
 func (k Keys) DeleteTaskOps(rec *storev1.TaskRecord) []clientv3.Op {
 	id := rec.Spec.GetIdentity()
 	ops := []clientv3.Op{
 		clientv3.OpDelete(k.Task(id, rec.Id)),
 		clientv3.OpDelete(k.Runs(id, rec.Id), clientv3.WithPrefix()),
+		clientv3.OpDelete(k.Result(id, rec.Id)),
 	}
 	if key := rec.Spec.GetIdempotencyKey(); key != "" {
 		ops = append(ops, clientv3.OpDelete(k.Idem(id, key)))

@@ -2,12 +2,15 @@ package taskservice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
 )
 
 // batcher groups the node's independent fenced writes (run starts, run
@@ -34,12 +37,13 @@ type batcher struct {
 
 // txnItem is one write with its own compares.
 type txnItem struct {
-	cmps []clientv3.Cmp
-	ops  []clientv3.Op
-	els  []clientv3.Op
-	keys []string // keys written by ops, to keep a batch free of duplicates
-	size int      // bytes of keys and values written
-	done chan txnOutcome
+	cmps     []clientv3.Cmp
+	ops      []clientv3.Op
+	els      []clientv3.Op
+	keys     []string // keys written by ops, to keep a batch free of duplicates
+	size     int      // bytes of keys and values written
+	deadline time.Time
+	done     chan txnOutcome
 }
 
 // maxBatchBytes keeps a batch's request well under etcd's request limit
@@ -53,16 +57,31 @@ type txnOutcome struct {
 	els  []*etcdserverpb.ResponseOp // the Else responses when !ok
 	err  error
 	size int // items in the Txn that carried it (1 = alone)
+	// notSent: err is final and nothing was written (the caller's context
+	// ended while the item still waited in the queue).
+	notSent bool
+	// late, with err set and notSent false, delivers the item's real
+	// outcome once its Txn returns: the caller stopped waiting while the
+	// Txn was on its way, so it may have been applied.
+	late <-chan txnOutcome
 }
 
 func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, concurrent int) *batcher {
 	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, max: concurrent}
 }
 
-// do runs one item and waits for its outcome. ctx bounds the wait; the
-// item's Txn has the batcher's own deadline.
+// do runs one item and waits for its outcome, at most until ctx ends. The
+// item's Txn is bounded by the batcher's timeout and by ctx's deadline.
+//
+// If ctx ends before the item was sent, it is taken out of the queue and
+// never sent (notSent). If it ends while the item's Txn is on its way, the
+// outcome is unknown: err wraps ErrOutcomeUnknown and late brings the real
+// outcome when the Txn returns.
 func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []clientv3.Op) txnOutcome {
 	it := &txnItem{cmps: cmps, ops: ops, els: els, done: make(chan txnOutcome, 1)}
+	if d, ok := ctx.Deadline(); ok {
+		it.deadline = d
+	}
 	for _, op := range ops {
 		it.keys = append(it.keys, string(op.KeyBytes()))
 		it.size += len(op.KeyBytes()) + len(op.ValueBytes())
@@ -79,9 +98,17 @@ func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []client
 	case out := <-it.done:
 		return out
 	case <-ctx.Done():
-		// The Txn may still be applied: report it as an unknown outcome.
-		return txnOutcome{err: fmt.Errorf("waiting for a batched write: %w", ctx.Err())}
 	}
+	b.mu.Lock()
+	for i, q := range b.queue {
+		if q == it {
+			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
+			b.mu.Unlock()
+			return txnOutcome{err: fmt.Errorf("write not sent: %w", ctx.Err()), notSent: true}
+		}
+	}
+	b.mu.Unlock()
+	return txnOutcome{err: fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()), late: it.done}
 }
 
 // drain sends batches until the queue is empty.
@@ -147,12 +174,12 @@ func (b *batcher) send(batch []*txnItem) {
 		cmps = append(cmps, it.cmps...)
 		ops = append(ops, it.ops...)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	ctx, cancel := b.txnCtx(batch...)
 	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	cancel()
 	if err != nil {
 		for _, it := range batch {
-			it.done <- txnOutcome{err: err, size: len(batch)}
+			it.done <- txnOutcome{err: ambiguous(err), size: len(batch)}
 		}
 		return
 	}
@@ -169,16 +196,45 @@ func (b *batcher) send(batch []*txnItem) {
 
 // alone commits one item in a Txn of its own.
 func (b *batcher) alone(it *txnItem) txnOutcome {
-	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	ctx, cancel := b.txnCtx(it)
 	defer cancel()
 	resp, err := b.cli.Txn(ctx).If(it.cmps...).Then(it.ops...).Else(it.els...).Commit()
 	if err != nil {
-		return txnOutcome{err: err, size: 1}
+		return txnOutcome{err: ambiguous(err), size: 1}
 	}
 	if resp.Succeeded {
 		return txnOutcome{ok: true, rev: resp.Header.Revision, size: 1}
 	}
 	return txnOutcome{els: resp.Responses, rev: resp.Header.Revision, size: 1}
+}
+
+// txnCtx bounds a Txn by the batcher's timeout and by the earliest
+// deadline of its items: a run start, whose deadline is the end of the
+// node's lease margin, must not be applied after that.
+func (b *batcher) txnCtx(items ...*txnItem) (context.Context, context.CancelFunc) {
+	d := time.Now().Add(b.timeout)
+	for _, it := range items {
+		if !it.deadline.IsZero() && it.deadline.Before(d) {
+			d = it.deadline
+		}
+	}
+	return context.WithDeadline(context.Background(), d)
+}
+
+// ambiguous marks a failed Txn whose outcome is unknown: etcd may have
+// applied it all the same (a timeout or a lost connection after the request
+// was sent). An error the server answered with (space quota, too many
+// operations, a compare on a bad key) is definite and returned as it is.
+func ambiguous(err error) error {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		switch ee.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 }
 
 // wait waits for the batches in flight (at Stop).

@@ -25,6 +25,10 @@ type Config struct {
 	Listeners []Listener
 	// Logger; every line carries the node name.
 	Logger hclog.Logger
+	// Replace lets Start take the name over from a live process registered
+	// under it; without it Start refuses with ErrNameInUse (a registration
+	// whose process does not answer is replaced either way).
+	Replace bool
 
 	LeaseTTL         time.Duration // node liveness; default 10s
 	MisfireThreshold time.Duration // default 60s

@@ -13,7 +13,6 @@ import (
 
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // dispatchLoop pops due entries in order and hands them to their identity's
@@ -34,14 +33,10 @@ func (n *Node) dispatchLoop() {
 				break
 			}
 			heap.Pop(&n.queue)
-			e.running = !e.purge
-			n.touchLocked(e)
-			if e.purge {
-				n.wg.Add(1)
-				go n.purge(e)
-				continue
-			}
 			e.running = true
+			n.touchLocked(e)
+			// Purges go through the starters too, so that they are bounded
+			// by the run slots like everything else.
 			st := e.ident
 			st.startQ = append(st.startQ, e)
 			if !st.starting {
@@ -132,9 +127,17 @@ func (n *Node) starter(st *identState) {
 // startBatch is how many due runs of one identity start together.
 const startBatch = 32
 
-// startAny writes the run marker of a due entry of either scope; it returns
-// the function that launches the run, or nil if none starts.
+// startAny does what a due entry of either scope needs: a purge, the
+// resolution of a run marker, or a run start. It returns the function that
+// launches a run, or nil if none starts.
 func (n *Node) startAny(st *identState, e *entry) func() {
+	n.mu.Lock()
+	purge := e.purge
+	n.mu.Unlock()
+	if purge {
+		n.purge(e)
+		return nil
+	}
 	if st.every {
 		return n.startEvery(e)
 	}
@@ -143,8 +146,11 @@ func (n *Node) startAny(st *identState, e *entry) func() {
 
 // spawn runs f in a goroutine that Stop waits for. It is called only from
 // goroutines Stop also waits for (dispatch, starters, runs), so the count is
-// never raised after Stop's final wait.
+// never raised after Stop's final wait; once the node stops it runs nothing.
 func (n *Node) spawn(f func()) {
+	if n.life.Err() != nil {
+		return
+	}
 	n.runs.Add(1)
 	go func() {
 		defer n.runs.Done()
@@ -156,7 +162,9 @@ func (n *Node) spawn(f func()) {
 func (n *Node) release() { <-n.slots }
 
 // resched queues e at its next due time, or takes it out of the queue when
-// it has none. Caller holds n.mu.
+// it has none. A record that carries a run marker (of no run in flight
+// here) is queued at once, or at its recheck time while its result is
+// awaited: its next start resolves the marker. Caller holds n.mu.
 func (n *Node) reschedLocked(e *entry) {
 	defer n.touchLocked(e)
 	if e.gone || e.ident.lost {
@@ -169,7 +177,16 @@ func (n *Node) reschedLocked(e *entry) {
 		return
 	}
 	e.prio = rec.GetSpec().GetPriority()
-	at, purge, ok := dueTime(rec, n.cfg.Retention, time.Now())
+	now := time.Now()
+	if rec.Running != nil {
+		e.purge = false
+		n.queue.set(e, maxTime(now, e.recheckAt))
+		e.freeze()
+		n.kick()
+		return
+	}
+	e.awaitSince, e.recheckAt = time.Time{}, time.Time{}
+	at, purge, ok := dueTime(rec, n.cfg.Retention, now)
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
 		return
@@ -180,8 +197,27 @@ func (n *Node) reschedLocked(e *entry) {
 	n.kick()
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// startCtx bounds the start write of a run by the node's lease margin: a
+// start that etcd applies after the node could last prove its lease live
+// is never followed by a handler call (the run is resolved instead).
+func (n *Node) startCtx() (context.Context, context.CancelFunc) {
+	n.mu.Lock()
+	d := n.renewedAt.Add(n.leaseMargin())
+	n.mu.Unlock()
+	return context.WithDeadline(n.life, d)
+}
+
 // start writes the run marker of a due entry (fenced) and returns the
 // function that launches its run (which then holds the slot), or nil.
+// A record that still carries a run marker is never started over: the
+// marker is resolved first. A run never starts before its fire time.
 func (n *Node) start(e *entry) func() {
 	n.mu.Lock()
 	st := e.ident
@@ -192,45 +228,93 @@ func (n *Node) start(e *entry) func() {
 		return nil
 	}
 	cur, rev, epoch := e.record(), e.rev, st.epoch
+	now := time.Now()
+	if cur == nil {
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return nil
+	}
+	if cur.Running != nil {
+		n.mu.Unlock()
+		n.resolveMarker(e, cur, rev, epoch)
+		return nil
+	}
+	if at, purge, ok := dueTime(cur, n.cfg.Retention, now); !ok || purge || at.After(now) {
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return nil
+	}
+	f, ok := n.beginFlightLocked(e.ref())
+	if !ok {
+		// This node's earlier run of the task is still in flight (its
+		// identity left and came back meanwhile): the entry waits for that
+		// run to settle (endFlight queues it again).
+		n.queue.remove(e)
+		n.mu.Unlock()
+		return nil
+	}
 	n.mu.Unlock()
 
-	now := time.Now()
 	p := planStart(cur, n.cfg.Name, n.incarnation, epoch, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
 	newRev := int64(0)
 	if st.durable {
 		put, err := n.keys.PutTask(p.rec)
 		if err != nil {
 			n.log.Error("encode task", "task", e.id, "error", err)
+			n.abortFlight(f)
 			n.settleNotStarted(e, time.Second)
 			return nil
 		}
-		out := n.batch.do(context.Background(), n.runFence(st.name, e.id, epoch, rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
+		ctx, cancel := n.startCtx()
+		out := n.batch.do(ctx, n.runFence(st.name, e.id, epoch, rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
+		cancel()
 		if out.err != nil {
-			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id, "error", out.err)
+			// If the write was applied after all, the next attempt's compare
+			// fails, finds this marker and resolves it (the handler was not
+			// called, so the fire time runs again).
+			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
+				"maybe_applied", !out.notSent, "error", out.err)
+			n.abortFlight(f)
 			n.settleNotStarted(e, time.Second)
 			return nil
 		}
 		if !out.ok {
+			n.abortFlight(f)
 			n.conflict(e, epoch, out.els)
 			return nil
 		}
 		newRev = out.rev
 	}
 	n.mu.Lock()
-	e.rec, e.rev = p.rec, newRev
+	e.rec, e.raw, e.rev = p.rec, nil, newRev
 	if !p.run {
 		e.running = false
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()
-	return n.launcher(e, p, epoch, newRev)
+	if !p.run {
+		n.abortFlight(f)
+	}
+	return n.launcher(e, f, p, epoch, newRev)
+}
+
+// abortFlight takes a run that did not start out of the registry.
+func (n *Node) abortFlight(f *flight) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f.cancel(nil)
+	if n.flights[f.ref] == f {
+		delete(n.flights, f.ref)
+	}
 }
 
 // launcher reports a started run's misfires and returns the function that
 // calls its handler (FIRED, STARTED, then the call), or nil if the plan
 // runs nothing. It is called from a goroutine Stop waits for, and counts
 // the run for Stop from here on.
-func (n *Node) launcher(e *entry, p startPlan, epoch, rev int64) func() {
+func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func() {
 	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
 	if p.misfired > 0 {
 		ev.Type, ev.Count = EventMisfired, p.misfired
@@ -247,7 +331,7 @@ func (n *Node) launcher(e *entry, p startPlan, epoch, rev int64) func() {
 		ev.Type = EventStarted
 		n.emit(ev)
 		entered := make(chan struct{})
-		go n.execute(e, p, epoch, rev, entered)
+		go n.execute(e, f, p, epoch, rev, entered)
 		<-entered // the next run of the identity is called after this one
 	}
 }
@@ -278,12 +362,14 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 
 // conflict handles a fenced write that failed: either the identity's epoch
 // moved (the identity left this node, or was re-mapped to it) or the task
-// changed under us (cancelled, run-now, deleted).
-func (n *Node) conflict(e *entry, epoch int64, else_ []*etcdserverpb.ResponseOp) {
+// changed under us (cancelled, run-now, deleted, or a marker written by a
+// start whose reply was lost). A marker found there is resolved by the
+// entry's next start.
+func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 	st := e.ident
-	owner, err := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(else_[0].GetResponseRange()))
+	owner, err := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
 	if err != nil {
-		n.log.Error("decode mapping after a failed commit", "identity", st.name, "error", err)
+		n.log.Error("decode mapping after a failed write", "identity", st.name, "error", err)
 	}
 	if err != nil || owner.Epoch != epoch {
 		n.mu.Lock()
@@ -292,7 +378,7 @@ func (n *Node) conflict(e *entry, epoch int64, else_ []*etcdserverpb.ResponseOp)
 		n.identityMoved(st, owner)
 		return
 	}
-	kvs := else_[1].GetResponseRange().GetKvs()
+	kvs := els[1].GetResponseRange().GetKvs()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	e.running = false
@@ -306,19 +392,16 @@ func (n *Node) conflict(e *entry, epoch int64, else_ []*etcdserverpb.ResponseOp)
 		n.queue.set(e, time.Now().Add(time.Second))
 		return
 	}
-	e.rec, e.rev = rec, kvs[0].ModRevision
-	if rec.Running != nil {
-		// A marker not written by a run in flight here: resolve it.
-		n.spawn(func() { n.resolveMarkers(st, epoch, []*entry{e}) })
-		return
-	}
+	e.rec, e.raw, e.rev = rec, nil, kvs[0].ModRevision
 	n.reschedLocked(e)
 }
 
 func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
-	delete(e.ident.tasks, e.id)
+	if e.ident.tasks[e.id] == e {
+		delete(e.ident.tasks, e.id)
+	}
 	n.touchLocked(e)
 }
 
@@ -332,6 +415,7 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 			defer cancel()
 			if err := n.adoptIdentity(ctx, st.name, owner.Epoch); err != nil {
 				n.log.Warn("reload identity under its new epoch", "identity", st.name, "error", err)
+				n.repair(st.name)
 			}
 		})
 		return
@@ -345,7 +429,8 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 }
 
 // dropIdentityLocked forgets an identity: its timers stop, and a run that
-// tries to start or commit for it afterwards is dropped.
+// tries to start or commit for it afterwards is dropped. Its runs in flight
+// go on (their results reach the new owner) and are told it left.
 func (n *Node) dropIdentityLocked(st *identState) {
 	st.lost = true
 	for _, e := range st.tasks {
@@ -354,7 +439,8 @@ func (n *Node) dropIdentityLocked(st *identState) {
 	}
 	st.startQ = nil
 	delete(n.idents, st.name)
-	n.voter.Forget(st.name) // a move clears the old node's votes (SPEC §7.3)
+	n.identityLeftFlightsLocked(st.name)
+	n.voter.Forget(st.name) // a move clears the old node's votes
 }
 
 // adoptOwned resolves, at start, every identity still mapped to this node's
@@ -425,7 +511,7 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 	if len(mine) == 0 {
 		return nil
 	}
-	var cmps []clientv3.Cmp
+	cmps := []clientv3.Cmp{n.registeredCmp()}
 	var ops []clientv3.Op
 	for _, o := range mine {
 		cmps = append(cmps, n.idmap.Fence(o.Identity, o.Epoch))
@@ -494,7 +580,7 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 			cancel()
 			return nil // moved away; the index entry is stale
 		}
-		epoch, ok, err := n.idmap.Reassign(cctx, owner, n.cfg.Name, n.incarnation)
+		epoch, ok, err := n.idmap.Reassign(cctx, owner, n.cfg.Name, n.incarnation, n.registeredCmp())
 		cancel()
 		if err != nil {
 			return err
@@ -525,10 +611,12 @@ func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error 
 // installTasks puts stored tasks of id, owned under epoch, into the queue.
 // With loadRev > 0, stored is every task of the identity as of that
 // revision, and entries it lacks are removed unless they were written
-// after it (a task scheduled while the load was under way). Entries with a
-// run in flight are left to their commit.
+// after it (a task scheduled while the load was under way). An entry whose
+// task has a run in flight here waits for that run to settle; a run marker
+// of no run in flight here is resolved by the entry's next start.
 func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loadRev int64) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	st := n.idents[id]
 	if st == nil || st.lost {
 		st = &identState{name: id, durable: true, tasks: map[string]*entry{}}
@@ -536,12 +624,10 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		n.voter.Track(id)
 	}
 	if epoch < st.epoch {
-		n.mu.Unlock()
 		return // a newer adoption already happened
 	}
 	st.epoch = epoch
 	seen := make(map[string]bool, len(stored))
-	var stale []*entry
 	for _, s := range stored {
 		seen[s.Rec.Id] = true
 		e := st.tasks[s.Rec.Id]
@@ -552,10 +638,11 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		if e.running || ((e.rec != nil || e.raw != nil) && e.rev > s.Rev) {
 			continue
 		}
-		e.rec, e.rev = s.Rec, s.Rev
-		if s.Rec.Running != nil {
+		e.rec, e.raw, e.rev = s.Rec, nil, s.Rev
+		if n.inFlightLocked(e.ref()) {
+			e.running = true
 			n.queue.remove(e)
-			stale = append(stale, e)
+			n.touchLocked(e)
 			continue
 		}
 		n.reschedLocked(e)
@@ -567,102 +654,20 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 			}
 		}
 	}
-	n.mu.Unlock()
-	if len(stale) > 0 {
-		n.resolveMarkers(st, epoch, stale)
-	}
-}
-
-// resolveMarkers settles run markers left by runs that are not in flight
-// here (SPEC §5.4): INTERRUPTED for another incarnation's, DROPPED for this
-// incarnation's own dropped runs; with requests_recovery the fire time runs
-// again with the same run number.
-func (n *Node) resolveMarkers(st *identState, epoch int64, entries []*entry) {
-	for _, e := range entries {
-		for range 3 {
-			n.mu.Lock()
-			rec, rev := cloneRec(e.record()), e.rev
-			n.mu.Unlock()
-			if rec.Running == nil {
-				break
-			}
-			m := rec.Running
-			outcome, msg := taskdv1.Outcome_OUTCOME_INTERRUPTED,
-				fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
-			if m.Incarnation == n.incarnation {
-				outcome, msg = taskdv1.Outcome_OUTCOME_DROPPED, "the identity's epoch changed before the result was committed"
-			}
-			now := time.Now()
-			hist := resolveStale(rec, outcome, msg, now)
-			ops, err := n.keys.HistoryOps(rec, hist, n.cfg.History)
-			if err != nil {
-				n.log.Error("resolve run marker", "task", e.id, "error", err)
-				break
-			}
-			put, err := n.keys.PutTask(rec)
-			if err != nil {
-				n.log.Error("resolve run marker", "task", e.id, "error", err)
-				break
-			}
-			ctx, cancel := n.etcdCtx(context.Background())
-			resp, err := n.cli.Txn(ctx).
-				If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
-				Then(append([]clientv3.Op{put}, ops...)...).
-				Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
-				Commit()
-			cancel()
-			if err != nil {
-				n.log.Warn("resolve run marker: etcd write failed; will retry", "task", e.id, "error", err)
-				n.mu.Lock()
-				n.queue.set(e, time.Now().Add(time.Second)) // retried via conflict on start
-				n.mu.Unlock()
-				break
-			}
-			if !resp.Succeeded {
-				owner, _ := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(resp.Responses[0].GetResponseRange()))
-				if owner.Epoch != epoch {
-					n.identityMoved(st, owner)
-					return
-				}
-				kvs := resp.Responses[1].GetResponseRange().GetKvs()
-				n.mu.Lock()
-				if len(kvs) == 0 {
-					n.removeEntryLocked(e)
-					n.mu.Unlock()
-					break
-				}
-				if r, err := pending.Decode(kvs[0].Value); err == nil {
-					e.rec, e.rev = r, kvs[0].ModRevision
-				}
-				n.mu.Unlock()
-				continue
-			}
-			n.log.Info("resolved a run left in flight", "identity", st.name, "task", e.id,
-				"run", m.RunNumber, "outcome", outcome.String())
-			n.emit(Event{Type: EventInterrupted, Identity: st.name, TaskID: e.id, Kind: rec.Spec.Kind,
-				RunNumber: m.RunNumber, Attempt: int(m.Attempt), Outcome: outcome, Message: msg})
-			n.mu.Lock()
-			e.rec, e.rev = rec, resp.Header.Revision
-			n.reschedLocked(e)
-			n.mu.Unlock()
-			break
-		}
-	}
 }
 
 // purge deletes a finished task at the end of its retention.
 func (n *Node) purge(e *entry) {
-	defer n.wg.Done()
 	n.mu.Lock()
 	st, rec, rev, epoch := e.ident, e.record(), e.rev, e.ident.epoch
 	n.mu.Unlock()
-	if !st.durable {
+	if !st.durable || rec == nil {
 		n.mu.Lock()
 		n.removeEntryLocked(e)
 		n.mu.Unlock()
 		return
 	}
-	ctx, cancel := n.etcdCtx(context.Background())
+	ctx, cancel := n.etcdCtx(n.life)
 	resp, err := n.cli.Txn(ctx).
 		If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
 		Then(n.keys.DeleteTaskOps(rec)...).

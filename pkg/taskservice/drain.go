@@ -49,7 +49,9 @@ func (n *Node) Drain(ctx context.Context) error {
 }
 
 // handOver moves the identities away until none is left, or no node can
-// take them, or ctx ends.
+// take them, or ctx ends. An identity that could not be moved (its target
+// went away meanwhile) stays this node's and is tried again with the
+// candidates read afresh.
 func (n *Node) handOver(ctx context.Context, deadline time.Time) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
@@ -60,10 +62,13 @@ func (n *Node) handOver(ctx context.Context, deadline time.Time) error {
 			return nil
 		}
 		if len(ready) > 0 {
-			if err := n.moveAway(ctx, ready); err != nil {
+			moved, err := n.moveAway(ctx, ready)
+			if err != nil {
 				return err
 			}
-			continue
+			if moved > 0 {
+				continue
+			}
 		}
 		select {
 		case <-tick.C:
@@ -80,14 +85,7 @@ func (n *Node) handOverSet(late bool) ([]identity.Owner, int) {
 	defer n.mu.Unlock()
 	var ready []identity.Owner
 	for id, st := range n.idents {
-		busy := false
-		for _, e := range st.tasks {
-			if e.running {
-				busy = true
-				break
-			}
-		}
-		if !busy || late {
+		if late || n.identityFlightsLocked(id) == 0 {
 			ready = append(ready, identity.Owner{Identity: id, Mapped: true, Node: n.cfg.Name,
 				Incarnation: n.incarnation, Epoch: st.epoch})
 		}
@@ -96,50 +94,81 @@ func (n *Node) handOverSet(late bool) ([]identity.Owner, int) {
 }
 
 // moveAway moves identities of this node to the least-loaded RUNNING
-// nodes, in batched Txns, and forgets them here.
-func (n *Node) moveAway(ctx context.Context, owners []identity.Owner) error {
+// nodes, in batched Txns, forgets the moved ones here, and returns how many
+// left this node (moved, or found owned elsewhere).
+func (n *Node) moveAway(ctx context.Context, owners []identity.Owner) (int, error) {
 	cs, err := n.candidates(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	live := running(cs, n.cfg.Name)
 	if len(live) == 0 {
-		return fmt.Errorf("%d identities: %w", len(owners), errNoTarget)
+		return 0, fmt.Errorf("%d identities: %w", len(owners), errNoTarget)
 	}
 	batch := n.movesPerTxn()
+	gone := 0
 	for len(owners) > 0 {
 		k := min(batch, len(owners))
 		var moves []move
 		for _, o := range owners[:k] {
 			moves = append(moves, move{from: o, to: leastLoaded(live)})
 		}
+		owners = owners[k:]
 		rev, ok, err := n.commitMoves(ctx, moves)
 		if err != nil {
-			return err
+			return gone, err
 		}
-		if !ok {
-			// Some epoch moved under us: move them one by one.
-			for _, m := range moves {
-				if _, ok1, err := n.commitMoves(ctx, []move{m}); err != nil {
-					return err
-				} else if ok1 {
-					n.identityLeft(m.from.Identity, m.from.Epoch)
-				} else {
-					n.mu.Lock()
-					if st := n.idents[m.from.Identity]; st != nil && st.epoch == m.from.Epoch {
-						n.dropIdentityLocked(st) // not ours any more
-					}
-					n.mu.Unlock()
-				}
-			}
-		} else {
+		if ok {
 			for _, m := range moves {
 				n.identityLeft(m.from.Identity, rev)
 			}
+			gone += len(moves)
+			continue
 		}
-		owners = owners[k:]
+		// A compare failed: an identity's epoch moved, or a target's
+		// registration changed. Move them one by one and look at each
+		// failure.
+		for _, m := range moves {
+			rev1, ok1, err := n.commitMoves(ctx, []move{m})
+			if err != nil {
+				return gone, err
+			}
+			if ok1 {
+				n.identityLeft(m.from.Identity, rev1)
+				gone++
+				continue
+			}
+			left, err := n.recheckOwned(ctx, m.from)
+			if err != nil {
+				return gone, err
+			}
+			if left {
+				gone++
+			}
+		}
 	}
-	return nil
+	return gone, nil
+}
+
+// recheckOwned reads the mapping of an identity a move could not take: if
+// it is no longer this incarnation's, it is forgotten here (left is true);
+// if it is ours under another epoch, it is read again; if it is as it was
+// (the target changed), it stays for the next attempt.
+func (n *Node) recheckOwned(ctx context.Context, from identity.Owner) (left bool, err error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	owner, err := n.idmap.Get(cctx, from.Identity)
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case !owner.Mapped || owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation:
+		n.identityLeft(from.Identity, owner.Epoch)
+		return true, nil
+	case owner.Epoch != from.Epoch:
+		n.repair(from.Identity)
+	}
+	return false, nil
 }
 
 // errNoTarget reports that no other node can take identities.

@@ -7,7 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
+	grpcbackoff "google.golang.org/grpc/backoff"
 )
 
 // DialEtcd returns an etcd client set up for a node: quiet, and quick to
@@ -19,7 +19,7 @@ func DialEtcd(endpoints []string) (*clientv3.Client, error) {
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			Backoff:           grpcbackoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: time.Second,
 		})},
 	})

@@ -198,16 +198,14 @@ func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mv
 	e.rev = sharedRev
 	e.shared = shared
 	e.rec = mergeEvery(shared, sharedRev, e.prog, time.Now())
-	stale := e.rec.Running != nil
-	if stale {
+	if n.inFlightLocked(e.ref()) {
+		// This node's run is in flight: its commit settles the marker.
+		e.running = true
 		n.queue.remove(e)
 	} else {
-		n.reschedLocked(e)
+		n.reschedLocked(e) // a marker is resolved by the entry's next start
 	}
 	n.mu.Unlock()
-	if stale {
-		n.resolveEveryMarker(e)
-	}
 }
 
 // removeEvery drops an EVERY_NODE task that was deleted, with this node's
@@ -228,53 +226,54 @@ func (n *Node) removeEvery(id, taskID string) {
 }
 
 // resolveEveryMarker settles this node's run marker of an EVERY_NODE task
-// that is not in flight here (an earlier incarnation's run).
+// that is not in flight here (an earlier incarnation's run, or a start whose
+// reply was lost). The dispatcher handed e to startEvery (e is running); it
+// goes back in the queue whatever happens.
 func (n *Node) resolveEveryMarker(e *entry) {
-	for range 3 {
-		n.mu.Lock()
-		rec, sharedRev, progRev, served := cloneRec(e.rec), e.rev, e.progRev, e.prog.GetManualServedRev()
+	n.mu.Lock()
+	if n.inFlightLocked(e.ref()) {
+		n.queue.remove(e) // the run's commit settles it
 		n.mu.Unlock()
-		if rec.Running == nil {
-			return
-		}
-		m := rec.Running
-		outcome, msg := taskdv1.Outcome_OUTCOME_INTERRUPTED,
-			fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
-		if m.Incarnation == n.incarnation {
-			outcome, msg = taskdv1.Outcome_OUTCOME_DROPPED, "the run's result was not committed"
-		}
-		hist := resolveStale(rec, outcome, msg, time.Now())
-		np := splitEvery(rec, served)
-		ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
-		if err != nil {
-			return
-		}
-		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
-		if err != nil {
-			return
-		}
-		ctx, cancel := n.etcdCtx(n.life)
-		resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(append([]clientv3.Op{put}, ops...)...).Commit()
-		cancel()
-		if err != nil || !resp.Succeeded {
-			if n.life.Err() != nil {
-				return
-			}
-			continue
-		}
-		n.mu.Lock()
-		e.prog, e.progRev = np, resp.Header.Revision
-		e.rec = mergeEvery(e.shared, e.rev, np, time.Now())
-		n.reschedLocked(e)
-		n.mu.Unlock()
-		n.emit(Event{Type: EventInterrupted, Identity: e.ident.name, TaskID: e.id, Kind: rec.Spec.Kind,
-			RunNumber: m.RunNumber, Outcome: outcome, Message: msg})
 		return
 	}
+	rec, sharedRev, progRev, served := cloneRec(e.rec), e.rev, e.progRev, e.prog.GetManualServedRev()
+	n.mu.Unlock()
+	m := rec.Running
+	res := staleResult(m, n.incarnation, false, 0, time.Now())
+	hist := resolveStale(rec, res)
+	np := splitEvery(rec, served)
+	ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
+	var put clientv3.Op
+	if err == nil {
+		put, err = putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+	}
+	if err != nil {
+		n.log.Error("resolve EVERY_NODE run marker: encode", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Minute)
+		return
+	}
+	ctx, cancel := n.etcdCtx(n.life)
+	resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(append([]clientv3.Op{put}, ops...)...).Commit()
+	cancel()
+	if err != nil || !resp.Succeeded {
+		// The marker stays; read the task and progress again, and look again.
+		n.settleNotStarted(e, n.cfg.HandoffPeriod)
+		n.spawn(func() { n.reloadEveryProgress(e) })
+		return
+	}
+	n.mu.Lock()
+	e.prog, e.progRev = np, resp.Header.Revision
+	e.rec = mergeEvery(e.shared, e.rev, np, time.Now())
+	e.running = false
+	n.reschedLocked(e)
+	n.mu.Unlock()
+	n.emit(Event{Type: EventInterrupted, Identity: e.ident.name, TaskID: e.id, Kind: rec.Spec.Kind,
+		RunNumber: m.RunNumber, Outcome: hist.Outcome, Message: res.message})
 }
 
 // startEvery writes this node's run marker of a due EVERY_NODE task and
-// returns the function that launches the run, or nil.
+// returns the function that launches the run, or nil. A marker left on the
+// progress is resolved first, never overwritten.
 func (n *Node) startEvery(e *entry) func() {
 	n.mu.Lock()
 	if e.gone || n.draining || !n.leaseFreshLocked() {
@@ -284,26 +283,48 @@ func (n *Node) startEvery(e *entry) func() {
 		return nil
 	}
 	cur, sharedRev, progRev, served := e.rec, e.rev, e.progRev, e.prog.GetManualServedRev()
+	now := time.Now()
+	if cur.Running != nil {
+		n.mu.Unlock()
+		n.resolveEveryMarker(e)
+		return nil
+	}
+	if at, purge, ok := dueTime(cur, n.cfg.Retention, now); !ok || purge || at.After(now) {
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return nil
+	}
+	f, ok := n.beginFlightLocked(e.ref())
+	if !ok {
+		n.queue.remove(e)
+		n.mu.Unlock()
+		return nil
+	}
 	n.mu.Unlock()
-	p := planStart(cur, n.cfg.Name, n.incarnation, 0, time.Now(), n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
+	p := planStart(cur, n.cfg.Name, n.incarnation, 0, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
 	if cur.ManualRequested && !p.rec.ManualRequested {
 		served = sharedRev
 	}
 	np := splitEvery(p.rec, served)
 	put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
 	if err != nil {
+		n.abortFlight(f)
 		n.settleNotStarted(e, time.Second)
 		return nil
 	}
-	ctx, cancel := n.etcdCtx(context.Background())
+	ctx, cancel := n.startCtx()
 	resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(put).Commit()
 	cancel()
 	if err != nil || !resp.Succeeded {
 		if err != nil {
 			n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
 		}
-		// The task changed (its watch brings it) or this node re-registered.
+		// The task changed (its watch brings it), this node re-registered,
+		// or the write's outcome is unknown: the progress is read again.
+		n.abortFlight(f)
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
+		n.spawn(func() { n.reloadEveryProgress(e) })
 		return nil
 	}
 	rev := resp.Header.Revision
@@ -314,16 +335,45 @@ func (n *Node) startEvery(e *entry) func() {
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()
-	return n.launcher(e, p, 0, rev)
+	if !p.run {
+		n.abortFlight(f)
+	}
+	return n.launcher(e, f, p, 0, rev)
+}
+
+// reloadEveryProgress reads this node's progress on an EVERY_NODE task
+// again after a start write that failed, so that a marker it wrote after
+// all is seen (and resolved) rather than written over.
+func (n *Node) reloadEveryProgress(e *entry) {
+	ctx, cancel := n.etcdCtx(n.life)
+	defer cancel()
+	resp, err := n.cli.Txn(ctx).Then(
+		clientv3.OpGet(n.keys.Every(e.ident.name, e.id)),
+		clientv3.OpGet(n.keys.EveryProgress(n.cfg.Name, e.id)),
+	).Commit()
+	if err != nil {
+		return // the next start's fenced write fails and comes back here
+	}
+	shared := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(shared) == 0 {
+		n.removeEvery(e.ident.name, e.id)
+		return
+	}
+	var prog *mvccpb.KeyValue
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		prog = kvs[0]
+	}
+	n.installEvery(e.ident.name, shared[0].Value, shared[0].ModRevision, prog, true)
 }
 
 // commitEvery stores this node's result of an EVERY_NODE run.
-func (n *Node) commitEvery(e *entry, p startPlan, res runResult, progRev int64, ev Event, outcomeEvent EventType) {
+func (n *Node) commitEvery(e *entry, f *flight, p startPlan, res runResult, progRev int64, ev Event, outcomeEvent EventType) {
+	defer n.endFlight(f, nil, 0)
 	n.mu.Lock()
 	sharedRev, served, shared := e.rev, e.prog.GetManualServedRev(), e.shared
 	n.mu.Unlock()
 	base := p.rec
-	delay := 50 * time.Millisecond
+	bo := newBackoff(50*time.Millisecond, 2*time.Second)
 	for {
 		rec := cloneRec(base)
 		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
@@ -337,7 +387,7 @@ func (n *Node) commitEvery(e *entry, p startPlan, res runResult, progRev int64, 
 			n.log.Error("encode EVERY_NODE result", "task", e.id, "error", err)
 			return
 		}
-		ctx, cancel := n.etcdCtx(context.Background())
+		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
 		resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).
 			Then(append([]clientv3.Op{put}, ops...)...).
 			Else(clientv3.OpGet(n.keys.Every(e.ident.name, e.id))).Commit()
@@ -346,10 +396,7 @@ func (n *Node) commitEvery(e *entry, p startPlan, res runResult, progRev int64, 
 			if n.life.Err() != nil {
 				return // the next start resolves the marker
 			}
-			time.Sleep(delay) // owned by this run's goroutine; bounded backoff
-			if delay < 2*time.Second {
-				delay *= 2
-			}
+			bo.wait(n.life)
 			continue
 		}
 		if resp.Succeeded {
@@ -363,13 +410,11 @@ func (n *Node) commitEvery(e *entry, p startPlan, res runResult, progRev int64, 
 		}
 		kvs := resp.Responses[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 || kvs[0].ModRevision == sharedRev {
-			// Deleted, or our registration changed: the result is dropped.
+			// Deleted, or our registration changed: the result is dropped,
+			// and the marker (still in e's record) is resolved by the next
+			// start, never written over.
 			ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
 			n.emit(ev)
-			n.mu.Lock()
-			e.running = false
-			n.reschedLocked(e)
-			n.mu.Unlock()
 			return
 		}
 		// The shared record changed (cancelled, run-now): fold the result

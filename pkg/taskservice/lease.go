@@ -27,9 +27,12 @@ var errReplaced = errors.New("replaced by a newer incarnation of the same name")
 
 // register grants a lease and writes the node's record under it. A record
 // left by an earlier incarnation of the same name is replaced and its lease
-// revoked at once, so nothing waits for it to expire. When rejoining (the
-// node lost its own lease), a record of another incarnation is left alone
-// and errReplaced returned.
+// revoked at once, so nothing waits for it to expire, unless that
+// incarnation is still live (liveness_probe.go): then register refuses with
+// ErrNameInUse, or with Config.Replace takes the name over (the replaced
+// process finds its lease gone and stops). When rejoining (the node lost its
+// own lease), a record of another incarnation is left alone and errReplaced
+// returned.
 func (n *Node) register(ctx context.Context, rejoining bool) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
@@ -45,6 +48,11 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 		oldRev = old.Kvs[0].ModRevision
 		if rejoining && prev.Incarnation != n.incarnation {
 			return fmt.Errorf("node %s: %w (%s)", n.cfg.Name, errReplaced, prev.Incarnation)
+		}
+		if !rejoining && prev.Incarnation != n.incarnation && !n.cfg.Replace {
+			if err := n.refuseLive(cctx, &prev, clientv3.LeaseID(leaseOf(old))); err != nil {
+				return err
+			}
 		}
 	}
 	sent := time.Now()
@@ -184,16 +192,24 @@ func (n *Node) leaseFresh() bool {
 	return n.leaseFreshLocked()
 }
 
-func (n *Node) leaseFreshLocked() bool { return time.Since(n.renewedAt) < n.cfg.LeaseTTL*2/3 }
+func (n *Node) leaseFreshLocked() bool { return time.Since(n.renewedAt) < n.leaseMargin() }
 
-// fence forgets every identity: runs in flight will fail their commits, and
-// nothing new starts until the identities are adopted again.
+// leaseMargin is how long after an acknowledged renewal was sent the node
+// may still start runs: two thirds of the TTL, leaving a third for clock
+// rate differences and for the start itself.
+func (n *Node) leaseMargin() time.Duration { return n.cfg.LeaseTTL * 2 / 3 }
+
+// fence forgets every identity, and cancels the handlers of the runs in
+// flight (their results can no longer be committed by this node, and a new
+// owner may run them again): nothing new starts until the identities are
+// adopted again.
 func (n *Node) fence() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, st := range n.idents {
 		n.dropIdentityLocked(st)
 	}
+	n.fenceFlightsLocked(errLeaseLost)
 }
 
 // rejoin registers again and re-adopts the identities still mapped to this
@@ -224,6 +240,17 @@ func (n *Node) rejoin() error {
 		}
 	}
 	return nil
+}
+
+// registeredCmp holds while this node's registration is still under its
+// current lease. Every Txn that maps an identity to this node carries it: a
+// replaced or expired incarnation can then never map an identity to itself
+// (where nothing would run its tasks).
+func (n *Node) registeredCmp() clientv3.Cmp {
+	n.mu.Lock()
+	lease := n.leaseID
+	n.mu.Unlock()
+	return clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(lease))
 }
 
 func leaseOf(resp *clientv3.GetResponse) int64 {

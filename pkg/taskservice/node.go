@@ -51,6 +51,9 @@ type Node struct {
 	local         map[string]*identState // non-durable tasks, by identity
 	every         map[string]*identState // EVERY_NODE tasks, by identity
 	remoteOwners  map[string]identity.Owner
+	flights       map[taskRef]*flight // runs in flight (flights.go)
+	repairs       []repairRead        // identities to read again (repair.go)
+	repairWake    chan struct{}
 	queue         timerQueue
 	wake          chan struct{}
 	started       bool
@@ -87,6 +90,8 @@ func New(cfg Config) (*Node, error) {
 		local:        map[string]*identState{},
 		every:        map[string]*identState{},
 		remoteOwners: map[string]identity.Owner{},
+		flights:      map[taskRef]*flight{},
+		repairWake:   make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
 		slots:        make(chan struct{}, cfg.Workers),
@@ -169,7 +174,8 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.publish(ctx); err != nil {
 		return err
 	}
-	n.wg.Add(7)
+	n.wg.Add(8)
+	go n.repairLoop()
 	go n.everyLoop(everyRev)
 	go n.placementLoop()
 	go n.controlLoop()

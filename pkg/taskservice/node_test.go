@@ -421,7 +421,12 @@ func TestHandlerDataIsStoredWithOutcome(t *testing.T) {
 	}
 }
 
-func TestEpochChangeMidRunDropsTheRun(t *testing.T) {
+// TestEpochChangeMidRunCommitsUnderTheNewEpoch: the identity's epoch
+// changes under a run in flight while the identity stays mapped to this
+// node (as after a move away and back). The run's marker still stands, so
+// the node commits its result under the new epoch: one execution, no
+// DROPPED, no second run.
+func TestEpochChangeMidRunCommitsUnderTheNewEpoch(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 4)
 	h := newHarness(t, nil)
@@ -434,7 +439,7 @@ func TestEpochChangeMidRunDropsTheRun(t *testing.T) {
 	}
 	task := h.schedule(spec("moving", "rec", now()))
 	<-started
-	// Bump the mapping's epoch under the run, as a move would.
+	// Bump the mapping's epoch under the run, as a move there and back would.
 	cli := h.etcd.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -443,29 +448,25 @@ func TestEpochChangeMidRunDropsTheRun(t *testing.T) {
 	if err != nil || len(cur.Kvs) != 1 {
 		t.Fatalf("read mapping: %v %v", err, cur)
 	}
-	if _, err := cli.Put(ctx, key, string(cur.Kvs[0].Value)); err != nil {
+	bumped, err := cli.Put(ctx, key, string(cur.Kvs[0].Value))
+	if err != nil {
 		t.Fatalf("bump mapping: %v", err)
 	}
 	close(release)
 
-	tst.Eventually(t, 10*time.Second, func() bool { return h.ev.has(taskservice.EventDropped, task.Id) },
-		"the run to be DROPPED")
-	// The task is still there and its fire time runs again under the new
-	// epoch, with the same run number.
 	got := h.waitState("moving", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	calls := h.rec.of(task.Id)
-	if len(calls) != 2 {
-		t.Fatalf("ran %d times, want 2 (dropped, then again)", len(calls))
+	if h.ev.has(taskservice.EventDropped, task.Id) {
+		t.Errorf("the run was DROPPED; want its result committed under the new epoch")
 	}
-	if calls[1].Run != calls[0].Run || !calls[1].Recovery {
-		t.Errorf("second run %+v: want the same run number and recovery", calls[1])
-	}
-	if !calls[0].Fence.Less(calls[1].Fence) || calls[1].Fence.Epoch == calls[0].Fence.Epoch {
-		t.Errorf("fences %s then %s: want a newer epoch", calls[0].Fence, calls[1].Fence)
+	if calls := h.rec.of(task.Id); len(calls) != 1 {
+		t.Fatalf("ran %d times, want 1", len(calls))
 	}
 	runs := h.runs("moving", task.Id)
-	if len(runs) != 2 || runs[1].Outcome != taskdv1.Outcome_OUTCOME_DROPPED || runs[0].Outcome != taskdv1.Outcome_OUTCOME_SUCCESS {
-		t.Errorf("history %v: want DROPPED then SUCCESS", runs)
+	if len(runs) != 1 || runs[0].Outcome != taskdv1.Outcome_OUTCOME_SUCCESS {
+		t.Errorf("history %v: want one SUCCESS", runs)
+	}
+	if got.Revision <= bumped.Header.Revision {
+		t.Errorf("task revision %d: want the commit after the epoch change at %d", got.Revision, bumped.Header.Revision)
 	}
 	if got.RunCount != 1 {
 		t.Errorf("run_count %d, want 1", got.RunCount)

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -169,7 +171,22 @@ func (n *Node) MoveIdentity(ctx context.Context, id, to string) (*taskdv1.Identi
 			return n.GetIdentity(ctx, id)
 		}
 	}
-	return nil, fmt.Errorf("move %q: the mapping or the target kept changing: %w", id, context.DeadlineExceeded)
+	return nil, fmt.Errorf("move %q: the mapping or the target kept changing: %w", id, ErrConflict)
+}
+
+// dropDeadArea deletes the handoff area of a dead node whose identities
+// have all been moved: its entries name tasks whose identities now belong
+// to other nodes, which were handed them in the move itself. Fenced on the
+// leadership and on the node still being absent.
+func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead string, absent clientv3.Cmp) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	area := handoff.NewKeys(n.cfg.Prefix).Area(dead)
+	if _, err := n.cli.Txn(cctx).If(l.Fence(), absent).
+		Then(clientv3.OpDelete(area, clientv3.WithPrefix())).Commit(); err != nil {
+		return fmt.Errorf("drop the handoff area of dead node %s: %w", dead, err)
+	}
+	return nil
 }
 
 // placementLoop campaigns to be the placement leader and, while leader,
@@ -278,6 +295,20 @@ func (n *Node) sweep(ctx context.Context, l identity.Leadership) error {
 			}
 		}
 	}
+	// Handoff areas of nodes that are gone and own nothing any more (a
+	// task entry written for a node just before it died outlives it).
+	areas, err := n.namesUnder(ctx, n.cfg.Prefix+"handoff/")
+	if err != nil {
+		return err
+	}
+	for _, a := range areas {
+		if !registered[a] && !slices.Contains(owners, a) {
+			absent := clientv3.Compare(clientv3.CreateRevision(n.nodesPrefix+a), "=", 0)
+			if err := n.dropDeadArea(ctx, l, a, absent); err != nil {
+				return err
+			}
+		}
+	}
 	return n.purgeEvery(ctx, l)
 }
 
@@ -309,10 +340,15 @@ func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
 	return nil
 }
 
-// ownerNames lists the nodes that have an ownership index, one read per
-// node (it jumps from one node's index to the next).
+// ownerNames lists the nodes that have an ownership index.
 func (n *Node) ownerNames(ctx context.Context) ([]string, error) {
-	prefix := n.cfg.Prefix + "owned/"
+	return n.namesUnder(ctx, n.cfg.Prefix+"owned/")
+}
+
+// namesUnder lists the node names of the per-node areas under prefix
+// (prefix<node>/...), one read per node: it jumps from one node's area to
+// the next.
+func (n *Node) namesUnder(ctx context.Context, prefix string) ([]string, error) {
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	from := prefix
 	var names []string
@@ -321,7 +357,7 @@ func (n *Node) ownerNames(ctx context.Context) ([]string, error) {
 		resp, err := n.cli.Get(cctx, from, clientv3.WithRange(end), clientv3.WithLimit(1), clientv3.WithKeysOnly())
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("list owners: %w", err)
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
 		}
 		if len(resp.Kvs) == 0 {
 			return names, nil
@@ -341,9 +377,10 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 	batch := n.movesPerTxn()
 	absent := clientv3.Compare(clientv3.CreateRevision(n.nodesPrefix+dead), "=", 0)
 	var live []*candidate
+	prefix := n.idmap.Keys().OwnedPrefix(dead)
 	for ctx.Err() == nil {
 		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Get(cctx, n.idmap.Keys().OwnedPrefix(dead), clientv3.WithPrefix(),
+		resp, err := n.cli.Get(cctx, prefix, clientv3.WithPrefix(),
 			clientv3.WithKeysOnly(), clientv3.WithLimit(int64(batch)))
 		cancel()
 		if err != nil {
@@ -354,7 +391,7 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 				n.log.Info("reassigned the identities of a dead node", "dead", dead, "identities", total,
 					"took", time.Since(began).String())
 			}
-			return nil
+			return n.dropDeadArea(ctx, l, dead, absent)
 		}
 		if live == nil {
 			// Read once per round of successes: loads are then counted here.
@@ -374,16 +411,31 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 			}
 			sort.Slice(live, func(i, j int) bool { return live[i].name < live[j].name })
 		}
-		prefix := n.idmap.Keys().OwnedPrefix(dead)
 		ids := make([]string, 0, len(resp.Kvs))
 		gets := make([]clientv3.Op, 0, len(resp.Kvs))
+		var junk []clientv3.Op
 		for _, kv := range resp.Kvs {
 			id, err := identity.Decode(string(kv.Key[len(prefix):]))
 			if err != nil {
+				// No identity encodes to this key: it can only be junk, and
+				// left in place it would be listed first forever.
+				n.log.Warn("deleting an index key that names no identity", "key", string(kv.Key))
+				junk = append(junk, clientv3.OpDelete(string(kv.Key)))
 				continue
 			}
 			ids = append(ids, id)
 			gets = append(gets, clientv3.OpGet(n.idmap.Keys().Mapping(id)))
+		}
+		if len(junk) > 0 {
+			cctx, cancel := n.etcdCtx(ctx)
+			_, err := n.cli.Txn(cctx).If(l.Fence()).Then(junk...).Commit()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("delete junk index keys of %s: %w", dead, err)
+			}
+		}
+		if len(gets) == 0 {
+			continue
 		}
 		cctx, cancel = n.etcdCtx(ctx)
 		read, err := n.cli.Txn(cctx).Then(gets...).Commit()

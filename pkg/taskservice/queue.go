@@ -41,6 +41,11 @@ type entry struct {
 	running bool
 	gone    bool // removed while running
 	counted bool // counted as pending or running in the identity's vote
+	// awaitSince is when the entry began waiting for the result of a run
+	// that another live node still has in flight (a planned move);
+	// recheckAt is when its marker is looked at again.
+	awaitSince time.Time
+	recheckAt  time.Time
 
 	// EVERY_NODE tasks: rec merges shared and prog; rev is shared's.
 	shared  *storev1.TaskRecord

@@ -192,6 +192,15 @@ type runResult struct {
 	ended    time.Time
 	fence    Fence
 	recovery bool
+	// notCalled: the handler was never called; the fire time runs again
+	// whatever requests_recovery says (nothing ran).
+	notCalled bool
+	// stale: the outcome of a marker that no run reported (recorded by
+	// whoever resolved it, not by the run's node).
+	stale bool
+	// encodeFailed: this is the ERROR recorded because the handler's result
+	// could not be stored.
+	encodeFailed bool
 }
 
 // applyResult folds a finished run into rec (the record as it stands now,
@@ -242,7 +251,7 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 		}
 		rec.Attempt = m.Attempt - 1 // a snooze uses no attempt
 	case res.outcome == taskdv1.Outcome_OUTCOME_INTERRUPTED:
-		if rec.Spec.RequestsRecovery == nil || rec.Spec.GetRequestsRecovery() {
+		if res.notCalled || rec.Spec.RequestsRecovery == nil || rec.Spec.GetRequestsRecovery() {
 			rec.RecoveryPending = m
 		} else {
 			doneWithFire()
@@ -288,16 +297,17 @@ func maxBackoff(d time.Duration) time.Duration {
 	return d
 }
 
-// resolveStale settles a run marker left by a run that is no longer in
-// flight (its node died or restarted, or its commit was dropped): the run is
-// recorded with outcome, and with requests_recovery its fire time runs again
-// with the same run number.
-func resolveStale(rec *storev1.TaskRecord, outcome taskdv1.Outcome, msg string, now time.Time) *taskdv1.Run {
+// resolveStale settles a run marker left by a run that will not report (its
+// node died or restarted, or its start was written but its handler never
+// called) with res, from staleResult: the run is recorded, and with
+// requests_recovery (always, for a run never called) its fire time runs
+// again with the same run number.
+func resolveStale(rec *storev1.TaskRecord, res runResult) *taskdv1.Run {
 	m := rec.Running
-	res := runResult{outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED, message: msg,
-		started: m.StartedAt.AsTime(), ended: now, fence: Fence{Epoch: m.Epoch}}
 	run, _ := applyResult(rec, m, res, m.Node, rand.Float64())
-	run.Outcome, run.Fence = outcome, ""
-	rec.LastRun.Outcome = outcome
+	run.Fence = ""
+	if res.notCalled {
+		run.Outcome, rec.LastRun.Outcome = taskdv1.Outcome_OUTCOME_DROPPED, taskdv1.Outcome_OUTCOME_DROPPED
+	}
 	return run
 }

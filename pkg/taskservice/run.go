@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -17,7 +19,7 @@ import (
 // execute calls the handler of a started run and commits its result.
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
-func (n *Node) execute(e *entry, p startPlan, epoch, rev int64, entered chan<- struct{}) {
+func (n *Node) execute(e *entry, f *flight, p startPlan, epoch, rev int64, entered chan<- struct{}) {
 	defer n.runs.Done()
 	defer n.release()
 	spec := p.rec.Spec
@@ -38,14 +40,20 @@ func (n *Node) execute(e *entry, p startPlan, epoch, rev int64, entered chan<- s
 		Durable:   e.ident.durable,
 	}
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.recovery}
-	err := n.callHandler(run, spec.GetTimeout().AsDuration(), entered)
+	err := n.callHandler(f, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
-	classify(&res, run, err, n.runCtx.Err() != nil)
-	n.commit(e, p, res, epoch, rev)
+	classify(&res, run, err, context.Cause(f.ctx))
+	n.commit(e, f, p, res, epoch, rev)
 }
 
+// errNotCalled reports a run whose handler was not called: the node could
+// not prove, right before the call, that its lease was live.
+var errNotCalled = errors.New("handler not called: the node could not prove that its lease was live")
+
 // callHandler runs the handler with the task's timeout; a panic is an error.
-func (n *Node) callHandler(run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
+// The node's lease is checked immediately before the call (self-fencing):
+// a node that cannot prove its lease is live calls no handler.
+func (n *Node) callHandler(f *flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
 	if h == nil {
 		close(entered)
@@ -54,7 +62,7 @@ func (n *Node) callHandler(run *Run, timeout time.Duration, entered chan<- struc
 	if timeout <= 0 {
 		timeout = n.cfg.DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(n.runCtx, timeout)
+	ctx, cancel := context.WithTimeout(f.ctx, timeout)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
@@ -62,12 +70,15 @@ func (n *Node) callHandler(run *Run, timeout time.Duration, entered chan<- struc
 		}
 	}()
 	close(entered)
+	if f.ctx.Err() != nil || !n.leaseFresh() {
+		return errNotCalled
+	}
 	err = h.Work(ctx, run)
-	if err == nil && ctx.Err() != nil && n.runCtx.Err() == nil {
+	if err == nil && ctx.Err() != nil && f.ctx.Err() == nil {
 		// The handler ignored its deadline but returned nil: still a timeout.
 		err = fmt.Errorf("run timed out after %s: %w", timeout, ctx.Err())
 	}
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && n.runCtx.Err() == nil {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.ctx.Err() == nil {
 		if _, ok := asOutcome(err); !ok {
 			err = Retry(fmt.Errorf("run timed out after %s: %w", timeout, err))
 		}
@@ -75,8 +86,9 @@ func (n *Node) callHandler(run *Run, timeout time.Duration, entered chan<- struc
 	return err
 }
 
-// classify turns a handler's return into a run result.
-func classify(res *runResult, run *Run, err error, stopping bool) {
+// classify turns a handler's return into a run result. cause is why the
+// run's context ended (the node stopped or lost its lease), or nil.
+func classify(res *runResult, run *Run, err error, cause error) {
 	res.data, res.dataSet = run.newData, run.dataSet
 	res.message = run.message
 	setMsg := func(s string) {
@@ -84,13 +96,18 @@ func classify(res *runResult, run *Run, err error, stopping bool) {
 			res.message = s
 		}
 	}
+	if errors.Is(err, errNotCalled) {
+		res.outcome, res.notCalled, res.data, res.dataSet = taskdv1.Outcome_OUTCOME_INTERRUPTED, true, nil, false
+		res.message = err.Error()
+		return
+	}
 	if err == nil {
 		res.outcome = taskdv1.Outcome_OUTCOME_SUCCESS
 		return
 	}
-	if stopping {
+	if cause != nil {
 		res.outcome = taskdv1.Outcome_OUTCOME_INTERRUPTED
-		setMsg("the node stopped during the run: " + err.Error())
+		setMsg(cause.Error() + ": " + err.Error())
 		return
 	}
 	oe, ok := asOutcome(err)
@@ -123,39 +140,51 @@ func classify(res *runResult, run *Run, err error, stopping bool) {
 // maxMessage caps a run's message in history.
 const maxMessage = 64 << 10
 
+// cleanMessage makes a run's message storable: invalid UTF-8 (a handler's
+// error text may be anything) is replaced, and a message over maxMessage
+// is cut on a character boundary.
+func cleanMessage(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
 // commit stores a run's result in one Txn fenced on the identity's epoch and
-// the task's revision (SPEC §2.2). If the task changed meanwhile (cancelled,
-// run-now) the result is folded into the new record and tried again; if the
-// identity's epoch changed, the run is DROPPED and the task stays for its
-// owner.
-func (n *Node) commit(e *entry, p startPlan, res runResult, epoch, rev int64) {
+// the task's revision. If the task changed meanwhile (cancelled, run-now)
+// the result is folded into the new record and tried again. If the epoch
+// changed while the run's marker still stands: when the identity is this
+// node's again (under a new epoch) the result is committed under that
+// epoch; when it moved to another node the result is forwarded to it (see
+// markers.go). If the marker is gone (the new owner resolved it), the run
+// is DROPPED.
+func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.ident
-	if len(res.message) > maxMessage {
-		res.message = res.message[:maxMessage]
-	}
-	base := p.rec
-	outcomeEvent := EventSucceeded
-	switch res.outcome {
-	case taskdv1.Outcome_OUTCOME_ERROR, taskdv1.Outcome_OUTCOME_CANCELED:
-		outcomeEvent = EventFailed
-	case taskdv1.Outcome_OUTCOME_INTERRUPTED:
-		outcomeEvent = EventInterrupted
-	}
-	ev := Event{Identity: st.name, TaskID: e.id, Kind: base.Spec.Kind, RunNumber: p.runNumber,
+	res.message = cleanMessage(res.message)
+	outcomeEvent := outcomeEventOf(res.outcome)
+	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind, RunNumber: p.runNumber,
 		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message}
 	if st.every {
-		n.commitEvery(e, p, res, rev, ev, outcomeEvent)
+		n.commitEvery(e, f, p, res, rev, ev, outcomeEvent)
 		return
 	}
 	if !st.durable {
-		rec := cloneRec(base)
-		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
-		_ = hist
-		n.finishEntry(e, rec, 0)
+		rec := cloneRec(p.rec)
+		_, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+		n.endFlight(f, rec, 0)
 		n.emitResult(ev, outcomeEvent, next, rec)
 		return
 	}
-	delay := 50 * time.Millisecond
+	base := p.rec
+	bo := newBackoff(50*time.Millisecond, 2*time.Second)
+	maybeApplied := false
 	for {
 		rec := cloneRec(base)
 		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
@@ -165,83 +194,136 @@ func (n *Node) commit(e *entry, p startPlan, res runResult, epoch, rev int64) {
 			put, err = n.keys.PutTask(rec)
 		}
 		if err != nil {
-			n.log.Error("encode run result", "task", e.id, "error", err)
-			return
-		}
-		out := n.batch.do(context.Background(), n.runFence(st.name, e.id, epoch, rev),
-			append([]clientv3.Op{put}, ops...), n.runElse(st.name, e.id))
-		if err := out.err; err != nil {
-			if n.life.Err() != nil {
-				// Stopping with etcd away: the marker stays and the next
-				// start resolves the run as INTERRUPTED.
-				n.log.Warn("commit abandoned at stop; the run will be resolved at the next start",
-					"identity", st.name, "task", e.id, "run", p.runNumber, "error", err)
+			if res.encodeFailed {
+				n.log.Error("run result cannot be stored; the marker stays for resolution", "task", e.id, "error", err)
+				n.endFlight(f, nil, 0)
 				return
 			}
-			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", err)
-			time.Sleep(delay) // owned by this run's goroutine; bounded backoff
-			if delay < 2*time.Second {
-				delay *= 2
+			// Settle the run as an ERROR rather than leave the task RUNNING.
+			n.log.Error("run result cannot be stored; recording an error instead", "task", e.id, "error", err)
+			res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true, encodeFailed: true,
+				message: cleanMessage("the run's result could not be stored: " + err.Error()),
+				started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
+			ev.Outcome, ev.Message, outcomeEvent = res.outcome, res.message, EventFailed
+			continue
+		}
+		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
+		out := n.batch.do(ctx, n.runFence(st.name, e.id, epoch, rev), append([]clientv3.Op{put}, ops...), n.runElse(st.name, e.id))
+		cancel()
+		if out.err != nil {
+			maybeApplied = maybeApplied || !out.notSent
+			if n.life.Err() != nil {
+				// Stopping with etcd away: the marker stays and whoever owns the
+				// identity next resolves the run as INTERRUPTED.
+				n.log.Warn("commit abandoned at stop; the run will be resolved by the identity's next owner",
+					"identity", st.name, "task", e.id, "run", p.runNumber, "error", out.err)
+				n.endFlight(f, nil, 0)
+				return
+			}
+			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.err)
+			if !bo.wait(n.life) {
+				continue // stopping: the next attempt is told so
 			}
 			continue
 		}
 		if out.ok {
-			n.finishEntry(e, rec, out.rev)
+			n.endFlight(f, rec, out.rev)
 			n.emitResult(ev, outcomeEvent, next, rec)
 			return
 		}
-		owner, derr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(out.els[0].GetResponseRange()))
-		if derr != nil || owner.Epoch != epoch {
-			n.log.Info("run dropped: the identity's epoch changed under it", "identity", st.name,
-				"task", e.id, "run", p.runNumber, "epoch", epoch, "now", owner.Epoch, "owner", owner.Node)
-			ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
-			n.emit(ev)
-			n.mu.Lock()
-			e.running = false
-			n.mu.Unlock()
-			n.identityMoved(st, owner)
-			return
-		}
+		owner, oerr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(out.els[0].GetResponseRange()))
 		kvs := out.els[1].GetResponseRange().GetKvs()
 		if len(kvs) == 0 {
-			n.mu.Lock()
-			e.running = false
-			n.removeEntryLocked(e)
-			n.mu.Unlock()
+			// Deleted meanwhile: nothing to commit into.
+			n.endFlight(f, nil, 0)
 			ev.Type = outcomeEvent
 			n.emit(ev)
 			return
 		}
 		fresh, derr := pending.Decode(kvs[0].Value)
-		if derr != nil || fresh.Running == nil || fresh.Running.RunNumber != p.marker.RunNumber ||
-			fresh.Running.Incarnation != n.incarnation {
-			// Someone else settled this run: keep theirs.
-			n.mu.Lock()
-			e.running = false
-			if derr == nil {
-				e.rec, e.rev = fresh, kvs[0].ModRevision
-			}
-			n.reschedLocked(e)
-			n.mu.Unlock()
+		if derr != nil {
+			n.log.Error("decode task after a failed commit", "task", e.id, "error", derr)
+			n.endFlight(f, nil, 0)
 			return
 		}
-		base, rev = fresh, kvs[0].ModRevision
+		freshRev := kvs[0].ModRevision
+		if !sameRun(fresh.Running, p.marker) {
+			if maybeApplied && committedAs(fresh, p.marker, res.ended) {
+				// An earlier attempt was applied although its reply was lost.
+				n.endFlight(f, fresh, freshRev)
+				n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
+				return
+			}
+			// The marker was settled elsewhere: the identity's owner resolved
+			// it (and may run the fire time again). This result is dropped.
+			n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
+				"task", e.id, "run", p.runNumber, "epoch", epoch, "owner", owner.Node)
+			ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
+			n.emit(ev)
+			n.endFlight(f, fresh, freshRev)
+			return
+		}
+		if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+			// Still, or again, this node's: commit under the current epoch.
+			base, rev, epoch = fresh, freshRev, owner.Epoch
+			continue
+		}
+		// The identity moved to another node while the run was in flight:
+		// forward the result for the new owner to commit.
+		ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.marker, res)
+		if err != nil {
+			maybeApplied = true
+			n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
+			bo.wait(n.life)
+			continue
+		}
+		if !ok {
+			continue // the task changed: look again
+		}
+		n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
+			"run", p.runNumber, "owner", owner.Node, "outcome", res.outcome.String())
+		ev.Type = outcomeEvent
+		n.emit(ev)
+		n.endFlight(f, nil, 0)
+		return
 	}
 }
 
-// finishEntry records the committed record and queues the task's next due time.
-func (n *Node) finishEntry(e *entry, rec *storev1.TaskRecord, rev int64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	e.rec, e.rev, e.running = rec, rev, false
-	n.reschedLocked(e)
+// outcomeEventOf is the event that reports an outcome.
+func outcomeEventOf(o taskdv1.Outcome) EventType {
+	switch o {
+	case taskdv1.Outcome_OUTCOME_ERROR, taskdv1.Outcome_OUTCOME_CANCELED:
+		return EventFailed
+	case taskdv1.Outcome_OUTCOME_INTERRUPTED:
+		return EventInterrupted
+	case taskdv1.Outcome_OUTCOME_DROPPED:
+		return EventDropped
+	}
+	return EventSucceeded
+}
+
+// followUp is the event that follows a run's outcome in a settled record.
+func followUp(rec *storev1.TaskRecord) EventType {
+	switch {
+	case rec.State == taskdv1.TaskState_TASK_STATE_RETRYING:
+		return EventRetryScheduled
+	case isFinal(rec.State):
+		return EventFinalized
+	}
+	return EventNextScheduled
 }
 
 func (n *Node) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
 	ev.Type = outcome
 	n.emit(ev)
 	ev.Type = next
-	switch next {
+	n.emitNext(ev, rec)
+}
+
+// emitNext emits ev (of type NEXT_SCHEDULED, RETRY_SCHEDULED or FINALIZED)
+// with the time it names.
+func (n *Node) emitNext(ev Event, rec *storev1.TaskRecord) {
+	switch ev.Type {
 	case EventRetryScheduled:
 		ev.Next = rec.GetRetryAt().AsTime()
 	case EventNextScheduled:

@@ -18,7 +18,7 @@ import (
 // touchLocked recounts e for its identity's vote: a task counts while it
 // is queued for a run or running. Caller holds n.mu.
 func (n *Node) touchLocked(e *entry) {
-	want := !e.gone && !e.ident.lost && (e.running || (e.idx >= 0 && !e.purge))
+	want := !e.gone && !e.ident.lost && !e.purge && (e.running || e.idx >= 0)
 	if want == e.counted {
 		return
 	}
@@ -37,10 +37,12 @@ func (n *Node) touchLocked(e *entry) {
 func (n *Node) sendVote(id string, active bool) {
 	n.mu.Lock()
 	st := n.idents[id]
-	n.mu.Unlock()
 	if st == nil || st.lost {
+		n.mu.Unlock()
 		return
 	}
+	epoch := st.epoch
+	n.mu.Unlock()
 	b, err := proto.Marshal(&storev1.Status{Node: n.cfg.Name, Active: active, Since: timestamppb.Now()})
 	if err != nil {
 		return
@@ -48,7 +50,7 @@ func (n *Node) sendVote(id string, active bool) {
 	ctx, cancel := n.etcdCtx(n.life)
 	defer cancel()
 	_, err = n.cli.Txn(ctx).
-		If(n.idmap.Fence(id, st.epoch)).
+		If(n.idmap.Fence(id, epoch)).
 		Then(clientv3.OpPut(n.idmap.Keys().Status(id), string(b))).
 		Commit()
 	if err != nil && n.life.Err() == nil {
@@ -61,22 +63,27 @@ func (n *Node) sendVote(id string, active bool) {
 // unmapIdle removes the mapping of an identity that stayed inactive for the
 // remove delay and has no tasks at all in etcd (finished tasks kept for
 // retention count: their owner purges them first). One Txn, fenced on the
-// epoch; the ownership watch then forgets it locally.
+// epoch; the ownership watch then forgets it locally. Idempotency keys are
+// not touched: an identity task's key goes with the task when it is purged,
+// and an EVERY_NODE task's key must outlive the mapping (a retry with the
+// same key must still find that task).
 func (n *Node) unmapIdle(id string) {
 	n.mu.Lock()
 	st := n.idents[id]
-	n.mu.Unlock()
 	if st == nil || st.lost {
+		n.mu.Unlock()
 		return
 	}
+	epoch := st.epoch
+	n.mu.Unlock()
 	keys := n.idmap.Keys()
 	ctx, cancel := n.etcdCtx(n.life)
 	defer cancel()
 	resp, err := n.cli.Txn(ctx).
-		If(n.idmap.Fence(id, st.epoch),
+		If(n.idmap.Fence(id, epoch),
 			clientv3.Compare(clientv3.CreateRevision(n.keys.Tasks(id)), "=", 0).WithPrefix()).
 		Then(clientv3.OpDelete(keys.Mapping(id)), clientv3.OpDelete(keys.Owned(n.cfg.Name, id)),
-			clientv3.OpDelete(keys.Status(id)), clientv3.OpDelete(n.keys.IdemPrefix(id), clientv3.WithPrefix())).
+			clientv3.OpDelete(keys.Status(id))).
 		Commit()
 	if err != nil {
 		if n.life.Err() == nil {

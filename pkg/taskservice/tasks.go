@@ -17,12 +17,6 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// ErrNotFound reports a task or identity that does not exist.
-var ErrNotFound = errors.New("not found")
-
-// ErrFailedPrecondition reports a request that the object's state forbids.
-var ErrFailedPrecondition = errors.New("failed precondition")
-
 // Scheduled is one accepted task.
 type Scheduled struct {
 	Task *taskdv1.Task
@@ -164,13 +158,13 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 	}
 	for attempt := 0; ; attempt++ {
 		if attempt == 5 {
-			return fmt.Errorf("store tasks: the identities' mappings kept changing: %w", context.DeadlineExceeded)
+			return fmt.Errorf("store tasks: the identities' mappings kept changing: %w", ErrConflict)
 		}
 		var (
 			cmps  []clientv3.Cmp
 			ops   []clientv3.Op
 			plans []planned
-			place *[2]string
+			place *candidate // the node unmapped identities are mapped to
 		)
 		for _, g := range groups {
 			if g.every {
@@ -206,13 +200,12 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 				cmps = append(cmps, n.idmap.Fence(g.id, owner.Epoch))
 			} else {
 				if place == nil {
-					node, inc, err := n.placement(ctx)
-					if err != nil {
+					if place, err = n.placement(ctx); err != nil {
 						return err
 					}
-					place = &[2]string{node, inc}
+					cmps = append(cmps, n.targetCmp(place))
 				}
-				target, targetInc = place[0], place[1]
+				target, targetInc = place.name, place.inc
 				cmps = append(cmps, n.idmap.Unmapped(g.id))
 				ops = append(ops, n.idmap.AssignOps(g.id, "", target, targetInc)...)
 			}
@@ -251,6 +244,18 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 		}
 		res := n.batch.do(ctx, cmps, ops, nil)
 		if res.err != nil {
+			if !res.notSent {
+				// Maybe applied: the identities this node would own are read
+				// again once the Txn is surely over, so that a task that was
+				// stored is run (the others' owners get the handoff entries
+				// written in the same Txn).
+				for _, p := range plans {
+					if p.mine {
+						n.repair(p.g.id)
+						n.repairAfter(p.g.id, n.cfg.EtcdTimeout)
+					}
+				}
+			}
 			return fmt.Errorf("store tasks: %w", res.err)
 		}
 		if !res.ok {
@@ -402,29 +407,28 @@ func (n *Node) forgetOwner(id string, owner identity.Owner) {
 	}
 }
 
-// placement picks the node for an unmapped identity (SPEC §1): this node if
-// it is RUNNING, else the least-loaded RUNNING node, else this node.
-func (n *Node) placement(ctx context.Context) (node, inc string, err error) {
+// placement picks the node for an unmapped identity: this node if it is
+// RUNNING, else the least-loaded RUNNING node, else this node. The Txn that
+// maps identities to it carries its registration compare (targetCmp).
+func (n *Node) placement(ctx context.Context) (*candidate, error) {
 	if n.State() == taskdv1.NodeState_NODE_STATE_RUNNING {
-		return n.cfg.Name, n.incarnation, nil
+		return n.self(), nil
 	}
-	nodes, err := n.ListNodes(ctx)
+	cs, err := n.candidates(ctx)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	best := -1
-	for i, nd := range nodes {
-		if nd.State != taskdv1.NodeState_NODE_STATE_RUNNING || nd.Name == n.cfg.Name {
-			continue
-		}
-		if best < 0 || nd.IdentitiesOwned < nodes[best].IdentitiesOwned {
-			best = i
-		}
+	if live := running(cs, n.cfg.Name); len(live) > 0 {
+		return leastLoaded(live), nil
 	}
-	if best < 0 {
-		return n.cfg.Name, n.incarnation, nil
-	}
-	return nodes[best].Name, nodes[best].Incarnation, nil
+	return n.self(), nil
+}
+
+// self is this node as a placement target.
+func (n *Node) self() *candidate {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return &candidate{name: n.cfg.Name, inc: n.incarnation, lease: int64(n.leaseID), state: n.state}
 }
 
 // addOwned queues newly stored tasks of an identity this node owns.
@@ -444,6 +448,12 @@ func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskR
 	}
 	for _, i := range idx {
 		r := recs[i]
+		if st.tasks[r.Id] != nil {
+			// Already loaded (a handoff or adoption that raced this
+			// schedule read it from etcd): one entry per task, so that it
+			// is never queued, and started, twice.
+			continue
+		}
 		e := &entry{ident: st, id: r.Id, rec: r, rev: rev, idx: -1}
 		st.tasks[r.Id] = e
 		n.reschedLocked(e)
@@ -592,6 +602,17 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 				return nil, err
 			}
 		}
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(st.Key), "=", st.Rev)}
+		if !st.Every {
+			// The handoff entry goes to the owner read above: the Txn holds
+			// only while it still is the owner, so a move in between cannot
+			// leave the change with a node that no longer looks.
+			if owner.Mapped {
+				cmps = append(cmps, n.idmap.Fence(id, owner.Epoch))
+			} else {
+				cmps = append(cmps, n.idmap.Unmapped(id))
+			}
+		}
 		if owner.Mapped && (owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation) {
 			// Tell the owner: it reloads the task from its handoff area.
 			op, err := n.handoffOp(owner.Node, id, taskID)
@@ -601,7 +622,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			}
 			ops = append(ops, op)
 		}
-		resp, err := n.cli.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(st.Key), "=", st.Rev)).Then(ops...).Commit()
+		resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("update task %s: %w", taskID, err)

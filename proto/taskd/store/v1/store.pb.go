@@ -657,6 +657,192 @@ func (x *HandoffEntry) GetTaskId() string {
 	return ""
 }
 
+// ForwardedResult is the outcome of a run that ended on a node after its
+// identity had moved to another node in a planned move. The old owner
+// cannot commit it (its epoch is gone), so it stores it beside the task; the
+// new owner, which waits for it instead of running the fire time again,
+// folds it into the task and commits it under its own epoch. The run is then
+// neither lost nor run twice.
+type ForwardedResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_number, node and incarnation name the run (its marker).
+	RunNumber   int64  `protobuf:"varint,1,opt,name=run_number,json=runNumber,proto3" json:"run_number,omitempty"`
+	Node        string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Incarnation string `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// outcome and message as the handler ended.
+	Outcome v1.Outcome `protobuf:"varint,4,opt,name=outcome,proto3,enum=taskd.v1.Outcome" json:"outcome,omitempty"`
+	Message string     `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// data is the handler's new task data, when data_set.
+	Data      []byte                 `protobuf:"bytes,6,opt,name=data,proto3" json:"data,omitempty"`
+	DataSet   bool                   `protobuf:"varint,7,opt,name=data_set,json=dataSet,proto3" json:"data_set,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	EndedAt   *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	// fence_epoch and fence_revision are the run's fence token.
+	FenceEpoch    int64 `protobuf:"varint,10,opt,name=fence_epoch,json=fenceEpoch,proto3" json:"fence_epoch,omitempty"`
+	FenceRevision int64 `protobuf:"varint,11,opt,name=fence_revision,json=fenceRevision,proto3" json:"fence_revision,omitempty"`
+	// recovery: the run re-executed an interrupted fire time.
+	Recovery bool `protobuf:"varint,12,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	// What the handler asked for besides its outcome.
+	Retry  bool                   `protobuf:"varint,13,opt,name=retry,proto3" json:"retry,omitempty"`
+	Snooze *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=snooze,proto3" json:"snooze,omitempty"`
+	Cancel bool                   `protobuf:"varint,15,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	Again  bool                   `protobuf:"varint,16,opt,name=again,proto3" json:"again,omitempty"`
+	// not_called: the handler was never called (the node could not prove its
+	// lease was live); the fire time runs again whatever requests_recovery says.
+	NotCalled     bool `protobuf:"varint,17,opt,name=not_called,json=notCalled,proto3" json:"not_called,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForwardedResult) Reset() {
+	*x = ForwardedResult{}
+	mi := &file_taskd_store_v1_store_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForwardedResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForwardedResult) ProtoMessage() {}
+
+func (x *ForwardedResult) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_store_v1_store_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForwardedResult.ProtoReflect.Descriptor instead.
+func (*ForwardedResult) Descriptor() ([]byte, []int) {
+	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ForwardedResult) GetRunNumber() int64 {
+	if x != nil {
+		return x.RunNumber
+	}
+	return 0
+}
+
+func (x *ForwardedResult) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ForwardedResult) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
+func (x *ForwardedResult) GetOutcome() v1.Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return v1.Outcome(0)
+}
+
+func (x *ForwardedResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ForwardedResult) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ForwardedResult) GetDataSet() bool {
+	if x != nil {
+		return x.DataSet
+	}
+	return false
+}
+
+func (x *ForwardedResult) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ForwardedResult) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *ForwardedResult) GetFenceEpoch() int64 {
+	if x != nil {
+		return x.FenceEpoch
+	}
+	return 0
+}
+
+func (x *ForwardedResult) GetFenceRevision() int64 {
+	if x != nil {
+		return x.FenceRevision
+	}
+	return 0
+}
+
+func (x *ForwardedResult) GetRecovery() bool {
+	if x != nil {
+		return x.Recovery
+	}
+	return false
+}
+
+func (x *ForwardedResult) GetRetry() bool {
+	if x != nil {
+		return x.Retry
+	}
+	return false
+}
+
+func (x *ForwardedResult) GetSnooze() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Snooze
+	}
+	return nil
+}
+
+func (x *ForwardedResult) GetCancel() bool {
+	if x != nil {
+		return x.Cancel
+	}
+	return false
+}
+
+func (x *ForwardedResult) GetAgain() bool {
+	if x != nil {
+		return x.Again
+	}
+	return false
+}
+
+func (x *ForwardedResult) GetNotCalled() bool {
+	if x != nil {
+		return x.NotCalled
+	}
+	return false
+}
+
 // Status is the last active/inactive vote for an identity (SPEC §7).
 type Status struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -672,7 +858,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_taskd_store_v1_store_proto_msgTypes[7]
+	mi := &file_taskd_store_v1_store_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +870,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_store_v1_store_proto_msgTypes[7]
+	mi := &file_taskd_store_v1_store_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +883,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{7}
+	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Status) GetNode() string {
@@ -755,7 +941,7 @@ type EveryNodeProgress struct {
 
 func (x *EveryNodeProgress) Reset() {
 	*x = EveryNodeProgress{}
-	mi := &file_taskd_store_v1_store_proto_msgTypes[8]
+	mi := &file_taskd_store_v1_store_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +953,7 @@ func (x *EveryNodeProgress) String() string {
 func (*EveryNodeProgress) ProtoMessage() {}
 
 func (x *EveryNodeProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_store_v1_store_proto_msgTypes[8]
+	mi := &file_taskd_store_v1_store_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +966,7 @@ func (x *EveryNodeProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EveryNodeProgress.ProtoReflect.Descriptor instead.
 func (*EveryNodeProgress) Descriptor() ([]byte, []int) {
-	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{8}
+	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *EveryNodeProgress) GetTriggers() []*TriggerState {
@@ -928,7 +1114,30 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\fHandoffEntry\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x17\n" +
-	"\atask_id\x18\x03 \x01(\tR\x06taskId\"f\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\xc9\x04\n" +
+	"\x0fForwardedResult\x12\x1d\n" +
+	"\n" +
+	"run_number\x18\x01 \x01(\x03R\trunNumber\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\x12+\n" +
+	"\aoutcome\x18\x04 \x01(\x0e2\x11.taskd.v1.OutcomeR\aoutcome\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12\x12\n" +
+	"\x04data\x18\x06 \x01(\fR\x04data\x12\x19\n" +
+	"\bdata_set\x18\a \x01(\bR\adataSet\x129\n" +
+	"\n" +
+	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x1f\n" +
+	"\vfence_epoch\x18\n" +
+	" \x01(\x03R\n" +
+	"fenceEpoch\x12%\n" +
+	"\x0efence_revision\x18\v \x01(\x03R\rfenceRevision\x12\x1a\n" +
+	"\brecovery\x18\f \x01(\bR\brecovery\x12\x14\n" +
+	"\x05retry\x18\r \x01(\bR\x05retry\x122\n" +
+	"\x06snooze\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\x06snooze\x12\x16\n" +
+	"\x06cancel\x18\x0f \x01(\bR\x06cancel\x12\x14\n" +
+	"\x05again\x18\x10 \x01(\bR\x05again\x12\x1d\n" +
+	"\n" +
+	"not_called\x18\x11 \x01(\bR\tnotCalled\"f\n" +
 	"\x06Status\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x120\n" +
@@ -963,7 +1172,7 @@ func file_taskd_store_v1_store_proto_rawDescGZIP() []byte {
 	return file_taskd_store_v1_store_proto_rawDescData
 }
 
-var file_taskd_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_taskd_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_taskd_store_v1_store_proto_goTypes = []any{
 	(*TriggerState)(nil),          // 0: taskd.store.v1.TriggerState
 	(*RunMarker)(nil),             // 1: taskd.store.v1.RunMarker
@@ -972,45 +1181,51 @@ var file_taskd_store_v1_store_proto_goTypes = []any{
 	(*Mapping)(nil),               // 4: taskd.store.v1.Mapping
 	(*NodeRecord)(nil),            // 5: taskd.store.v1.NodeRecord
 	(*HandoffEntry)(nil),          // 6: taskd.store.v1.HandoffEntry
-	(*Status)(nil),                // 7: taskd.store.v1.Status
-	(*EveryNodeProgress)(nil),     // 8: taskd.store.v1.EveryNodeProgress
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*v1.TaskSpec)(nil),           // 10: taskd.v1.TaskSpec
-	(v1.TaskState)(0),             // 11: taskd.v1.TaskState
-	(*v1.RunSummary)(nil),         // 12: taskd.v1.RunSummary
-	(*v1.Run)(nil),                // 13: taskd.v1.Run
-	(v1.NodeState)(0),             // 14: taskd.v1.NodeState
+	(*ForwardedResult)(nil),       // 7: taskd.store.v1.ForwardedResult
+	(*Status)(nil),                // 8: taskd.store.v1.Status
+	(*EveryNodeProgress)(nil),     // 9: taskd.store.v1.EveryNodeProgress
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*v1.TaskSpec)(nil),           // 11: taskd.v1.TaskSpec
+	(v1.TaskState)(0),             // 12: taskd.v1.TaskState
+	(*v1.RunSummary)(nil),         // 13: taskd.v1.RunSummary
+	(*v1.Run)(nil),                // 14: taskd.v1.Run
+	(v1.NodeState)(0),             // 15: taskd.v1.NodeState
+	(v1.Outcome)(0),               // 16: taskd.v1.Outcome
 }
 var file_taskd_store_v1_store_proto_depIdxs = []int32{
-	9,  // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
-	9,  // 1: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 2: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
-	10, // 3: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
-	11, // 4: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
-	9,  // 5: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
+	10, // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
+	10, // 1: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
+	10, // 2: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
+	11, // 3: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
+	12, // 4: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
+	10, // 5: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 6: taskd.store.v1.TaskRecord.triggers:type_name -> taskd.store.v1.TriggerState
-	9,  // 7: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
+	10, // 7: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
+	10, // 8: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
 	1,  // 9: taskd.store.v1.TaskRecord.running:type_name -> taskd.store.v1.RunMarker
-	12, // 10: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
-	9,  // 11: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
+	13, // 10: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
+	10, // 11: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 12: taskd.store.v1.TaskRecord.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	13, // 13: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
-	14, // 14: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
-	9,  // 15: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
-	9,  // 16: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
-	9,  // 17: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
-	0,  // 18: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
-	12, // 19: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
-	1,  // 20: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
-	9,  // 21: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
-	9,  // 22: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
-	1,  // 23: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	14, // 13: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
+	15, // 14: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
+	10, // 15: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
+	10, // 16: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
+	16, // 17: taskd.store.v1.ForwardedResult.outcome:type_name -> taskd.v1.Outcome
+	10, // 18: taskd.store.v1.ForwardedResult.started_at:type_name -> google.protobuf.Timestamp
+	10, // 19: taskd.store.v1.ForwardedResult.ended_at:type_name -> google.protobuf.Timestamp
+	10, // 20: taskd.store.v1.ForwardedResult.snooze:type_name -> google.protobuf.Timestamp
+	10, // 21: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
+	0,  // 22: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
+	13, // 23: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
+	1,  // 24: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
+	10, // 25: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
+	10, // 26: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
+	1,  // 27: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_taskd_store_v1_store_proto_init() }
@@ -1024,7 +1239,7 @@ func file_taskd_store_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskd_store_v1_store_proto_rawDesc), len(file_taskd_store_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,25 @@
+package taskservice
+
+import "errors"
+
+// The errors below are the outcomes a caller can act on; test them with
+// errors.Is. The gRPC API maps each to its status code.
+
+// ErrNotFound reports a task or identity that does not exist (NOT_FOUND).
+var ErrNotFound = errors.New("not found")
+
+// ErrFailedPrecondition reports a request that the object's state forbids
+// (FAILED_PRECONDITION).
+var ErrFailedPrecondition = errors.New("failed precondition")
+
+// ErrConflict reports a write that lost to concurrent changes too many times
+// in a row: an identity's mapping or a task kept changing under it. Nothing
+// was written; the request may be retried (ABORTED).
+var ErrConflict = errors.New("conflicting concurrent changes")
+
+// ErrOutcomeUnknown reports a write whose outcome the node does not know:
+// etcd may or may not have applied it (a timeout after the request was
+// sent). A schedule that fails with it may have stored its tasks: retry it
+// with the same idempotency key to be sure of one task (UNAVAILABLE). The
+// node itself converges: a task that was stored is run.
+var ErrOutcomeUnknown = errors.New("the write's outcome is unknown (it may have been applied)")

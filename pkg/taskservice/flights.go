@@ -1,0 +1,162 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+)
+
+// This file is the node's registry of runs in flight.
+//
+// Guarantee: while a run of a task is in flight on this node (from its start
+// write until its result is settled: committed, forwarded to the identity's
+// new owner, or dropped), no second run of that task starts on this node, and
+// the node never takes its own live run marker for a stale one. The registry
+// does not depend on which identities the node owns at the moment: an
+// identity can leave and come back (a move and a move back, a lost lease and
+// a rejoin) while its run goes on, and the returning identity's task waits
+// for that run instead of starting again.
+
+// taskRef names one task of the node.
+type taskRef struct {
+	every    bool // an EVERY_NODE task (its own keyspace)
+	local    bool // a non-durable task
+	identity string
+	task     string
+}
+
+// ref is the entry's task.
+func (e *entry) ref() taskRef {
+	return taskRef{every: e.ident.every, local: !e.ident.durable && !e.ident.every, identity: e.ident.name, task: e.id}
+}
+
+// flight is one run in flight.
+type flight struct {
+	ref taskRef
+	// ctx is the handler's context (before its timeout): it ends when the
+	// node stops, or when the node can no longer prove it owns the identity
+	// (its lease was lost), with the reason as its cause.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// left is closed when the identity moved away in a planned move: the
+	// run goes on and its result is forwarded to the new owner.
+	left     chan struct{}
+	leftDone bool
+}
+
+// errLeaseLost is the cause of a run's context when its node lost its lease:
+// the node can no longer commit the run, and a new owner may run it again.
+var errLeaseLost = errors.New("the node lost its lease: it can no longer prove that it owns the identity")
+
+// errNodeStopping is the cause of a run's context when its node stops.
+var errNodeStopping = errors.New("the node is stopping")
+
+// IdentityLeft returns a channel that is closed when the identity of the run
+// whose context is ctx moved to another node while the run was in flight
+// (a planned move: MoveIdentity, draining, rebalancing). The run's context
+// is not cancelled by such a move: the handler may finish, and its result is
+// handed to the new owner, which commits it instead of running the fire time
+// again. A handler that would rather stop may return early; its outcome then
+// is what it returns. It returns nil for a context that is not a run's.
+func IdentityLeft(ctx context.Context) <-chan struct{} {
+	if f, ok := ctx.Value(flightKey{}).(*flight); ok {
+		return f.left
+	}
+	return nil
+}
+
+type flightKey struct{}
+
+// beginFlightLocked registers a run of ref about to start; ok is false when
+// one is already in flight. Caller holds n.mu.
+func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
+	if _, busy := n.flights[ref]; busy {
+		return nil, false
+	}
+	f := &flight{ref: ref, left: make(chan struct{})}
+	f.ctx, f.cancel = context.WithCancelCause(context.WithValue(n.runCtx, flightKey{}, f))
+	n.flights[ref] = f
+	return f, true
+}
+
+// inFlightLocked reports whether a run of ref is in flight here. Caller
+// holds n.mu.
+func (n *Node) inFlightLocked(ref taskRef) bool {
+	_, ok := n.flights[ref]
+	return ok
+}
+
+// identityFlightsLocked counts the runs of identity id in flight. Caller
+// holds n.mu.
+func (n *Node) identityFlightsLocked(id string) int {
+	c := 0
+	for ref := range n.flights {
+		if !ref.every && !ref.local && ref.identity == id {
+			c++
+		}
+	}
+	return c
+}
+
+// identityLeftFlightsLocked tells the runs in flight of a durable identity
+// that it moved away. Caller holds n.mu.
+func (n *Node) identityLeftFlightsLocked(id string) {
+	for ref, f := range n.flights {
+		if !ref.every && !ref.local && ref.identity == id && !f.leftDone {
+			f.leftDone = true
+			close(f.left)
+		}
+	}
+}
+
+// fenceFlightsLocked cancels the handlers of every durable run in flight:
+// the node can no longer prove it owns their identities. Caller holds n.mu.
+func (n *Node) fenceFlightsLocked(cause error) {
+	for ref, f := range n.flights {
+		if !ref.every && !ref.local {
+			f.cancel(cause)
+		}
+	}
+}
+
+// endFlight settles a run: it leaves the registry, and the task's current
+// entry, if the node holds one (the identity may have left and come back
+// meanwhile), takes rec at rev when that is newer than what it has and
+// goes back in the queue. rec is nil when the run left no newer record
+// known here (it was forwarded or dropped).
+func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f.cancel(nil)
+	if n.flights[f.ref] == f {
+		delete(n.flights, f.ref)
+	}
+	e := n.entryLocked(f.ref)
+	if e == nil {
+		return
+	}
+	if rec != nil && (rev == 0 || rev >= e.rev) {
+		e.rec, e.raw, e.rev = rec, nil, rev
+	}
+	e.running = false
+	n.reschedLocked(e)
+}
+
+// entryLocked returns the node's current entry of ref, or nil. Caller holds
+// n.mu.
+func (n *Node) entryLocked(ref taskRef) *entry {
+	var st *identState
+	switch {
+	case ref.every:
+		st = n.every[ref.identity]
+	case ref.local:
+		st = n.local[ref.identity]
+	default:
+		st = n.idents[ref.identity]
+	}
+	if st == nil || st.lost {
+		return nil
+	}
+	return st.tasks[ref.task]
+}

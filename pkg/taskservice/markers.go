@@ -1,0 +1,263 @@
+package taskservice
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/taskd/taskd/pkg/identity"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// This file settles run markers that no run in flight here will settle: the
+// marker of a run whose node died or restarted, of a run still going on the
+// identity's previous owner after a planned move, and of a start whose reply
+// this node never saw. It is the one place where that is decided.
+//
+// Guarantees:
+//   - A marker is never overwritten unresolved: a record that carries one
+//     is not started again until the marker has been settled in a Txn
+//     fenced on the identity's epoch and the task's revision.
+//   - A planned move causes no second execution while the old owner is
+//     alive: the new owner waits (up to DrainTimeout) for the result that
+//     the old owner forwards, and commits that result under its own epoch.
+//   - A run whose node died, restarted or lost its lease is recorded
+//     INTERRUPTED and, with requests_recovery, its fire time runs again
+//     with the same run number: at least once.
+//   - A start that was written but whose handler was never called runs
+//     again whatever requests_recovery says: nothing ran.
+
+// resolveMarker settles the marker of rec (at rev, owned under epoch), the
+// record of e, which the dispatcher handed to start. e is running (out of
+// the queue) on entry; every path puts it back or removes it.
+func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64) {
+	m := rec.Running
+	n.mu.Lock()
+	if m.Incarnation == n.incarnation && n.inFlightLocked(e.ref()) {
+		// This node's own run: it settles its marker itself, and endFlight
+		// puts the entry back.
+		n.queue.remove(e)
+		n.mu.Unlock()
+		return
+	}
+	waitingSince := e.awaitSince
+	n.mu.Unlock()
+
+	ctx, cancel := n.etcdCtx(n.life)
+	fr, alive, err := n.readForwarded(ctx, e.ident.name, e.id, m)
+	cancel()
+	if err != nil {
+		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Second)
+		return
+	}
+	now := time.Now()
+	var (
+		res runResult
+		by  = m.Node
+	)
+	switch {
+	case fr != nil:
+		res = resultOfForwarded(fr)
+	case m.Incarnation != n.incarnation && alive &&
+		(waitingSince.IsZero() || now.Sub(waitingSince) < n.cfg.DrainTimeout):
+		// The run may still be going on its node, which is alive (a planned
+		// move): wait for the result it forwards, up to DrainTimeout.
+		n.mu.Lock()
+		if e.awaitSince.IsZero() {
+			e.awaitSince = now
+			n.log.Info("waiting for the result of a run still in flight on the identity's previous owner",
+				"identity", e.ident.name, "task", e.id, "run", m.RunNumber, "node", m.Node, "up_to", n.cfg.DrainTimeout)
+		}
+		e.recheckAt = now.Add(n.cfg.HandoffPeriod)
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return
+	default:
+		res = staleResult(m, n.incarnation, alive, n.cfg.DrainTimeout, now)
+	}
+	n.settleMarker(e, rec, rev, epoch, res, by, fr != nil)
+}
+
+// staleResult is the outcome recorded for a marker whose run will not
+// report: INTERRUPTED (its node died, restarted or never reported), or, for
+// this incarnation's own marker of a run not in flight here, a start whose
+// handler was never called.
+func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Duration, now time.Time) runResult {
+	res := runResult{
+		outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
+		started: m.StartedAt.AsTime(),
+		ended:   now,
+		fence:   Fence{Epoch: m.Epoch},
+		stale:   true,
+	}
+	switch {
+	case m.Incarnation == self:
+		res.notCalled = true
+		res.message = "the run's start was written but its handler was not called"
+	case alive:
+		res.message = fmt.Sprintf("node %s did not report the run's result within %s", m.Node, waited)
+	default:
+		res.message = fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
+	}
+	return res
+}
+
+// readForwarded reads, in one Txn, the result forwarded for the run of
+// marker m (nil if none) and whether the run's node is still registered
+// under the marker's incarnation.
+func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+	resp, err := n.cli.Txn(ctx).Then(
+		clientv3.OpGet(n.keys.Result(id, taskID)),
+		clientv3.OpGet(n.nodesPrefix+m.Node),
+	).Commit()
+	if err != nil {
+		return nil, false, err
+	}
+	var fr *storev1.ForwardedResult
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		fr = &storev1.ForwardedResult{}
+		if err := proto.Unmarshal(kvs[0].Value, fr); err != nil || fr.RunNumber != m.RunNumber ||
+			fr.Incarnation != m.Incarnation {
+			fr = nil // another run's, or unreadable: the settling Txn deletes it
+		}
+	}
+	alive := false
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		var rec storev1.NodeRecord
+		if proto.Unmarshal(kvs[0].Value, &rec) == nil {
+			alive = rec.Incarnation == m.Incarnation && rec.State != taskdv1.NodeState_NODE_STATE_STOPPED
+		}
+	}
+	return fr, alive, nil
+}
+
+// settleMarker commits res as the outcome of rec's marker, run by node by,
+// in one Txn fenced on epoch and rev that also deletes a forwarded result.
+func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64, res runResult, by string, forwarded bool) {
+	st := e.ident
+	m := rec.Running
+	out := cloneRec(rec)
+	var hist *taskdv1.Run
+	var next EventType
+	if res.stale {
+		hist = resolveStale(out, res)
+	} else {
+		hist, next = applyResult(out, m, res, by, jitter())
+	}
+	ops, err := n.keys.HistoryOps(out, hist, n.cfg.History)
+	var put clientv3.Op
+	if err == nil {
+		put, err = n.keys.PutTask(out)
+	}
+	if err != nil {
+		n.log.Error("settle a run marker: encode", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Minute)
+		return
+	}
+	ops = append([]clientv3.Op{put, clientv3.OpDelete(n.keys.Result(st.name, e.id))}, ops...)
+	ctx, cancel := n.etcdCtx(n.life)
+	resp, err := n.cli.Txn(ctx).
+		If(n.runFence(st.name, e.id, epoch, rev)...).
+		Then(ops...).
+		Else(n.runElse(st.name, e.id)...).
+		Commit()
+	cancel()
+	if err != nil {
+		// The marker stays: the entry's next start comes back here.
+		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Second)
+		return
+	}
+	if !resp.Succeeded {
+		n.conflict(e, epoch, resp.Responses)
+		return
+	}
+	ev := Event{Identity: st.name, TaskID: e.id, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,
+		Attempt: int(m.Attempt), Outcome: hist.Outcome, Message: res.message, Fence: res.fence}
+	if forwarded {
+		n.log.Info("committed a run's result forwarded by the identity's previous owner", "identity", st.name,
+			"task", e.id, "run", m.RunNumber, "node", by, "outcome", res.outcome.String())
+		ev.Type = next
+		n.emitNext(ev, out)
+	} else {
+		n.log.Info("resolved a run left in flight", "identity", st.name, "task", e.id,
+			"run", m.RunNumber, "node", m.Node, "outcome", hist.Outcome.String())
+		ev.Type = EventInterrupted
+		n.emit(ev)
+	}
+	n.mu.Lock()
+	e.rec, e.raw, e.rev = out, nil, resp.Header.Revision
+	e.running = false
+	n.reschedLocked(e)
+	n.mu.Unlock()
+}
+
+// forwardResult stores the result of this node's run of a task whose
+// identity moved away while the run was in flight, for the new owner to
+// commit; ok is false when the task changed (the marker may be gone). The
+// Txn holds only while the task is at rev, that is while this run's marker
+// still stands, and it writes the new owner a handoff entry for the task
+// so that it looks at once.
+func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
+	fr := &storev1.ForwardedResult{
+		RunNumber: m.RunNumber, Node: n.cfg.Name, Incarnation: n.incarnation,
+		Outcome: res.outcome, Message: res.message, Data: res.data, DataSet: res.dataSet,
+		StartedAt: ts(res.started), EndedAt: ts(res.ended),
+		FenceEpoch: res.fence.Epoch, FenceRevision: res.fence.Revision, Recovery: res.recovery,
+		Retry: res.retry, Cancel: res.cancel, Again: res.again, NotCalled: res.notCalled,
+	}
+	if !res.snooze.IsZero() {
+		fr.Snooze = ts(res.snooze)
+	}
+	b, err := proto.Marshal(fr)
+	if err != nil {
+		return false, fmt.Errorf("encode forwarded result: %w", err)
+	}
+	ops := []clientv3.Op{clientv3.OpPut(n.keys.Result(id, taskID), string(b))}
+	if owner.Mapped && owner.Node != n.cfg.Name {
+		op, err := n.handoffOp(owner.Node, id, taskID)
+		if err != nil {
+			return false, err
+		}
+		ops = append(ops, op)
+	}
+	ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
+	defer cancel()
+	resp, err := n.cli.Txn(ctx).If(n.keys.TaskAt(id, taskID, rev)).Then(ops...).Commit()
+	if err != nil {
+		return false, ambiguous(err)
+	}
+	return resp.Succeeded, nil
+}
+
+// resultOfForwarded is the run result a forwarded result carries.
+func resultOfForwarded(fr *storev1.ForwardedResult) runResult {
+	res := runResult{
+		outcome: fr.Outcome, message: fr.Message, data: fr.Data, dataSet: fr.DataSet,
+		started: fr.StartedAt.AsTime(), ended: fr.EndedAt.AsTime(),
+		fence:    Fence{Epoch: fr.FenceEpoch, Revision: fr.FenceRevision},
+		recovery: fr.Recovery, retry: fr.Retry, cancel: fr.Cancel, again: fr.Again, notCalled: fr.NotCalled,
+	}
+	if fr.Snooze != nil {
+		res.snooze = fr.Snooze.AsTime()
+	}
+	return res
+}
+
+// sameRun reports whether marker a is the marker b (the same run).
+func sameRun(a, b *storev1.RunMarker) bool {
+	return a != nil && b != nil && a.RunNumber == b.RunNumber && a.Incarnation == b.Incarnation && a.Node == b.Node
+}
+
+// committedAs reports whether rec's last run is the run of marker m ended at
+// ended: a commit whose reply was lost was applied after all.
+func committedAs(rec *storev1.TaskRecord, m *storev1.RunMarker, ended time.Time) bool {
+	lr := rec.GetLastRun()
+	return rec.Running == nil && lr != nil && lr.RunNumber == m.RunNumber && lr.GetEndedAt().AsTime().Equal(ended)
+}

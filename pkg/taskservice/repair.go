@@ -1,0 +1,120 @@
+package taskservice
+
+import (
+	"context"
+	"time"
+)
+
+// This file makes the node converge after a write whose outcome it does not
+// know (a Txn that timed out, a caller that stopped waiting): it reads the
+// identity again from etcd, so that a task that is in etcd is run (once per
+// fire time: starts are fenced on the task's revision) and one that is not
+// is forgotten.
+
+// repairRead is one identity to read again, not before at.
+type repairRead struct {
+	id string
+	at time.Time
+}
+
+// repair asks the repair loop to read identity id again, at once.
+func (n *Node) repair(id string) { n.repairAfter(id, 0) }
+
+// repairAfter asks the repair loop to read identity id again after d (a
+// write whose outcome is unknown may still be applied until its deadline).
+func (n *Node) repairAfter(id string, d time.Duration) {
+	n.mu.Lock()
+	n.repairs = append(n.repairs, repairRead{id: id, at: time.Now().Add(d)})
+	n.mu.Unlock()
+	select {
+	case n.repairWake <- struct{}{}:
+	default:
+	}
+}
+
+// repairLoop does the reads asked for when they are due, with backoff while
+// etcd fails.
+func (n *Node) repairLoop() {
+	defer n.wg.Done()
+	bo := newBackoff(100*time.Millisecond, 5*time.Second)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		due, next := n.dueRepairs(time.Now())
+		failed := false
+		for _, id := range due {
+			if err := n.reloadIdentity(n.life, id); err != nil {
+				if n.life.Err() != nil {
+					return
+				}
+				n.log.Warn("repair: read identity again; will retry", "identity", id, "error", err)
+				n.repair(id)
+				failed = true
+			}
+		}
+		if failed {
+			if !bo.wait(n.life) {
+				return
+			}
+			continue
+		}
+		bo.reset()
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = time.Until(next)
+		}
+		timer.Reset(wait)
+		select {
+		case <-n.repairWake:
+		case <-timer.C:
+		case <-n.life.Done():
+			return
+		}
+	}
+}
+
+// dueRepairs takes the identities due by now (each once) and returns when
+// the next one is due (zero if none).
+func (n *Node) dueRepairs(now time.Time) (due []string, next time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	seen := map[string]bool{}
+	rest := n.repairs[:0]
+	for _, r := range n.repairs {
+		if r.at.After(now) {
+			rest = append(rest, r)
+			if next.IsZero() || r.at.Before(next) {
+				next = r.at
+			}
+			continue
+		}
+		if !seen[r.id] {
+			seen[r.id] = true
+			due = append(due, r.id)
+		}
+	}
+	clear(n.repairs[len(rest):])
+	n.repairs = rest
+	return due, next
+}
+
+// reloadIdentity reads id's mapping and, if this incarnation owns it, loads
+// its tasks under the current epoch; if it does not, forgets it here.
+func (n *Node) reloadIdentity(ctx context.Context, id string) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	owner, err := n.idmap.Get(cctx, id)
+	if err != nil {
+		return err
+	}
+	if owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+		return n.adoptIdentity(cctx, id, owner.Epoch)
+	}
+	n.mu.Lock()
+	st := n.idents[id]
+	if st != nil && !st.lost {
+		n.dropIdentityLocked(st)
+	}
+	n.mu.Unlock()
+	return nil
+}

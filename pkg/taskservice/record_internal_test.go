@@ -2,7 +2,7 @@ package taskservice
 
 import (
 	"errors"
-	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -529,7 +529,7 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 			r := &Run{}
 			snoozeErr := Snooze(tc.until)
 			var sr runResult
-			classify(&sr, r, snoozeErr, false)
+			classify(&sr, r, snoozeErr, nil)
 			if sr.snooze.IsZero() || IsRetryable(snoozeErr) {
 				t.Fatalf("Snooze(%v) classified as snooze=%v retryable=%v", tc.until, sr.snooze, IsRetryable(snoozeErr))
 			}
@@ -691,7 +691,7 @@ func TestHandlerDataIsStored(t *testing.T) {
 			if tc.set {
 				r := &Run{}
 				r.SetData([]byte("new"))
-				classify(&res, r, nil, false)
+				classify(&res, r, nil, nil)
 				res.outcome, res.retry = tc.outcome, tc.retry
 			}
 			rec, _, _ := finish(p, res)
@@ -822,32 +822,44 @@ func TestDueTime(t *testing.T) {
 	}
 }
 
-// TestResolveStale: a marker left by a run no longer in flight is recorded
-// with the given outcome (no fence: the run's revision is unknown), and
-// with recovery its fire time runs again with the same run number.
+// TestResolveStale: a marker left by a run that will not report is
+// recorded (no fence: the run's revision is unknown) as staleResult says,
+// and with recovery its fire time runs again with the same run number. A
+// start whose handler was never called is recorded DROPPED and always runs
+// again: nothing ran.
 func TestResolveStale(t *testing.T) {
+	no := false
 	for _, tc := range []struct {
 		name         string
 		recovery     *bool
-		outcome      taskdv1.Outcome
+		self         string // the resolving node's incarnation
+		alive        bool   // the marker's node is still registered
+		wantOutcome  taskdv1.Outcome
+		wantMsg      string
 		wantRecovery bool
 		wantState    taskdv1.TaskState
 	}{
-		{name: "interrupted, recovery by default", outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED, wantRecovery: true, wantState: stScheduled},
-		{name: "dropped, recovery by default", outcome: taskdv1.Outcome_OUTCOME_DROPPED, wantRecovery: true, wantState: stScheduled},
-		{name: "interrupted, no recovery", recovery: new(bool), outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED, wantState: stCompleted},
+		{name: "node gone, recovery by default", self: "inc-2", wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
+			wantMsg: rInc, wantRecovery: true, wantState: stScheduled},
+		{name: "node alive but silent", self: "inc-2", alive: true, wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
+			wantMsg: "did not report", wantRecovery: true, wantState: stScheduled},
+		{name: "node gone, no recovery", recovery: &no, self: "inc-2", wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
+			wantMsg: rInc, wantState: stCompleted},
+		{name: "own start never called, no recovery asked: runs again anyway", recovery: &no, self: rInc, alive: true,
+			wantOutcome: taskdv1.Outcome_OUTCOME_DROPPED, wantMsg: "not called", wantRecovery: true, wantState: stScheduled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecord(func(s *taskdv1.TaskSpec) { s.RequestsRecovery = tc.recovery }, rOnce(rt0))
 			p := mustStart(t, rec, rt0)
-			stale := cloneRec(p.rec) // as read back after the node died
+			stale := cloneRec(p.rec) // as read back by whoever resolves it
 			now := rt0.Add(time.Minute)
-			run := resolveStale(stale, tc.outcome, fmt.Sprintf("node %s (%s) is gone", rNode, rInc), now)
-			if run.Outcome != tc.outcome || run.Fence != "" || run.RunNumber != 1 || !tsEq(run.EndedAt, now) ||
-				!tsEq(run.StartedAt, rt0) || run.Node != rNode {
-				t.Errorf("history %v: want run 1 %s, no fence, started at the marker's start, ended now", run, tc.outcome)
+			run := resolveStale(stale, staleResult(stale.Running, tc.self, tc.alive, 30*time.Second, now))
+			if run.Outcome != tc.wantOutcome || run.Fence != "" || run.RunNumber != 1 || !tsEq(run.EndedAt, now) ||
+				!tsEq(run.StartedAt, rt0) || run.Node != rNode || !strings.Contains(run.Message, tc.wantMsg) {
+				t.Errorf("history %v: want run 1 %s on %s, no fence, started at the marker's start, ended now, message with %q",
+					run, tc.wantOutcome, rNode, tc.wantMsg)
 			}
-			if stale.Running != nil || stale.State != tc.wantState || stale.LastRun.GetOutcome() != tc.outcome {
+			if stale.Running != nil || stale.State != tc.wantState || stale.LastRun.GetOutcome() != tc.wantOutcome {
 				t.Errorf("record running %v state %s last %v, want no marker, %s", stale.Running, stale.State, stale.LastRun, tc.wantState)
 			}
 			if (stale.RecoveryPending != nil) != tc.wantRecovery {
@@ -855,8 +867,9 @@ func TestResolveStale(t *testing.T) {
 			}
 			if tc.wantRecovery {
 				r := mustStart(t, stale, now)
-				if !r.recovery || r.runNumber != 1 || !r.fire.Equal(rt0) {
-					t.Errorf("re-run: recovery %v run %d fire %s, want run 1 of %s again", r.recovery, r.runNumber, r.fire, rt0)
+				if !r.recovery || r.runNumber != 1 || !r.fire.Equal(rt0) || r.rec.RunCount != 1 {
+					t.Errorf("re-run: recovery %v run %d fire %s run_count %d, want run 1 of %s again",
+						r.recovery, r.runNumber, r.fire, r.rec.RunCount, rt0)
 				}
 			}
 		})

@@ -44,7 +44,8 @@ type cluster struct {
 func newCluster(t *testing.T, prefix string) *cluster {
 	t.Helper()
 	dir := t.TempDir()
-	etcd := taskservicetest.StartEtcdProcess(t, filepath.Join(dir, "etcd"), "http://"+freeAddr(t))
+	// Port 0: the etcd process binds a free port itself and reports it.
+	etcd := taskservicetest.StartEtcdProcess(t, filepath.Join(dir, "etcd"), "http://127.0.0.1:0")
 	return &cluster{t: t, dir: dir, etcd: etcd, prefix: prefix, rec: filepath.Join(dir, "runs.log")}
 }
 

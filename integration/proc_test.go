@@ -93,7 +93,10 @@ type taskd struct {
 }
 
 // freeAddr returns a loopback address with a port that was free a moment
-// ago.
+// ago. taskd binds its --listen, --http and --etcd-listen addresses itself
+// and has no way to report ports it chose, so the test picks them; another
+// process can take one in between, which startNode answers by launching
+// again on fresh ports.
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -183,9 +186,13 @@ func launch(t testing.TB, opts nodeOptions) *taskd {
 	return p
 }
 
+// launchAttempts bounds the launches of one node that lose a port race.
+const launchAttempts = 3
+
 // startNode starts a taskd process and waits until it is RUNNING. If the
 // process could not bind one of its ports (taken by someone else since it
-// was picked), it is started once more on fresh ports.
+// was picked, see freeAddr), it is started again on fresh ports, up to
+// launchAttempts launches in all; any other failure fails the test at once.
 func startNode(t testing.TB, opts nodeOptions) *taskd {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
@@ -194,7 +201,7 @@ func startNode(t testing.TB, opts nodeOptions) *taskd {
 		if err == nil {
 			return p
 		}
-		if attempt == 1 && p.exited() && p.log.Contains("address already in use") {
+		if attempt < launchAttempts && p.exited() && p.log.Contains("address already in use") {
 			t.Logf("taskd %s lost a port race; starting it again on other ports", opts.name)
 			continue
 		}

@@ -3,7 +3,6 @@ package taskservice_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -19,13 +18,7 @@ import (
 // runs in a child process, so the allocations reported are the node's
 // (and its etcd client's) per task: schedule, start, run, commit.
 func BenchmarkRunEndToEnd(b *testing.B) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	url := fmt.Sprintf("http://%s", l.Addr())
-	l.Close()
-	tst.StartEtcdProcess(b, filepath.Join(b.TempDir(), "etcd"), url)
+	url := tst.StartEtcdProcess(b, filepath.Join(b.TempDir(), "etcd"), "http://127.0.0.1:0").URL
 	cli, err := taskservice.DialEtcd([]string{url})
 	if err != nil {
 		b.Fatal(err)

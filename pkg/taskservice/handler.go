@@ -18,7 +18,7 @@ import (
 //     fire time, or ends.
 //   - Cancel(reason): CANCELED; the task has no more runs.
 //   - Snooze(until): the same fire time runs again at until, with no attempt
-//     used up.
+//     used up; a zero or past until runs it again at once.
 //   - RunAgainNow(): SUCCESS, and one more run at once.
 //
 // A handler must respect ctx: it is cancelled at the task's timeout and when
@@ -139,7 +139,15 @@ func Permanent(err error) error { return &outcomeError{kind: outcomePermanent, e
 func Cancel(reason string) error { return &outcomeError{kind: outcomeCancel, msg: reason} }
 
 // Snooze runs the same fire time again at until without using an attempt.
-func Snooze(until time.Time) error { return &outcomeError{kind: outcomeSnooze, until: until} }
+// A zero or past until means at once: the fire time runs again as soon as
+// the snooze is committed (it is never taken as "done"). A manual run
+// cannot be snoozed: its outcome is recorded and nothing runs again.
+func Snooze(until time.Time) error {
+	if until.IsZero() {
+		until = time.Now() // "at once": the commit moves a past time up to its own
+	}
+	return &outcomeError{kind: outcomeSnooze, until: until}
+}
 
 // RunAgainNow records a success and asks for one more run at once.
 func RunAgainNow() error { return &outcomeError{kind: outcomeRunAgain} }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -604,7 +605,10 @@ func TestRestartUnderSameNameResolvesPreviousIncarnation(t *testing.T) {
 		return nil
 	}}
 	ev1 := &events{}
-	old := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "same", LeaseTTL: 10 * time.Second,
+	// The lease is long (30 s) so that the waits below, which give up well
+	// before it could expire, can only succeed if nothing waited for it.
+	const oldTTL = 30 * time.Second
+	old := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "same", LeaseTTL: oldTTL,
 		Handlers: map[string]taskservice.Handler{"rec": first}, Listeners: []taskservice.Listener{ev1.listen}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -620,16 +624,24 @@ func TestRestartUnderSameNameResolvesPreviousIncarnation(t *testing.T) {
 	}
 
 	// A new incarnation under the same name frees what the old one held at
-	// once: no waiting for its 10 s lease.
-	second := &recorder{}
-	began := time.Now()
-	fresh := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "same", LeaseTTL: 10 * time.Second,
-		Handlers: map[string]taskservice.Handler{"rec": second}})
-	tst.Eventually(t, 5*time.Second, func() bool { return len(second.of(taskID)) == 1 && len(second.of(pending.Task.Id)) == 1 },
-		"the new incarnation to run both tasks")
-	if waited := time.Since(began); waited > 9*time.Second {
-		t.Errorf("took %s: the previous incarnation's lease was waited for", waited)
+	// once: the old lease is revoked when it registers, not left to expire.
+	cli := etcd.Client(t)
+	reg, err := cli.Get(ctx, "/taskd/nodes/same")
+	if err != nil || len(reg.Kvs) != 1 || reg.Kvs[0].Lease == 0 {
+		t.Fatalf("read the old registration: %v %v", reg, err)
 	}
+	oldLease := clientv3.LeaseID(reg.Kvs[0].Lease)
+	second := &recorder{}
+	fresh := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "same", LeaseTTL: oldTTL,
+		Handlers: map[string]taskservice.Handler{"rec": second}})
+	ttl, err := cli.TimeToLive(ctx, oldLease)
+	if err != nil || ttl.TTL != -1 {
+		t.Fatalf("old incarnation's lease after the new one started: %v (%v), want revoked (TTL -1)", ttl, err)
+	}
+	// Both tasks run on the new incarnation well within the old lease's
+	// TTL: a deadline of a third of it is reached only if it was waited for.
+	tst.Eventually(t, oldTTL/3, func() bool { return len(second.of(taskID)) == 1 && len(second.of(pending.Task.Id)) == 1 },
+		"the new incarnation to run both tasks (the old lease of %s must not be waited for)", oldTTL)
 	c := second.of(taskID)[0]
 	if !c.Recovery || c.Run != first.of(taskID)[0].Run {
 		t.Errorf("re-run %+v: want recovery with the same run number", c)

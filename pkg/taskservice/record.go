@@ -246,6 +246,9 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 		rec.FinishedAt = ts(now)
 	case !res.snooze.IsZero() && !m.Manual:
 		rec.RetryAt = ts(res.snooze)
+		if res.snooze.Before(now) {
+			rec.RetryAt = ts(now) // a past snooze time: again at once
+		}
 		rec.Attempt = m.Attempt - 1 // a snooze uses no attempt
 	case res.outcome == taskdv1.Outcome_OUTCOME_INTERRUPTED:
 		if res.notCalled || rec.Spec.RequestsRecovery == nil || rec.Spec.GetRequestsRecovery() {

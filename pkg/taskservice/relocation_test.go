@@ -245,10 +245,19 @@ func statusVotes(t *testing.T, cli *clientv3.Client, id string) func() []string 
 	}
 }
 
+// The status vote: one active vote for many tasks, one inactive vote when
+// they are done, and a change that flips back within the vote delay sends
+// nothing. The last is checked by order, not by time: the voter sends its
+// votes one at a time in the order they fall due, so once a vote queued
+// after the flip-back is written, a vote the flip would have caused would
+// have been written before it.
 func TestActiveVoteIsSentOnceAfterTheDelay(t *testing.T) {
+	// Long enough that two API calls made back to back (the flip and the
+	// flip back) fall inside it.
+	const delay = 1500 * time.Millisecond
 	release := make(chan struct{})
 	c := newCluster(t, []string{"a"}, func(cfg *taskservice.Config) {
-		cfg.VoteDelay = 300 * time.Millisecond
+		cfg.VoteDelay = delay
 		cfg.RemoveDelay = time.Hour // keep the identity mapped for the assertions
 	})
 	c.rec.behave = func(ctx context.Context, r *taskservice.Run, n int) error {
@@ -261,7 +270,7 @@ func TestActiveVoteIsSentOnceAfterTheDelay(t *testing.T) {
 		ids = append(ids, c.schedule("a", spec("v", "rec", now())).Id)
 	}
 	// One active vote after the delay, not five.
-	tst.Eventually(t, 5*time.Second, func() bool { return len(votes()) >= 1 }, "the active vote")
+	tst.Eventually(t, 5*delay, func() bool { return len(votes()) >= 1 }, "the active vote")
 	id := c.identity("a", "v")
 	if !id.Active || id.StatusNode != "a" {
 		t.Fatalf("status %v, want active on a", id)
@@ -271,12 +280,44 @@ func TestActiveVoteIsSentOnceAfterTheDelay(t *testing.T) {
 	for _, tid := range ids {
 		h.waitState("v", tid, taskdv1.TaskState_TASK_STATE_COMPLETED)
 	}
-	tst.Eventually(t, 5*time.Second, func() bool { return len(votes()) >= 2 }, "the inactive vote")
+	tst.Eventually(t, 5*delay, func() bool { return len(votes()) >= 2 }, "the inactive vote")
 	if id := c.identity("a", "v"); id.Active {
 		t.Fatalf("status %v, want inactive", id)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	statusRev := func(id string) int64 {
+		resp, err := c.cli.Get(ctx, "/taskd/status/"+id)
+		if err != nil {
+			t.Fatalf("read status of %s: %v", id, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return 0
+		}
+		return resp.Kvs[0].ModRevision
+	}
+	before := statusRev("v")
+
+	// The flip: a task becomes pending (active), and right away it is
+	// cancelled (inactive again, as voted).
+	flipAt := time.Now()
+	flip := c.schedule("a", spec("v", "rec", after(time.Hour)))
+	if _, err := c.nodes["a"].Client.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: "v", TaskId: flip.Id}); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if took := time.Since(flipAt); took >= delay {
+		t.Fatalf("the flip and flip back took %s, not within the vote delay %s: the test could not set up its case", took, delay)
+	}
+	// A vote queued now, for another identity, falls due after any vote
+	// the flip could have queued.
+	c.schedule("a", spec("w", "rec", after(time.Hour)))
+	tst.Eventually(t, 5*delay, func() bool { return statusRev("w") != 0 }, "the first vote of w")
+	if after := statusRev("v"); after != before {
+		t.Errorf("v's status was written again (revision %d, was %d) although its flip went back within the delay: %v",
+			after, before, votes())
+	}
 	if n := len(votes()); n != 2 {
-		t.Errorf("%d status writes, want 2 (one active, one inactive): %v", n, votes())
+		t.Errorf("%d status writes for v, want 2 (one active, one inactive): %v", n, votes())
 	}
 }
 
@@ -358,30 +399,77 @@ func TestDrainHandsIdentitiesToOtherNodes(t *testing.T) {
 	}
 }
 
+// A node that dies with a run in flight — cut off from etcd at once, its
+// lease left to expire, its handler never returning in time — has its
+// identities reassigned by the placement leader; the survivor records the
+// run INTERRUPTED (naming the dead incarnation) and runs its fire time again
+// with the same run number, as a recovery, under a newer epoch.
+// (integration/TestFailoverAfterSIGKILL does the same with a real SIGKILL.)
 func TestDeadNodeIdentitiesAreReassigned(t *testing.T) {
-	c := newCluster(t, []string{"a", "b"}, nil)
-	task := c.schedule("a", spec("z", "rec", after(300*time.Millisecond)))
-	// a dies without a word: its lease is revoked as if it had expired, and
-	// its node key goes with it. (Process tests kill a real taskd.)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.cli.Get(ctx, "/taskd/nodes/a")
-	if err != nil || len(resp.Kvs) != 1 {
-		t.Fatalf("read a's registration: %v", err)
+	c := newCluster(t, []string{"b"}, nil)
+	release := make(chan struct{})
+	c.rec.behave = func(ctx context.Context, r *taskservice.Run, n int) error {
+		if r.Node == "a" {
+			select { // in flight until a is long dead
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
 	}
-	if err := c.nodes["a"].Stop(ctx); err != nil {
-		t.Logf("stop a: %v", err)
+	// a gets an etcd client of its own, so that the test can cut it off.
+	aCli := c.etcd.Client(t)
+	ev := &events{}
+	a := tst.StartNode(t, aCli, taskservice.Config{
+		Name: "a", LeaseTTL: 2 * time.Second, HandoffStart: -1, HandoffPeriod: 50 * time.Millisecond,
+		VoteDelay: 50 * time.Millisecond, RemoveDelay: 50 * time.Millisecond,
+		Handlers: map[string]taskservice.Handler{"rec": c.rec}, Listeners: []taskservice.Listener{ev.listen},
+	})
+	t.Cleanup(func() { close(release) }) // before a is stopped
+	c.nodes["a"], c.ev["a"] = a, ev
+	task := c.schedule("a", spec("z", "rec", now()))
+	if got := c.identity("b", "z").Node; got != "a" {
+		t.Fatalf("z mapped to %s, want a", got)
 	}
-	if _, err := c.cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
-		t.Logf("revoke: %v", err)
+	tst.Eventually(t, 10*time.Second, func() bool { return len(c.rec.of(task.Id)) == 1 }, "the run to start on a")
+	first := c.rec.of(task.Id)[0]
+	if first.Node != "a" {
+		t.Fatalf("first run on %s, want a", first.Node)
+	}
+
+	// a dies: from now on it reaches etcd no more; its lease expires.
+	diedAt := time.Now()
+	if err := aCli.Close(); err != nil {
+		t.Logf("close a's etcd client: %v", err)
+	}
+	tst.Eventually(t, 20*time.Second, func() bool { return len(c.rec.of(task.Id)) == 2 }, "the run to be executed again on b")
+	again := c.rec.of(task.Id)[1]
+	t.Logf("a cut off → the run executed again on b after %s (lease TTL 2s)", again.Start.Sub(diedAt).Round(time.Millisecond))
+	if again.Node != "b" || again.Run != first.Run || !again.Recovery || again.Attempt != first.Attempt {
+		t.Errorf("second execution %+v: want run %d again on b, as a recovery", again, first.Run)
+	}
+	if again.Fence.Epoch <= first.Fence.Epoch {
+		t.Errorf("fences %s then %s: want a newer epoch on b", first.Fence, again.Fence)
 	}
 	h := &harness{t: t, node: c.nodes["b"]}
-	h.waitState("z", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	if got := c.identity("b", "z").Node; got != "b" {
-		t.Errorf("z mapped to %s, want b", got)
+	got := h.waitState("z", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	if id := c.identity("b", "z"); id.Node != "b" {
+		t.Errorf("z mapped to %s, want b", id.Node)
 	}
-	if got := c.nodesOf(task.Id); fmt.Sprint(got) != "[b]" {
-		t.Errorf("ran on %v, want once on b", got)
+	runs := h.runs("z", task.Id)
+	if len(runs) != 2 {
+		t.Fatalf("history %v: want the interrupted run and its recovery", runs)
+	}
+	if r := runs[1]; r.RunNumber != first.Run || r.Outcome != taskdv1.Outcome_OUTCOME_INTERRUPTED || r.Node != "a" ||
+		!contains(r.Message, a.Incarnation()) {
+		t.Errorf("oldest history entry %v: want run %d INTERRUPTED on a, naming incarnation %s", r, first.Run, a.Incarnation())
+	}
+	if r := runs[0]; r.RunNumber != first.Run || r.Outcome != taskdv1.Outcome_OUTCOME_SUCCESS || r.Node != "b" || !r.Recovery ||
+		r.Fence != again.Fence.String() {
+		t.Errorf("newest history entry %v: want run %d SUCCESS on b, recovery, fence %s", r, first.Run, again.Fence)
+	}
+	if got.RunCount != 1 || got.LastRun.GetNode() != "b" {
+		t.Errorf("task %v: want run_count 1, last run on b", got)
 	}
 }
 

@@ -37,7 +37,7 @@ type Node struct {
 	life       context.Context
 	stopLife   context.CancelFunc
 	runCtx     context.Context
-	cancelRuns context.CancelFunc
+	cancelRuns context.CancelCauseFunc
 	wg         sync.WaitGroup // owned goroutines (loops, starters)
 	runs       sync.WaitGroup // handler goroutines
 	slots      chan struct{}  // one per concurrent run
@@ -102,7 +102,7 @@ func New(cfg Config) (*Node, error) {
 	// best on 2 cores; more only shrinks the batches).
 	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 2)
 	n.life, n.stopLife = context.WithCancel(context.Background())
-	n.runCtx, n.cancelRuns = context.WithCancel(context.Background())
+	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
 	return n, nil
 }
 
@@ -218,10 +218,10 @@ func (n *Node) Stop(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		n.log.Warn("stop: cancelling runs still in flight")
-		n.cancelRuns()
+		n.cancelRuns(errNodeStopping)
 		<-done
 	}
-	n.cancelRuns()
+	n.cancelRuns(errNodeStopping)
 	n.batch.wait()
 	if !wasStarted {
 		return nil

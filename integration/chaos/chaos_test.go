@@ -289,6 +289,7 @@ func printReport(sb *strings.Builder, seed int64, inj *injector, l *ledger, rep 
 	fmt.Fprintf(w, "committed runs (history)\t%d\n", rep.committed)
 	fmt.Fprintf(w, "re-executions (allowed)\t%d\n", len(rep.reexecutions))
 	fmt.Fprintf(w, "handler starts with no end (allowed)\t%d\n", len(rep.unended))
+	fmt.Fprintf(w, "handlers that outlived their taskd (listed)\t%d\n", len(rep.outlived))
 	for _, k := range rep.mustBeZero() {
 		fmt.Fprintf(w, "%s (must be 0)\t%d\n", k.name, len(k.list))
 	}
@@ -312,4 +313,5 @@ func printReport(sb *strings.Builder, seed int64, inj *injector, l *ledger, rep 
 	}
 	section("re-executions", rep.reexecutions, 10)
 	section("handler starts with no end", rep.unended, 5)
+	section("handlers that outlived their taskd", rep.outlived, 5)
 }

@@ -103,6 +103,7 @@ type report struct {
 
 	reexecutions []finding // a (task, run number) whose handler started more than once
 	unended      []finding // a handler start with no end line, bounded by its process's exit
+	outlived     []finding // a handler that logged its end after its taskd process had exited
 
 	lost           []finding // acknowledged, not cancelled, never succeeded
 	unsettled      []finding // not in a final state by the settle deadline
@@ -297,6 +298,13 @@ func checkHandlerRuns(r *report, in checkInput) {
 		if q := ends[e.key()]; len(q) > 0 {
 			iv.end, iv.endOf = q[0].at, q[0].line
 			ends[e.key()] = q[1:]
+			if l, ok := lifeAt(in.lifetimes[e.node], e.at); ok && !l.end.IsZero() && iv.end.After(l.end) {
+				r.outlived = append(r.outlived, finding{
+					fmt.Sprintf("handler on %s ended %s after its taskd process exited at %s",
+						e.node, iv.end.Sub(l.end).Round(time.Millisecond), l.end.Format("15:04:05.000")),
+					[]string{e.line, iv.endOf},
+				})
+			}
 		} else {
 			iv.end, iv.endOf = processEnd(in.lifetimes[e.node], e.at)
 			r.unended = append(r.unended, finding{"handler start with no end line; " + iv.endOf, []string{e.line}})
@@ -314,7 +322,8 @@ func checkHandlerRuns(r *report, in checkInput) {
 			iv := &ivs[i]
 			if reach != nil && (reach.end.IsZero() || iv.start.at.Before(reach.end)) {
 				r.overlaps = append(r.overlaps, finding{
-					fmt.Sprintf("task %s: a run started while another was still running", iv.start.id),
+					fmt.Sprintf("task %s: a run started while another was still running (%s)",
+						iv.start.id, overlapCause(in.lifetimes, reach.start, iv.start)),
 					[]string{reach.start.line, reach.endOf, iv.start.line},
 				})
 			}
@@ -337,6 +346,30 @@ func checkHandlerRuns(r *report, in checkInput) {
 			r.reexecutions = append(r.reexecutions, finding{fmt.Sprintf("%s started %d times", k, len(starts)), lines})
 		}
 	}
+}
+
+// lifeAt returns the taskd process of a node that ran at t.
+func lifeAt(lives []lifetime, t time.Time) (lifetime, bool) {
+	for _, l := range lives {
+		if !t.Before(l.start) && (l.end.IsZero() || !t.After(l.end)) {
+			return l, true
+		}
+	}
+	return lifetime{}, false
+}
+
+// overlapCause says what separates two overlapping runs, to help read the
+// report: another node (and the epochs), or the same node across a taskd
+// process that exited while the first handler ran on.
+func overlapCause(lives map[string][]lifetime, first, second *handlerEvent) string {
+	if first.node != second.node {
+		return fmt.Sprintf("on %s under epoch %d, then on %s under epoch %d", first.node, first.epoch, second.node, second.epoch)
+	}
+	if l, ok := lifeAt(lives[first.node], first.at); ok && !l.end.IsZero() && l.end.Before(second.at) {
+		return fmt.Sprintf("both on %s: the taskd process that started the first exited at %s, its handler ran on",
+			first.node, l.end.Format("15:04:05.000"))
+	}
+	return fmt.Sprintf("both on %s, same taskd process, epochs %d and %d", first.node, first.epoch, second.epoch)
 }
 
 // processEnd bounds a handler that logged no end: it ended at the latest

@@ -71,12 +71,16 @@ func (in *injector) pickKind() string {
 	panic("unreachable")
 }
 
-// run injects n faults spread over d (a fault that takes longer pushes the
-// next ones back) and returns when the last one is over or ctx ends.
+// run injects n faults spread over d: fault i is due at a seeded instant in
+// the i-th of n equal slots of d; one that comes due while the previous
+// fault is still going waits for it. It returns when the last fault is
+// over or ctx ends.
 func (in *injector) run(ctx context.Context, n int, d time.Duration) {
-	gap := d / time.Duration(n+1)
+	began := time.Now()
+	slot := d / time.Duration(n)
 	for i := 0; i < n && ctx.Err() == nil; i++ {
-		pause(ctx, gap/2+time.Duration(in.rng.Int64N(int64(gap))))
+		due := began.Add(slot*time.Duration(i) + time.Duration(in.rng.Int64N(int64(slot))))
+		pause(ctx, time.Until(due))
 		if ctx.Err() != nil {
 			return
 		}

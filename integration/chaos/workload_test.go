@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -45,7 +46,7 @@ type ledger struct {
 	scheduleErr int      // schedules given up after every retry
 	moves       int      // acknowledged MoveIdentity calls
 	moveErrs    int
-	rpcErrs     map[string]int // by method
+	rpcErrs     map[string]int // by method and status code
 }
 
 func newLedger() *ledger {
@@ -62,9 +63,9 @@ func (l *ledger) addTask(t *ackedTask) {
 	l.order = append(l.order, t.id)
 }
 
-func (l *ledger) rpcErr(method string) {
+func (l *ledger) rpcErr(method string, err error) {
 	l.mu.Lock()
-	l.rpcErrs[method]++
+	l.rpcErrs[method+" "+status.Code(err).String()]++
 	l.mu.Unlock()
 }
 
@@ -164,7 +165,7 @@ func (w *workload) schedule(ctx context.Context, r *rand.Rand, shape, key string
 			w.ledger.addTask(&ackedTask{id: resp.GetTask().GetId(), identity: id, shape: shape, count: count, acked: time.Now()})
 			return
 		}
-		w.ledger.rpcErr("ScheduleTask")
+		w.ledger.rpcErr("ScheduleTask", err)
 	}
 	w.ledger.mu.Lock()
 	w.ledger.scheduleErr++
@@ -181,7 +182,7 @@ func (w *workload) runNow(ctx context.Context, r *rand.Rand) {
 	defer cancel()
 	_, err := w.node(r).client.RunTaskNow(rctx, &taskdv1.RunTaskNowRequest{Identity: t.identity, TaskId: t.id})
 	if err != nil {
-		w.ledger.rpcErr("RunTaskNow")
+		w.ledger.rpcErr("RunTaskNow", err)
 		return
 	}
 	w.ledger.mu.Lock()
@@ -202,7 +203,7 @@ func (w *workload) cancel(ctx context.Context, r *rand.Rand) {
 	defer cancel()
 	_, err := w.node(r).client.CancelTask(rctx, &taskdv1.CancelTaskRequest{Identity: t.identity, TaskId: t.id})
 	if err != nil {
-		w.ledger.rpcErr("CancelTask")
+		w.ledger.rpcErr("CancelTask", err)
 		return
 	}
 	w.ledger.mu.Lock()
@@ -220,6 +221,7 @@ func (w *workload) move(ctx context.Context, r *rand.Rand, identity string) bool
 	defer w.ledger.mu.Unlock()
 	if err != nil {
 		w.ledger.moveErrs++
+		w.ledger.rpcErrs["MoveIdentity "+status.Code(err).String()]++
 		return false
 	}
 	w.ledger.moves++

@@ -48,7 +48,7 @@ chaos: ## the chaos suite: 3 etcd members, 4 taskd, $(FAULTS) faults over $(DURA
 		-chaos.nodes 4 -chaos.identities 500 -chaos.settle 5m -chaos.txnfaults '$(TXNFAULTS)'
 
 chaos-short: ## a seeded chaos run under two minutes: 3 taskd, 20 faults over 45 s
-	$(GO) test -tags chaos -count=1 -timeout 5m -v -run '^TestChaos$$' ./integration/chaos \
+	$(GO) test -tags chaos -count=1 -timeout 5m -v -run '^(TestChecker.*|TestChaos)$$' ./integration/chaos \
 		-args -chaos.seed $(if $(filter 0,$(SEED)),1,$(SEED)) -chaos.duration 45s -chaos.faults 20 \
 		-chaos.nodes 3 -chaos.identities 300 -chaos.txnfaults '$(TXNFAULTS)'
 

@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -86,9 +88,14 @@ func TestChaos(t *testing.T) {
 	// Workload and faults run together; the workload stops when the last
 	// fault is over (or the duration is up, whichever is later).
 	work := newWorkload(nodes, *flagIdentities)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cluster.endpoints(), DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
 	inj := &injector{
 		rng: rand.New(rand.NewPCG(uint64(seed), 1)), cluster: cluster, nodes: nodes, work: work,
-		leaseTTL: leaseTTL, counts: map[string]int{}, logf: t.Logf,
+		leaseTTL: leaseTTL, counts: map[string]int{}, logf: t.Logf, cli: cli,
 	}
 	began := time.Now()
 	workCtx, stopWork := context.WithCancel(ctx)
@@ -135,7 +142,10 @@ func TestChaos(t *testing.T) {
 			lifetimes[n.name] = append(lifetimes[n.name], lifetime{start: p.started, end: p.exitTime()})
 		}
 	}
-	rep = check(checkInput{events: events, badLines: bad, tasks: facts, lifetimes: lifetimes})
+	inj.mu.Lock()
+	pauses := append([]pausePastLease(nil), inj.pauses...)
+	inj.mu.Unlock()
+	rep = check(checkInput{events: events, badLines: bad, tasks: facts, lifetimes: lifetimes, pauses: pauses})
 	inj.mu.Lock()
 	for _, f := range inj.failures {
 		rep.recoveryFailed = append(rep.recoveryFailed, finding{f, nil})
@@ -290,6 +300,10 @@ func printReport(sb *strings.Builder, seed int64, inj *injector, l *ledger, rep 
 	fmt.Fprintf(w, "re-executions (allowed)\t%d\n", len(rep.reexecutions))
 	fmt.Fprintf(w, "handler starts with no end (allowed)\t%d\n", len(rep.unended))
 	fmt.Fprintf(w, "handlers that outlived their taskd (listed)\t%d\n", len(rep.outlived))
+	fmt.Fprintf(w, "handlers called after a lapsed lease, start written before (listed)\t%d\n", len(rep.spawnedLate))
+	inj.mu.Lock()
+	fmt.Fprintf(w, "taskd pauses past the lease checked / not checked\t%d / %d\n", len(inj.pauses), inj.unread)
+	inj.mu.Unlock()
 	for _, k := range rep.mustBeZero() {
 		fmt.Fprintf(w, "%s (must be 0)\t%d\n", k.name, len(k.list))
 	}
@@ -314,4 +328,5 @@ func printReport(sb *strings.Builder, seed int64, inj *injector, l *ledger, rep 
 	section("re-executions", rep.reexecutions, 10)
 	section("handler starts with no end", rep.unended, 5)
 	section("handlers that outlived their taskd", rep.outlived, 5)
+	section("handlers called after a lapsed lease, start written before", rep.spawnedLate, 5)
 }

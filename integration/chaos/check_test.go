@@ -86,6 +86,7 @@ type checkInput struct {
 	badLines  []string
 	tasks     map[string]*taskFacts
 	lifetimes map[string][]lifetime // by node name
+	pauses    []pausePastLease
 }
 
 // finding is one violation (or, for re-executions, one listed event), with
@@ -113,6 +114,8 @@ type report struct {
 	periodicGaps   []finding // a periodic task short of its periods, or off its grid
 	lateStarts     []finding // a start after a higher epoch of its identity had started (clock)
 	fencedLate     []finding // a start written after its identity's epoch had changed (revisions)
+	afterLapse     []finding // a start written after a pause past the lease, under an epoch from before it
+	spawnedLate    []finding // listed: a handler begun after such a pause, its start written before it
 	overlaps       []finding // two handler runs of one task overlapping in time
 	phantoms       []finding // a committed run whose handler never started
 	runNowLost     []finding // an acknowledged run-now never served
@@ -139,6 +142,7 @@ func (r *report) mustBeZero() []struct {
 		{"periodic gaps", r.periodicGaps},
 		{"late starts (clock)", r.lateStarts},
 		{"late starts (fence)", r.fencedLate},
+		{"starts after a lapsed lease", r.afterLapse},
 		{"overlapping executions", r.overlaps},
 		{"commits with no handler start", r.phantoms},
 		{"run-now requests never served", r.runNowLost},
@@ -231,6 +235,16 @@ func cancelled(f *taskFacts) bool {
 //     the same identity shows an epoch E' with E < E' < R: the start Txn
 //     committed at revision R, after the mapping had changed at revision
 //     E', so its epoch compare cannot have held. Exact, clock-free.
+//   - start after a lapsed lease: a taskd process paused (SIGSTOP) longer
+//     than its lease; R1 and R2 are etcd's revisions read just before the
+//     SIGSTOP and just before the SIGCONT. Its lease expired meanwhile, so
+//     every identity it held then is no longer its own under the same
+//     epoch: it may only run them again after re-registering, under new
+//     epochs. A handler start on that node under fence E.R with E <= R1
+//     (an epoch from before the pause) and R > R2 (start written after
+//     the SIGCONT) is a violation. One with R <= R1 (start written before
+//     the pause, handler called after it) is listed apart: no check the
+//     node makes before its start write can close that window.
 //   - overlap: two handler runs of one task whose [start, end] intervals
 //     intersect. A start with no end line ends when the taskd process that
 //     ran it exited (its handler is killed with it) or, if that process
@@ -262,6 +276,7 @@ func check(in checkInput) *report {
 	}
 	checkHandlerRuns(r, in)
 	checkLateStarts(r, byIdentity)
+	checkPauses(r, in)
 
 	ids := make([]string, 0, len(in.tasks))
 	for id := range in.tasks {
@@ -385,6 +400,29 @@ func processEnd(lives []lifetime, t time.Time) (time.Time, string) {
 		return l.end, "bounded by its taskd process's exit at " + l.end.Format("15:04:05.000")
 	}
 	return time.Time{}, "no taskd process of that node ran then: open-ended"
+}
+
+// checkPauses finds starts made on the strength of a lease that lapsed
+// while the node was paused.
+func checkPauses(r *report, in checkInput) {
+	for _, e := range in.events {
+		if !e.start {
+			continue
+		}
+		for _, p := range in.pauses {
+			if p.node != e.node || !e.at.After(p.cont) || e.epoch > p.revStop {
+				continue
+			}
+			what := fmt.Sprintf("%s paused %s-%s (revisions %d-%d): start under epoch %d",
+				p.node, p.stopped.Format("15:04:05.000"), p.cont.Format("15:04:05.000"), p.revStop, p.revCon, e.epoch)
+			switch {
+			case e.rev > p.revCon:
+				r.afterLapse = append(r.afterLapse, finding{what + fmt.Sprintf(", written at revision %d after the SIGCONT", e.rev), []string{e.line}})
+			case e.rev <= p.revStop:
+				r.spawnedLate = append(r.spawnedLate, finding{what + fmt.Sprintf(", written at revision %d before the pause, handler called after it", e.rev), []string{e.line}})
+			}
+		}
+	}
 }
 
 // checkLateStarts finds starts under an epoch older than one already seen

@@ -171,6 +171,29 @@ func TestCheckerFindsEachViolation(t *testing.T) {
 	}
 }
 
+// A start written after a pause past the lease under an epoch from before
+// it is a violation; one written before the pause is only listed.
+func TestCheckerStartAfterLapsedLease(t *testing.T) {
+	lines := []string{
+		logLine(3000, "start", "n1", "u", "A", 1, "10.60"), // written after the SIGCONT (revision 50)
+		logLine(3100, "end", "n1", "u", "A", 1, "10.60"),
+		logLine(3200, "start", "n1", "u", "B", 1, "10.30"), // written before the pause (revision 40)
+		logLine(3300, "end", "n1", "u", "B", 1, "10.30"),
+		logLine(3400, "start", "n1", "u", "C", 1, "70.71"), // under a new epoch: fine
+		logLine(3500, "end", "n1", "u", "C", 1, "70.71"),
+	}
+	var data []byte
+	for _, l := range lines {
+		data = append(data, l+"\n"...)
+	}
+	events, _ := parseHandlerLog(data)
+	r := check(checkInput{events: events, lifetimes: map[string][]lifetime{"n1": {{start: t0}}},
+		pauses: []pausePastLease{{node: "n1", stopped: at(0), cont: at(2900), revStop: 40, revCon: 50}}})
+	if len(r.afterLapse) != 1 || len(r.spawnedLate) != 1 {
+		t.Fatalf("after lapse %+v, spawned late %+v; want one each", r.afterLapse, r.spawnedLate)
+	}
+}
+
 // A handler still running when its taskd process was SIGKILLed and
 // logging its end later is listed, and the re-execution on the restarted
 // process is an overlap.

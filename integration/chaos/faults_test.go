@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Fault kinds, as counted in the report.
@@ -51,9 +53,33 @@ type injector struct {
 	leaseTTL time.Duration
 	logf     func(format string, args ...any)
 
+	// cli reads etcd's current revision around a taskd pause.
+	cli *clientv3.Client
+
 	mu       sync.Mutex
 	counts   map[string]int
 	failures []string // recoveries that did not happen: findings
+	pauses   []pausePastLease
+	unread   int // pauses whose revisions could not be read (not checked)
+}
+
+// pausePastLease is a taskd process paused longer than its lease: etcd's
+// revision read just before SIGSTOP and just before SIGCONT.
+type pausePastLease struct {
+	node            string
+	stopped, cont   time.Time
+	revStop, revCon int64
+}
+
+// revision reads etcd's current revision.
+func (in *injector) revision(ctx context.Context) (int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := in.cli.Get(rctx, "chaos-revision")
+	if err != nil {
+		return 0, err
+	}
+	return resp.Header.Revision, nil
 }
 
 func (in *injector) pickKind() string {
@@ -120,11 +146,25 @@ func (in *injector) inject(ctx context.Context, kind string) (string, error) {
 		// and it must start nothing of theirs after SIGCONT.
 		d := in.leaseTTL + time.Duration(500+in.rng.IntN(1500))*time.Millisecond
 		p := n.current()
+		rec := pausePastLease{node: n.name}
+		revStop, errStop := in.revision(ctx)
+		rec.stopped = time.Now()
 		if err := p.signal(syscall.SIGSTOP); err != nil {
 			return n.name, err
 		}
 		pause(ctx, d)
-		return fmt.Sprintf("%s for %s", n.name, d), p.signal(syscall.SIGCONT)
+		revCont, errCont := in.revision(ctx)
+		rec.cont = time.Now()
+		err := p.signal(syscall.SIGCONT)
+		in.mu.Lock()
+		if errStop == nil && errCont == nil {
+			rec.revStop, rec.revCon = revStop, revCont
+			in.pauses = append(in.pauses, rec)
+		} else {
+			in.unread++
+		}
+		in.mu.Unlock()
+		return fmt.Sprintf("%s for %s", n.name, d), err
 	case faultTaskdTerm:
 		n := in.nodes[in.rng.IntN(len(in.nodes))]
 		p := n.current()

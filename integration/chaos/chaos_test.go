@@ -93,6 +93,14 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	rev0, err := (&injector{cli: cli}).revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	regs, waitWatch := watchRegistrations(watchCtx, cli, rev0)
+	defer waitWatch()
+	defer stopWatch()
 	inj := &injector{
 		rng: rand.New(rand.NewPCG(uint64(seed), 1)), cluster: cluster, nodes: nodes, work: work,
 		leaseTTL: leaseTTL, counts: map[string]int{}, logf: t.Logf, cli: cli,
@@ -145,7 +153,11 @@ func TestChaos(t *testing.T) {
 	inj.mu.Lock()
 	pauses := append([]pausePastLease(nil), inj.pauses...)
 	inj.mu.Unlock()
-	rep = check(checkInput{events: events, badLines: bad, tasks: facts, lifetimes: lifetimes, pauses: pauses})
+	regEnds, watchBroken := regs.snapshot()
+	rep = check(checkInput{events: events, badLines: bad, tasks: facts, lifetimes: lifetimes, pauses: pauses, regEnds: regEnds})
+	if watchBroken != "" {
+		rep.recoveryFailed = append(rep.recoveryFailed, finding{"the watch on the nodes' registrations broke: " + watchBroken, nil})
+	}
 	inj.mu.Lock()
 	for _, f := range inj.failures {
 		rep.recoveryFailed = append(rep.recoveryFailed, finding{f, nil})
@@ -303,6 +315,7 @@ func printReport(sb *strings.Builder, seed int64, inj *injector, l *ledger, rep 
 	fmt.Fprintf(w, "handlers called after a lapsed lease, start written before (listed)\t%d\n", len(rep.spawnedLate))
 	inj.mu.Lock()
 	fmt.Fprintf(w, "taskd pauses past the lease checked / not checked\t%d / %d\n", len(inj.pauses), inj.unread)
+	fmt.Fprintf(w, "registrations ended\t%d\n", rep.regEnds)
 	inj.mu.Unlock()
 	for _, k := range rep.mustBeZero() {
 		fmt.Fprintf(w, "%s (must be 0)\t%d\n", k.name, len(k.list))

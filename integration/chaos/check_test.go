@@ -87,6 +87,7 @@ type checkInput struct {
 	tasks     map[string]*taskFacts
 	lifetimes map[string][]lifetime // by node name
 	pauses    []pausePastLease
+	regEnds   []registrationEnd
 }
 
 // finding is one violation (or, for re-executions, one listed event), with
@@ -101,6 +102,7 @@ type finding struct {
 type report struct {
 	tasks, oneShots, periodic, unacked int
 	starts, ends, committed            int
+	regEnds                            int
 
 	reexecutions []finding // a (task, run number) whose handler started more than once
 	unended      []finding // a handler start with no end line, bounded by its process's exit
@@ -116,6 +118,7 @@ type report struct {
 	fencedLate     []finding // a start written after its identity's epoch had changed (revisions)
 	afterLapse     []finding // a start written after a pause past the lease, under an epoch from before it
 	spawnedLate    []finding // listed: a handler begun after such a pause, its start written before it
+	afterRegEnd    []finding // a start under an epoch from a registration of its node that had ended
 	overlaps       []finding // two handler runs of one task overlapping in time
 	phantoms       []finding // a committed run whose handler never started
 	runNowLost     []finding // an acknowledged run-now never served
@@ -143,6 +146,7 @@ func (r *report) mustBeZero() []struct {
 		{"late starts (clock)", r.lateStarts},
 		{"late starts (fence)", r.fencedLate},
 		{"starts after a lapsed lease", r.afterLapse},
+		{"starts under an ended registration", r.afterRegEnd},
 		{"overlapping executions", r.overlaps},
 		{"commits with no handler start", r.phantoms},
 		{"run-now requests never served", r.runNowLost},
@@ -245,6 +249,16 @@ func cancelled(f *taskFacts) bool {
 //     the SIGCONT) is a violation. One with R <= R1 (start written before
 //     the pause, handler called after it) is listed apart: no check the
 //     node makes before its start write can close that window.
+//   - start under an ended registration: a start on node X under fence
+//     E.R when a registration of X ended (its record deleted, or replaced
+//     under another lease by a new incarnation) at revision R0 with
+//     E < R0 < R. When a registration ends, its identities keep their
+//     epochs only until someone re-maps them; a node that registers again
+//     re-adopts them under new epochs (> R0), and nothing can move an
+//     identity to X while it is unregistered. So a start written after R0
+//     under an epoch from before R0 was made on the strength of a lease
+//     that was gone: the node kept running identities after its lease
+//     lapsed. Exact, from a watch on the nodes' records.
 //   - overlap: two handler runs of one task whose [start, end] intervals
 //     intersect. A start with no end line ends when the taskd process that
 //     ran it exited (its handler is killed with it) or, if that process
@@ -277,6 +291,8 @@ func check(in checkInput) *report {
 	checkHandlerRuns(r, in)
 	checkLateStarts(r, byIdentity)
 	checkPauses(r, in)
+	checkRegistrations(r, in)
+	r.regEnds = len(in.regEnds)
 
 	ids := make([]string, 0, len(in.tasks))
 	for id := range in.tasks {
@@ -400,6 +416,26 @@ func processEnd(lives []lifetime, t time.Time) (time.Time, string) {
 		return l.end, "bounded by its taskd process's exit at " + l.end.Format("15:04:05.000")
 	}
 	return time.Time{}, "no taskd process of that node ran then: open-ended"
+}
+
+// checkRegistrations finds starts under epochs that predate the end of a
+// registration of their node, written after that end.
+func checkRegistrations(r *report, in checkInput) {
+	for _, e := range in.events {
+		if !e.start {
+			continue
+		}
+		for _, end := range in.regEnds {
+			if end.node == e.node && e.epoch < end.rev && end.rev < e.rev {
+				r.afterRegEnd = append(r.afterRegEnd, finding{
+					fmt.Sprintf("%s: registration ended at revision %d (%s); start under epoch %d written at revision %d",
+						e.node, end.rev, end.how, e.epoch, e.rev),
+					[]string{e.line},
+				})
+				break
+			}
+		}
+	}
 }
 
 // checkPauses finds starts made on the strength of a lease that lapsed

@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,6 +192,31 @@ func TestCheckerStartAfterLapsedLease(t *testing.T) {
 		pauses: []pausePastLease{{node: "n1", stopped: at(0), cont: at(2900), revStop: 40, revCon: 50}}})
 	if len(r.afterLapse) != 1 || len(r.spawnedLate) != 1 {
 		t.Fatalf("after lapse %+v, spawned late %+v; want one each", r.afterLapse, r.spawnedLate)
+	}
+}
+
+// A start written after its node's registration ended, under an epoch from
+// before the end, is a violation; starts under later epochs are not.
+func TestCheckerStartUnderEndedRegistration(t *testing.T) {
+	lines := []string{
+		logLine(0, "start", "n1", "u", "A", 1, "10.60"), // registration ended at 50
+		logLine(100, "end", "n1", "u", "A", 1, "10.60"),
+		logLine(200, "start", "n1", "u", "B", 1, "10.40"), // written before the end
+		logLine(300, "end", "n1", "u", "B", 1, "10.40"),
+		logLine(400, "start", "n1", "u", "C", 1, "55.56"), // re-adopted under a new epoch
+		logLine(500, "end", "n1", "u", "C", 1, "55.56"),
+		logLine(600, "start", "n2", "u", "D", 1, "10.70"), // another node's registration is its own
+		logLine(700, "end", "n2", "u", "D", 1, "10.70"),
+	}
+	var data []byte
+	for _, l := range lines {
+		data = append(data, l+"\n"...)
+	}
+	events, _ := parseHandlerLog(data)
+	r := check(checkInput{events: events, lifetimes: map[string][]lifetime{"n1": {{start: t0}}, "n2": {{start: t0}}},
+		regEnds: []registrationEnd{{node: "n1", rev: 50, how: "record deleted"}}})
+	if len(r.afterRegEnd) != 1 || !strings.Contains(r.afterRegEnd[0].evidence[0], " A ") {
+		t.Fatalf("starts under an ended registration: %+v; want A's only", r.afterRegEnd)
 	}
 }
 

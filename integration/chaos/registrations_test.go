@@ -39,40 +39,43 @@ func watchRegistrations(ctx context.Context, cli *clientv3.Client, rev int64) (*
 	go func() {
 		defer close(done)
 		leases := map[string]int64{}
-		// The client re-establishes a broken watch on another member from
-		// the last revision it delivered; a compaction past it ends it.
-		wch := cli.Watch(clientv3.WithRequireLeader(ctx), nodesPrefix, clientv3.WithPrefix(), clientv3.WithRev(rev))
-		for resp := range wch {
-			if err := resp.Err(); err != nil {
-				if ctx.Err() == nil {
+		next := rev
+		for ctx.Err() == nil {
+			// The client moves a broken watch to another member by itself;
+			// an error that ends the watch (a member without a leader, say)
+			// is followed by a new watch from the next revision. Only a
+			// compaction past it loses events.
+			wch := cli.Watch(ctx, nodesPrefix, clientv3.WithPrefix(), clientv3.WithRev(next))
+			for resp := range wch {
+				if resp.CompactRevision != 0 {
 					rw.mu.Lock()
-					rw.broken = err.Error()
+					rw.broken = fmt.Sprintf("compacted at revision %d before revision %d was read", resp.CompactRevision, next)
 					rw.mu.Unlock()
+					return
 				}
-				return
-			}
-			for _, ev := range resp.Events {
-				key := string(ev.Kv.Key)
-				node := strings.TrimPrefix(key, nodesPrefix)
-				prev, had := leases[key]
-				switch {
-				case ev.Type == clientv3.EventTypeDelete:
-					delete(leases, key)
-					if had {
-						rw.add(registrationEnd{node, ev.Kv.ModRevision, "record deleted"})
+				if resp.Err() != nil {
+					break
+				}
+				for _, ev := range resp.Events {
+					next = ev.Kv.ModRevision + 1
+					key := string(ev.Kv.Key)
+					node := strings.TrimPrefix(key, nodesPrefix)
+					prev, had := leases[key]
+					switch {
+					case ev.Type == clientv3.EventTypeDelete:
+						delete(leases, key)
+						if had {
+							rw.add(registrationEnd{node, ev.Kv.ModRevision, "record deleted"})
+						}
+					case had && prev != ev.Kv.Lease:
+						leases[key] = ev.Kv.Lease
+						rw.add(registrationEnd{node, ev.Kv.ModRevision, fmt.Sprintf("re-registered under lease %x", ev.Kv.Lease)})
+					default:
+						leases[key] = ev.Kv.Lease
 					}
-				case had && prev != ev.Kv.Lease:
-					leases[key] = ev.Kv.Lease
-					rw.add(registrationEnd{node, ev.Kv.ModRevision, fmt.Sprintf("re-registered under lease %x", ev.Kv.Lease)})
-				default:
-					leases[key] = ev.Kv.Lease
 				}
 			}
-		}
-		if ctx.Err() == nil {
-			rw.mu.Lock()
-			rw.broken = "watch channel closed"
-			rw.mu.Unlock()
+			pause(ctx, pollEvery)
 		}
 	}()
 	return rw, func() { <-done }

@@ -172,7 +172,8 @@ func TestChaos(t *testing.T) {
 }
 
 // waitSettled waits until every acknowledged task is in a final state
-// (COMPLETED, CANCELED or DEAD) or ctx ends, asking random nodes; it
+// (COMPLETED, CANCELED or DEAD; COMPLETED with its last run-now served) or
+// ctx ends, asking random nodes; it
 // reports whether all settled. The checker reads the states again.
 func waitSettled(ctx context.Context, nodes []*taskdNode, acked []*ackedTask) bool {
 	open := map[string]*ackedTask{}
@@ -193,7 +194,20 @@ func waitSettled(ctx context.Context, nodes []*taskdNode, acked []*ackedTask) bo
 				return err
 			}
 			switch resp.GetTask().GetState() {
-			case taskdv1.TaskState_TASK_STATE_COMPLETED, taskdv1.TaskState_TASK_STATE_CANCELED, taskdv1.TaskState_TASK_STATE_DEAD:
+			case taskdv1.TaskState_TASK_STATE_CANCELED, taskdv1.TaskState_TASK_STATE_DEAD:
+				delete(open, id)
+			case taskdv1.TaskState_TASK_STATE_COMPLETED:
+				// A run-now of a completed task leaves it COMPLETED until
+				// the manual run starts: wait for that run too.
+				if len(a.runNowAcked) > 0 {
+					served, err := manualRunServed(ctx, nodes[r.IntN(len(nodes))], a)
+					if err != nil {
+						return err
+					}
+					if !served {
+						continue
+					}
+				}
 				delete(open, id)
 			}
 		}
@@ -203,6 +217,24 @@ func waitSettled(ctx context.Context, nodes []*taskdNode, acked []*ackedTask) bo
 		return nil
 	})
 	return err == nil
+}
+
+// manualRunServed reports whether a committed manual run started after the
+// last acknowledged run-now of a was sent.
+func manualRunServed(ctx context.Context, n *taskdNode, a *ackedTask) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := n.client.ListRuns(rctx, &taskdv1.ListRunsRequest{Identity: a.identity, TaskId: a.id})
+	if err != nil {
+		return false, err
+	}
+	last := a.runNowAcked[len(a.runNowAcked)-1]
+	for _, run := range resp.GetRuns() {
+		if run.GetManual() && committedOutcome(run.GetOutcome()) && !run.GetStartedAt().AsTime().Before(last) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // waitQuiet waits until the handler log has not grown for two seconds: the

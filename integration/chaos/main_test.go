@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 
 	"github.com/taskd/taskd/pkg/etcdembed"
 )
@@ -75,6 +76,14 @@ func runMemberIfAsked() {
 	if err := json.Unmarshal([]byte(v), &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "etcd member: bad config:", err)
 		os.Exit(3)
+	}
+	// etcd's warnings (elections, slow applies, lost peers) go to the
+	// member's log file, to explain a slow settle.
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	zc.OutputPaths, zc.ErrorOutputPaths = []string{"stderr"}, []string{"stderr"}
+	if logger, err := zc.Build(); err == nil {
+		cfg.Logger = logger
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	srv, err := etcdembed.Start(ctx, cfg)

@@ -35,6 +35,8 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// QuotaBytes is etcd's space quota (0: etcd's default of 2 GiB).
 	QuotaBytes int64
+	// Logger receives etcd's own log (nil: discarded).
+	Logger *zap.Logger `json:"-"`
 
 	// The fields below make the server one member of a cluster; left empty,
 	// it is a single member named "taskd" whose peer URL is never dialled.
@@ -146,6 +148,9 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	ec.LogLevel = "error"
+	if cfg.Logger != nil {
+		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cfg.Logger)
+	}
 	// Room for a whole schedule batch in one Txn.
 	ec.MaxTxnOps = MaxTxnOps
 	// taskd writes a lot: compact history older than five minutes.

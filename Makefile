@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: build test generate check-generated lint run bench bench-long bench-go clean
+.PHONY: build test generate check-generated lint run bench bench-long bench-go chaos chaos-short clean
 
 build: ## build taskd, taskctl and taskbench into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -36,6 +36,21 @@ bench-long: ## the scale run: 1,000,000 pending tasks for 100,000 identities
 
 bench-go: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+SEED ?= 0
+DURATION ?= 10m
+FAULTS ?= 240
+TXNFAULTS ?=
+
+chaos: ## the chaos suite: 3 etcd members, 4 taskd, $(FAULTS) faults over $(DURATION) (SEED=0: from the clock)
+	$(GO) test -tags chaos -count=1 -timeout 0 -v -run '^TestChaos$$' ./integration/chaos \
+		-args -chaos.seed $(SEED) -chaos.duration $(DURATION) -chaos.faults $(FAULTS) \
+		-chaos.nodes 4 -chaos.identities 500 -chaos.settle 5m -chaos.txnfaults '$(TXNFAULTS)'
+
+chaos-short: ## a seeded chaos run under two minutes: 3 taskd, 20 faults over 45 s
+	$(GO) test -tags chaos -count=1 -timeout 5m -v -run '^(TestChecker.*|TestChaos)$$' ./integration/chaos \
+		-args -chaos.seed $(if $(filter 0,$(SEED)),1,$(SEED)) -chaos.duration 45s -chaos.faults 20 \
+		-chaos.nodes 3 -chaos.identities 300 -chaos.txnfaults '$(TXNFAULTS)'
 
 clean:
 	rm -rf bin taskd-data

@@ -1,5 +1,6 @@
 // Package etcdembed starts a single-member etcd inside the process, so that
-// one taskd runs with no set-up. The data directory is guarded by a lock
+// one taskd runs with no set-up; tests also use it to run the members of a
+// multi-member cluster, one per process. The data directory is guarded by a lock
 // file: a second server on the same directory fails at once with a clear
 // error, where etcd itself would block forever on bbolt's file lock.
 package etcdembed
@@ -34,6 +35,28 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// QuotaBytes is etcd's space quota (0: etcd's default of 2 GiB).
 	QuotaBytes int64
+	// Logger receives etcd's own log (nil: discarded).
+	Logger *zap.Logger `json:"-"`
+
+	// The fields below make the server one member of a cluster; left empty,
+	// it is a single member named "taskd" whose peer URL is never dialled.
+
+	// Name is the member's name, unique in the cluster.
+	Name string
+	// PeerURL is the member's peer listen and advertise URL; it must name a
+	// port, since the other members dial it and etcd keeps it in its
+	// membership across restarts.
+	PeerURL string
+	// InitialCluster lists every member as "name=peerURL,...", as etcd's
+	// --initial-cluster: the same on every member.
+	InitialCluster string
+	// InitialClusterToken keeps members of different clusters apart: the
+	// same on every member of one cluster.
+	InitialClusterToken string
+	// ClusterState is "new" when the members bootstrap together, "existing"
+	// to join a cluster that runs. A member restarted on its data directory
+	// recovers its membership from there either way.
+	ClusterState string
 }
 
 // MaxTxnOps is the embedded server's limit of operations in one Txn.
@@ -97,17 +120,37 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	// listens on a free port, never clashes with another server, and reads
 	// the same at every restart (etcd keeps it in its membership).
 	purl := &url.URL{Scheme: "http", Host: "127.0.0.1:0"}
+	if cfg.PeerURL != "" {
+		if purl, err = url.Parse(cfg.PeerURL); err != nil {
+			return nil, fmt.Errorf("parse etcd peer URL %q: %w", cfg.PeerURL, err)
+		}
+	}
 
 	ec := embed.NewConfig()
 	ec.Name = "taskd"
+	if cfg.Name != "" {
+		ec.Name = cfg.Name
+	}
 	ec.Dir = filepath.Join(cfg.Dir, "etcd")
 	ec.ListenClientUrls = []url.URL{*curl}
 	ec.AdvertiseClientUrls = []url.URL{*curl}
 	ec.ListenPeerUrls = []url.URL{*purl}
 	ec.AdvertisePeerUrls = []url.URL{*purl}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	}
+	if cfg.InitialClusterToken != "" {
+		ec.InitialClusterToken = cfg.InitialClusterToken
+	}
+	if cfg.ClusterState != "" {
+		ec.ClusterState = cfg.ClusterState
+	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	ec.LogLevel = "error"
+	if cfg.Logger != nil {
+		ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(cfg.Logger)
+	}
 	// Room for a whole schedule batch in one Txn.
 	ec.MaxTxnOps = MaxTxnOps
 	// taskd writes a lot: compact history older than five minutes.

@@ -25,7 +25,7 @@ var fastBackoff = &taskdv1.Backoff{
 }
 
 // TestExecHandlerEndToEnd runs the built-in exec handler in a real node
-// (SPEC §5.1): exit 75 is retried with backoff, exit 0 succeeds with stdout
+// (contract §5.1): exit 75 is retried with backoff, exit 0 succeeds with stdout
 // as the message, any other exit is a permanent error; the payload arrives
 // on stdin and the TASKD_* variables in the environment.
 func TestExecHandlerEndToEnd(t *testing.T) {
@@ -147,7 +147,7 @@ func (h *hookServer) requests(id string) []hookRequest {
 }
 
 // TestWebhookHandlerEndToEnd runs the built-in webhook handler in a real
-// node against a loopback HTTP server (SPEC §5.1): 5xx is retried, 2xx
+// node against a loopback HTTP server (contract §5.1): 5xx is retried, 2xx
 // succeeds with the body as the message, 400 is a permanent error; the
 // payload is the body and the X-Taskd-* headers identify the run.
 func TestWebhookHandlerEndToEnd(t *testing.T) {

@@ -16,7 +16,7 @@ type taskRef struct{ identity, id string }
 
 // TestFailoverAfterSIGKILL kills the owner of 30 identities with SIGKILL and
 // checks that the placement leader hands them to the survivors once the
-// dead node's lease expires (SPEC §3.1, §3.2, §3.4): every identity is
+// dead node's lease expires (contract §3.1, §3.2, §3.4): every identity is
 // mapped to a survivor, every pending one-shot completes exactly once,
 // every periodic task goes on, a run number is only executed again under a
 // newer fence after the kill (§1, §2.3) and the dead node leaves ListNodes.
@@ -40,7 +40,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	var oneShots []taskRef
 	for i, id := range ids {
 		for k := range 2 {
-			// Through B: stored, then handed to the owner A (SPEC §3.5).
+			// Through B: stored, then handed to the owner A (contract §3.5).
 			delay := time.Second + time.Duration(2*i+k)*2*time.Second/(2*n)
 			task := schedule(t, bc, &taskdv1.TaskSpec{Identity: id, Kind: "rec", Triggers: onceAfter(delay)})
 			oneShots = append(oneShots, taskRef{id, task.GetId()})
@@ -172,7 +172,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 
 // TestSIGSTOPPastLeaseThenSIGCONT freezes the owner of 10 identities past
 // its lease, lets the other node take them over, then resumes it: the
-// frozen node's late commits fail their fence (SPEC §2.2, §2.4, §3.3), it
+// frozen node's late commits fail their fence (contract §2.2, §2.4, §3.3), it
 // starts no new run for the identities it lost, and it rejoins cleanly
 // under the same incarnation and takes new identities.
 func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
@@ -296,7 +296,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 	}
 
 	// After SIGCONT node-a calls no handler under an epoch it held before
-	// SIGSTOP (SPEC §2.4): the moment it runs again its last renewal is
+	// SIGSTOP (contract §2.4): the moment it runs again its last renewal is
 	// stale, so nothing may start until it has renewed its lease or
 	// re-adopted under new epochs — not even a run whose start it had
 	// written before it froze. Here it lost every identity it held, so its
@@ -342,7 +342,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 }
 
 // TestDrainMovesIdentities drains a node through taskctl on the other node
-// (SPEC §3.1, §3.3): the drained process exits 0 within --drain-timeout, its
+// (contract §3.1, §3.3): the drained process exits 0 within --drain-timeout, its
 // identities are all mapped to the other node when it exits, every pending
 // one-shot runs exactly once, on time, and periodic tasks go on.
 func TestDrainMovesIdentities(t *testing.T) {
@@ -448,7 +448,7 @@ func TestDrainMovesIdentities(t *testing.T) {
 // TestRejoinedNodeTakesOverADeadNode checks that a node that lost its lease
 // (frozen past it with SIGSTOP) and rejoined under the same incarnation is
 // a full member again: when the other node then dies, the rejoined node
-// becomes the placement leader and takes the dead node's identities (SPEC
+// becomes the placement leader and takes the dead node's identities (contract
 // §3.1). The other node starts first, so it is the placement leader while
 // the first one is frozen.
 func TestRejoinedNodeTakesOverADeadNode(t *testing.T) {

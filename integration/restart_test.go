@@ -36,7 +36,7 @@ func fileLines(t testing.TB, path string) []string {
 
 // TestKillAndRestartLosesNothing crashes a node with SIGKILL while a run is
 // in flight and one-shot tasks are pending, restarts it under the same name
-// and data directory, and checks that nothing is lost (SPEC §2.1, §2.3,
+// and data directory, and checks that nothing is lost (contract §2.1, §2.3,
 // §5.4): every one-shot completes, the periodic task goes on without
 // duplicate successes, and the run in flight at the crash is recorded
 // INTERRUPTED (naming the dead incarnation) and runs again with the same run

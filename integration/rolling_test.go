@@ -150,7 +150,7 @@ func (g *loadGen) halt() {
 
 // TestRollingRestartUnderLoad restarts the three nodes of a cluster one
 // after the other with SIGTERM (which drains) while one-shot tasks due
-// 200 ms ahead arrive at about 50 a second (SPEC §3.1: a rolling restart
+// 200 ms ahead arrive at about 50 a second (contract §3.1: a rolling restart
 // delays no run by more than the handoff latency): no accepted task is lost
 // or run twice, and none starts more than 3 s after its fire time, which
 // would mean a drained node left an identity to the lease-expiry path.

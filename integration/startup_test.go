@@ -42,7 +42,7 @@ func TestDataDirInUse(t *testing.T) {
 }
 
 // TestBadConfigurationStopsStartUp checks that an unknown, removed or invalid
-// option stops start-up with exit code 2 and an error naming it (SPEC §9).
+// option stops start-up with exit code 2 and an error naming it (contract §9).
 func TestBadConfigurationStopsStartUp(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

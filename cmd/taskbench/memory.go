@@ -19,7 +19,7 @@ import (
 
 // measureMemory stores tasks pending tasks (due in a day, with a 64-byte
 // payload) for ids identities through one node, stops it, and starts a
-// new node under the same name, which loads them all (SPEC §5.4). It
+// new node under the same name, which loads them all (contract §5.4). It
 // returns the heap that node holds per pending task (live heap after a GC,
 // before and after the load), and etcd's database growth per task.
 func measureMemory(ctx context.Context, etcdURL string, tasks, ids, concurrency int) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {

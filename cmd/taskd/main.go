@@ -3,7 +3,7 @@
 // serves the taskd.v1 gRPC API (with reflection and health checking) on
 // --listen, and metrics and a health check on --http.
 //
-// Run `taskd --help` for the options (SPEC §9).
+// Run `taskd --help` for the options (contract §9).
 package main
 
 import (
@@ -136,7 +136,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		return err
 	}
 
-	// The API serves before the node dispatches (SPEC §2.5): requests are
+	// The API serves before the node dispatches (contract §2.5): requests are
 	// accepted while STARTING, runs begin only once RUNNING.
 	// A full batch (100 tasks with payload and data at --max-payload) must
 	// fit in one request.

@@ -1,4 +1,4 @@
-// Package handoff owns the per-node handoff areas (SPEC §3): when an
+// Package handoff owns the per-node handoff areas (contract §3): when an
 // identity moves, or a task is stored, cancelled or run-now'd for an
 // identity that another node owns, an entry is written into that node's
 // area in the same Txn, and the node loads what it names. Watcher delivers

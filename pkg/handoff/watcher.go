@@ -29,7 +29,7 @@ type Entry struct {
 // (by the watch and by a poll).
 type Handler func(ctx context.Context, e Entry) error
 
-// Watcher delivers the entries of one node's handoff area (SPEC §3.4): it
+// Watcher delivers the entries of one node's handoff area (contract §3.4): it
 // watches the area so that an entry is normally picked up at once, and
 // polls it every Period starting Start after Run, as the safety net for a
 // watch that was lost or fell behind a compaction.

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxLen is the longest identity in bytes (SPEC §10).
+// MaxLen is the longest identity in bytes (contract §10).
 const MaxLen = 256
 
 // Validate reports why s is not a valid identity: 1–256 bytes of UTF-8

@@ -157,7 +157,7 @@ func TestEncodeInjective(t *testing.T) {
 }
 
 // TestNoPrefixCollision: the key segment of one identity, with its
-// separator, is never a prefix of another's (SPEC §1: "bob" must never
+// separator, is never a prefix of another's (contract §1: "bob" must never
 // match "bob.x" or "bob/x").
 func TestNoPrefixCollision(t *testing.T) {
 	a := "bob"

@@ -94,7 +94,7 @@ func total(t *taskdv1.Trigger) (n int64, bounded bool) {
 }
 
 // DefaultPolicy is the misfire policy a trigger takes when the task names
-// none (SPEC §4.4): FIRE_ONCE_NOW for once, SKIP for recurring triggers.
+// none (contract §4.4): FIRE_ONCE_NOW for once, SKIP for recurring triggers.
 func DefaultPolicy(t *taskdv1.Trigger) taskdv1.MisfirePolicy {
 	if t.GetPeriodic() != nil {
 		return taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP

@@ -15,7 +15,7 @@ import (
 // base is the fixed time every test counts from: no test reads the clock.
 var base = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-const threshold = 60 * time.Second // SPEC §4.4 default --misfire-threshold
+const threshold = 60 * time.Second // contract §4.4 default --misfire-threshold
 
 const (
 	unspecified = taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED
@@ -245,7 +245,7 @@ func TestDue(t *testing.T) {
 		{"FIRE_ALL once", onceAtBase, 0, at(time.Hour), fireAll, 100,
 			Plan{Run: true, Fire: base, Fired: 1, Late: true}},
 
-		// UNSPECIFIED takes the kind's default (SPEC §4.4); so does a value
+		// UNSPECIFIED takes the kind's default (contract §4.4); so does a value
 		// this version does not know.
 		{"UNSPECIFIED periodic is SKIP", p10, 0, at(95 * s), unspecified, 100,
 			Plan{Fired: 10, Misfired: 10, Late: true}},
@@ -443,7 +443,7 @@ func dispatch(t *testing.T, trig *taskdv1.Trigger, fired int64, now, until time.
 
 // TestRestartNoCatchUpBurst: a 1s periodic trigger whose progress is 3 hours
 // behind (the node was down) resumes at its next period after the restart
-// with no catch-up burst (SPEC §3.4, §4.4: SKIP is the periodic default).
+// with no catch-up burst (contract §3.4, §4.4: SKIP is the periodic default).
 func TestRestartNoCatchUpBurst(t *testing.T) {
 	trig := every(time.Second)
 	const fired = 2 * 3600                            // fire time 7200 is at base+2h

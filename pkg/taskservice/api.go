@@ -15,7 +15,7 @@ import (
 )
 
 // API serves the taskd.v1 gRPC API over a Node. Errors carry the status
-// codes of SPEC §10: INVALID_ARGUMENT naming the field, NOT_FOUND,
+// codes of contract §10: INVALID_ARGUMENT naming the field, NOT_FOUND,
 // FAILED_PRECONDITION, UNAVAILABLE when etcd cannot be reached (nothing is
 // half-written: every write is one Txn), RESOURCE_EXHAUSTED when etcd's
 // space quota is hit.

@@ -24,7 +24,7 @@ import (
 )
 
 // This file tests the gRPC API of one real node over a real etcd: input
-// validation (SPEC §10), batches, paging, idempotency keys, cancel and run
+// validation (contract §10), batches, paging, idempotency keys, cancel and run
 // now, and the identity and node views.
 
 // apiStart starts an etcd and one node "n1" handling the kind "noop", with
@@ -314,7 +314,7 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 			apiWantCode(t, err, codes.InvalidArgument, "task.identity")
 		case st.Code() == codes.Internal && strings.Contains(st.Message(), "UTF-8"):
 			// grpc-go's decoder refuses the request before the API sees it,
-			// as INTERNAL without the field (SPEC §10 asks for
+			// as INTERNAL without the field (contract §10 asks for
 			// INVALID_ARGUMENT naming task.identity).
 			t.Logf("the server refused the request before validation: %s: %s", st.Code(), st.Message())
 		default:

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Config configures a Node. Zero values take the defaults of SPEC §9.
+// Config configures a Node. Zero values take the defaults of contract §9.
 type Config struct {
 	// Name is the node's stable name (required).
 	Name string

@@ -444,7 +444,7 @@ func (n *Node) dropIdentityLocked(st *identState) {
 }
 
 // adoptOwned resolves, at start, every identity still mapped to this node's
-// name (SPEC §5.4): each is re-mapped to this incarnation under a new epoch
+// name (contract §5.4): each is re-mapped to this incarnation under a new epoch
 // (which fences anything the previous incarnation still had in flight), its
 // tasks are loaded, and runs left marked running become INTERRUPTED.
 func (n *Node) adoptOwned(ctx context.Context) error {
@@ -456,7 +456,7 @@ func (n *Node) adoptOwned(ctx context.Context) error {
 	}
 	// Identities go in batches: their mappings read in one Txn, re-mapped
 	// in one Txn, and their tasks read in one Txn, so that a node with
-	// many identities is back at once (SPEC §5.4).
+	// many identities is back at once (contract §5.4).
 	size := max(1, min(200, (n.cfg.MaxTxnOps-8)/2))
 	var (
 		wg    sync.WaitGroup

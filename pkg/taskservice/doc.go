@@ -8,7 +8,7 @@
 // one, registers handlers by kind in its Config, and schedules tasks through
 // Node.Schedule or the gRPC API (NewAPI).
 //
-// Guarantees (SPEC §2): a durable task, once Schedule returns, survives the
+// Guarantees (contract §2): a durable task, once Schedule returns, survives the
 // crash of any nodes; a run's result is committed only while the identity is
 // still mapped to this node with the epoch the run started under, otherwise
 // the run is DROPPED and the task stays; no run starts before the node is

@@ -13,7 +13,7 @@ import (
 )
 
 // Drain hands the node's identities to other RUNNING nodes and stops it
-// (SPEC §3.1): the node turns DRAINING and starts no more runs; each
+// (contract §3.1): the node turns DRAINING and starts no more runs; each
 // identity with no run in flight is moved at once (so its runs go on at
 // once on its new owner), the others as their runs finish, and after
 // DrainTimeout the rest regardless (their runs in flight will be DROPPED

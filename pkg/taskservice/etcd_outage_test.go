@@ -76,7 +76,7 @@ func (l *logLines) String() string {
 
 // An external etcd stopped under a running node: writes get UNAVAILABLE
 // within the etcd call deadline, nothing is half-written, no handler is
-// called once the node can no longer prove its lease (SPEC §2.4), and when
+// called once the node can no longer prove its lease (contract §2.4), and when
 // etcd returns the node carries on with every task it had.
 func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	const ttl = 2 * time.Second
@@ -183,7 +183,7 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 // while its lease was still fresh, and let go (SIGCONT) only after the
 // node has reported its lease stale for longer than the TTL: the start
 // write then succeeds, but the node must not call the handler — its lease
-// could no longer be proven, and may already have expired (SPEC §2.4).
+// could no longer be proven, and may already have expired (contract §2.4).
 // Freshness has to hold when the handler is called, not only when the
 // start was written.
 func TestFrozenEtcdNoHandlerCallOnStaleLease(t *testing.T) {
@@ -273,7 +273,7 @@ func TestFrozenEtcdNoHandlerCallOnStaleLease(t *testing.T) {
 	// Not renewed for longer than its TTL, the lease is revoked by etcd once
 	// it goes on: no renewal of it succeeds after the freeze, so from the
 	// moment the node reported it stale it cannot prove it again, and
-	// nothing may run under the epochs it held (SPEC §2.4).
+	// nothing may run under the epochs it held (contract §2.4).
 	tst.Eventually(t, 10*time.Second, func() bool {
 		ttl, err := cli.TimeToLive(ctx, lease)
 		return err == nil && ttl.TTL == -1

@@ -6,10 +6,10 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// EventType names a step in a task's life (SPEC §8).
+// EventType names a step in a task's life (contract §8).
 type EventType string
 
-// The events of SPEC §8. For one run they come in this order: FIRED,
+// The events of contract §8. For one run they come in this order: FIRED,
 // STARTED, one of SUCCEEDED | FAILED | DROPPED | INTERRUPTED, then one of
 // RETRY_SCHEDULED | NEXT_SCHEDULED | FINALIZED.
 const (

@@ -14,7 +14,7 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// This file runs tasks of scope EVERY_NODE (SPEC §6): stored once, at
+// This file runs tasks of scope EVERY_NODE (contract §6): stored once, at
 // pending.Keys.Every, and run by every RUNNING node by its triggers, each
 // node keeping its own progress (trigger positions, run numbers, last run,
 // run marker) at pending.Keys.EveryProgress. A node sees such tasks through

@@ -12,8 +12,8 @@ import (
 	"github.com/taskd/taskd/pkg/pending"
 )
 
-// This file is the receiving side of handoff (SPEC §3.4) and the watch on
-// the node's ownership index that tells it an identity left (SPEC §3.3).
+// This file is the receiving side of handoff (contract §3.4) and the watch on
+// the node's ownership index that tells it an identity left (contract §3.3).
 
 // handoffLoop runs the watcher of this node's handoff area.
 func (n *Node) handoffLoop() {

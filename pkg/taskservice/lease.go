@@ -15,7 +15,7 @@ import (
 )
 
 // This file is the node's liveness: its registration under a lease, the
-// renewals, and self-fencing (SPEC §2.4).
+// renewals, and self-fencing (contract §2.4).
 //
 // Guarantee: a run starts only while the last acknowledged renewal was
 // *sent* less than two thirds of the TTL ago. etcd extends a lease from the

@@ -141,7 +141,7 @@ func (n *Node) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc
 }
 
 // Start registers the node, resolves what its previous incarnation held
-// (SPEC §5.4), and only then starts dispatching and becomes RUNNING. ctx
+// (contract §5.4), and only then starts dispatching and becomes RUNNING. ctx
 // bounds the start-up; the node runs until Stop.
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()

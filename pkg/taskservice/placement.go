@@ -19,7 +19,7 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// This file moves identities between nodes (SPEC §3.1-3.2): explicit
+// This file moves identities between nodes (contract §3.1-3.2): explicit
 // moves, the placement leader's reassignment of a dead node's identities,
 // and (drain.go) draining. Every move is one Txn: the identity's epoch
 // compare, the new mapping (a new epoch), the ownership index, and a
@@ -131,7 +131,7 @@ func (n *Node) movesPerTxn() int {
 	return 1
 }
 
-// MoveIdentity moves id to the RUNNING node to (SPEC §3.1): one Txn changes
+// MoveIdentity moves id to the RUNNING node to (contract §3.1): one Txn changes
 // the mapping (a new epoch) and writes the handoff entry that the new owner
 // picks up; the old owner drops the identity when it sees the change.
 func (n *Node) MoveIdentity(ctx context.Context, id, to string) (*taskdv1.Identity, error) {
@@ -190,7 +190,7 @@ func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead str
 }
 
 // placementLoop campaigns to be the placement leader and, while leader,
-// reassigns the identities of dead nodes (SPEC §3.1, §5.4's counterpart
+// reassigns the identities of dead nodes (contract §3.1, §5.4's counterpart
 // for a node that does not come back).
 func (n *Node) placementLoop() {
 	defer n.wg.Done()

@@ -18,7 +18,7 @@ type identState struct {
 	every   bool // the EVERY_NODE tasks of the identity (not owned: run here)
 	tasks   map[string]*entry
 	// startQ holds due entries in dispatch order; one starter goroutine per
-	// identity drains it, so one identity's runs start in order (SPEC §2.6).
+	// identity drains it, so one identity's runs start in order (contract §2.6).
 	startQ   []*entry
 	starting bool
 	lost     bool

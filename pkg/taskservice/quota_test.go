@@ -17,7 +17,7 @@ import (
 )
 
 // When etcd's space quota is hit, a write is RESOURCE_EXHAUSTED, nothing is
-// half-written, and the node keeps serving reads (SPEC §10).
+// half-written, and the node keeps serving reads (contract §10).
 func TestSpaceQuotaIsResourceExhausted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -11,7 +11,7 @@ import (
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
-// This file connects the node to its status voter (SPEC §7): which entries
+// This file connects the node to its status voter (contract §7): which entries
 // count as pending or running, where votes are written, and the unmapping
 // of an identity that stayed inactive with no tasks.
 

@@ -556,7 +556,7 @@ func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken
 // updateTask applies change to a task's record in a Txn guarded by its
 // revision (no mapping fence: any node may cancel or request a run). If
 // another node owns the identity, the same Txn writes it a handoff entry
-// for the task, so it sees the change at once (SPEC §3.6).
+// for the task, so it sees the change at once (contract §3.6).
 func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*storev1.TaskRecord) error) (*taskdv1.Task, error) {
 	if rec, ok := n.localTask(id, taskID); ok {
 		if err := change(rec); err != nil {

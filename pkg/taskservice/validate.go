@@ -9,7 +9,7 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// Limits of SPEC §10 and of this release.
+// Limits of contract §10 and of this release.
 const (
 	MaxKindLen           = 128
 	MaxBatch             = 100

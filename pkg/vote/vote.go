@@ -1,5 +1,5 @@
 // Package vote reports an identity's active status with a delay, as
-// Darkstar's task service did (SPEC §7).
+// Darkstar's task service did (contract §7).
 //
 // A node counts, per identity, the tasks pending or running on it; the
 // identity is active there while the count is above zero. A change of
@@ -128,7 +128,7 @@ func (v *Voter) Recheck(id string) {
 }
 
 // Forget drops id without a vote (the identity moved away: its old node's
-// votes are cleared, SPEC §7.3).
+// votes are cleared, contract §7.3).
 func (v *Voter) Forget(id string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

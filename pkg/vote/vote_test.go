@@ -245,7 +245,7 @@ func TestFlipBackCancels(t *testing.T) {
 }
 
 // TestTrackStatusHeldForDelay: the first vote after Track also waits until
-// the status has held for the whole delay (SPEC §7.2), not just until
+// the status has held for the whole delay (contract §7.2), not just until
 // Track+delay.
 func TestTrackStatusHeldForDelay(t *testing.T) {
 	h := newHarness(testDelay, testRemove)

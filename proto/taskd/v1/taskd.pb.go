@@ -6,7 +6,7 @@
 
 // Package taskd.v1 is the public gRPC API of taskd, an identity-sharded
 // durable task service. The behaviour behind every call is specified in
-// SPEC.md; field comments name the section where it matters.
+// docs/contract.md; field comments name the section where it matters.
 
 package taskdv1
 
@@ -27,7 +27,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Scope says where a task runs (SPEC §6). It has no default.
+// Scope says where a task runs (contract §6). It has no default.
 type Scope int32
 
 const (
@@ -81,7 +81,7 @@ func (Scope) EnumDescriptor() ([]byte, []int) {
 }
 
 // MisfirePolicy says what happens to fire times that could not start within
-// the misfire threshold (SPEC §4.4).
+// the misfire threshold (contract §4.4).
 type MisfirePolicy int32
 
 const (
@@ -208,7 +208,7 @@ func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{2}
 }
 
-// Outcome is how one run ended (SPEC §1).
+// Outcome is how one run ended (contract §1).
 type Outcome int32
 
 const (
@@ -277,7 +277,7 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{3}
 }
 
-// NodeState is a node's life cycle (SPEC §1).
+// NodeState is a node's life cycle (contract §1).
 type NodeState int32
 
 const (
@@ -623,9 +623,9 @@ type TaskSpec struct {
 	Data []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
 	// triggers make the fire times; at least one, at most 16.
 	Triggers []*Trigger `protobuf:"bytes,5,rep,name=triggers,proto3" json:"triggers,omitempty"`
-	// non_durable tasks are never persisted (SPEC §2.7); durable is the default.
+	// non_durable tasks are never persisted (contract §2.7); durable is the default.
 	NonDurable bool `protobuf:"varint,6,opt,name=non_durable,json=nonDurable,proto3" json:"non_durable,omitempty"`
-	// scope is required (SPEC §6).
+	// scope is required (contract §6).
 	Scope Scope `protobuf:"varint,7,opt,name=scope,proto3,enum=taskd.v1.Scope" json:"scope,omitempty"`
 	// misfire is the misfire policy; unspecified takes the trigger's default.
 	Misfire MisfirePolicy `protobuf:"varint,8,opt,name=misfire,proto3,enum=taskd.v1.MisfirePolicy" json:"misfire,omitempty"`

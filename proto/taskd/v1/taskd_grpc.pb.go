@@ -6,7 +6,7 @@
 
 // Package taskd.v1 is the public gRPC API of taskd, an identity-sharded
 // durable task service. The behaviour behind every call is specified in
-// SPEC.md; field comments name the section where it matters.
+// docs/contract.md; field comments name the section where it matters.
 
 package taskdv1
 

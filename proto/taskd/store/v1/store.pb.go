@@ -843,7 +843,7 @@ func (x *ForwardedResult) GetNotCalled() bool {
 	return false
 }
 
-// Status is the last active/inactive vote for an identity (SPEC §7).
+// Status is the last active/inactive vote for an identity (contract §7).
 type Status struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// node that voted.

@@ -1,3 +1,5 @@
+//go:build unix
+
 package builtin
 
 import (
@@ -246,20 +248,20 @@ func TestExecCancelKillsDescendants(t *testing.T) {
 
 // TestExecBackgroundChildHoldingStdout checks that a command that exits 0
 // while a background child keeps stdout open succeeds after the wait delay
-// instead of hanging.
+// instead of hanging, and that the child is killed when the run ends.
 func TestExecBackgroundChildHoldingStdout(t *testing.T) {
 	t.Parallel()
 	h := NewExec(`sleep 30 & echo $!`, ExecOptions{}).(*execHandler)
 	h.waitDelay = 100 * time.Millisecond
 	msg, err := runExec(t, context.Background(), h, testRun(""))
-	if pid, perr := strconv.Atoi(msg); perr == nil {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	} else {
-		t.Errorf("message = %q, want the background child's pid", msg)
-	}
 	if err != nil {
 		t.Errorf("err = %v, want nil", err)
 	}
+	pid, perr := strconv.Atoi(msg)
+	if perr != nil {
+		t.Fatalf("message = %q, want the background child's pid", msg)
+	}
+	requireGone(t, "the background child holding stdout gone after the run", []int{pid})
 }
 
 func TestMessageText(t *testing.T) {

@@ -304,8 +304,12 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 }
 
 // parseEnv reads the TASKD_* variables of environ, in sorted order; when a
-// variable appears twice the last one counts. A repeatable option's entries
-// are separated by newlines or ';'.
+// variable appears twice the last one counts. A variable holds exactly one
+// value, never split: a repeatable option takes one entry from its own
+// variable (TASKD_EXEC) and one from each further variable named after it
+// with a suffix (TASKD_EXEC_1, TASKD_EXEC_mail, ...), in the variables'
+// sorted order. An empty variable adds no entry but still replaces the
+// entries of the config file.
 func parseEnv(environ []string) ([]setting, error) {
 	vals := make(map[string]string)
 	for _, kv := range environ {
@@ -325,37 +329,37 @@ func parseEnv(environ []string) ([]setting, error) {
 	var errs []error
 	for _, k := range keys {
 		src := source{kind: fromEnv, key: k}
-		name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-"))
-		opt := optionsByName[name]
-		if opt == nil || envName(opt.name) != k {
-			errs = append(errs, unknownOption(name, src))
+		opt := envOption(k)
+		if opt == nil {
+			errs = append(errs, unknownOption(strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-")), src))
 			continue
 		}
 		if !opt.repeatable {
 			settings = append(settings, setting{opt: opt, value: vals[k], src: src})
 			continue
 		}
-		entries := splitEntries(vals[k])
-		if len(entries) == 0 {
-			settings = append(settings, setting{opt: opt, src: src, clear: true})
-		}
-		for _, e := range entries {
-			settings = append(settings, setting{opt: opt, value: e, src: src})
-		}
+		entry := strings.TrimSpace(vals[k])
+		settings = append(settings, setting{opt: opt, value: entry, src: src, clear: entry == ""})
 	}
 	return settings, errors.Join(errs...)
 }
 
-// splitEntries splits a repeatable option's environment value at newlines
-// and ';', trimming blanks and dropping empty entries.
-func splitEntries(v string) []string {
-	var entries []string
-	for _, e := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == ';' }) {
-		if e = strings.TrimSpace(e); e != "" {
-			entries = append(entries, e)
+// envOption returns the option that the environment variable k sets, or nil:
+// the option whose variable k is, or the repeatable option whose variable
+// followed by '_' and at least one more character k is. No option's variable
+// has that form (TestEnvSuffixesCollideWithNoOption), so the two readings
+// never compete.
+func envOption(k string) *option {
+	name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-"))
+	if opt := optionsByName[name]; opt != nil && envName(opt.name) == k {
+		return opt
+	}
+	for _, opt := range options {
+		if base := envName(opt.name) + "_"; opt.repeatable && len(k) > len(base) && strings.HasPrefix(k, base) {
+			return opt
 		}
 	}
-	return entries
+	return nil
 }
 
 // parseFile reads a config file: one "option = value" per line, '#' comment

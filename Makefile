@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: build test generate check-generated lint run bench bench-long bench-go clean
+.PHONY: build test generate check-generated lint run bench bench-long bench-go fuzz fuzz-short clean
 
 build: ## build taskd, taskctl and taskbench into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -36,6 +36,14 @@ bench-long: ## the scale run: 1,000,000 pending tasks for 100,000 identities
 
 bench-go: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+FUZZTIME ?= 60s
+
+fuzz-short: ## every fuzz target for 10s each (the list is in .ci/fuzz)
+	.ci/fuzz 10s
+
+fuzz: ## every fuzz target for FUZZTIME each (default 60s)
+	.ci/fuzz $(FUZZTIME)
 
 clean:
 	rm -rf bin taskd-data

@@ -12,9 +12,11 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
 // Config is the configuration of one taskd node. Default gives the SPEC §9
@@ -139,12 +141,21 @@ type source struct {
 func (s source) String() string {
 	switch s.kind {
 	case fromFlag:
-		return "command-line flag " + s.key
+		return "command-line flag " + printable(s.key)
 	case fromEnv:
-		return "environment variable " + s.key
+		return "environment variable " + printable(s.key)
 	default:
-		return fmt.Sprintf("config file %s, line %d", s.file, s.line)
+		return fmt.Sprintf("config file %s, line %d", printable(s.file), s.line)
 	}
+}
+
+// printable returns s, quoted if it holds a character that is not
+// printable, so that an error stays one line per problem.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // spell writes the option called name as this source would.
@@ -279,7 +290,7 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 			body = body[1:]
 		}
 		if body == "" || body[0] == '-' || body[0] == '=' {
-			return nil, fmt.Errorf("bad flag syntax: %s", a)
+			return nil, fmt.Errorf("bad flag syntax: %s", printable(a))
 		}
 		name, value, hasValue := strings.Cut(body, "=")
 		if name == "h" || name == "help" {
@@ -293,7 +304,7 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 		}
 		if !hasValue {
 			if i+1 >= len(args) {
-				return nil, fmt.Errorf("option %s needs a value", src.key)
+				return nil, fmt.Errorf("option %s needs a value", printable(src.key))
 			}
 			i++
 			value = args[i]

@@ -572,6 +572,8 @@ func TestUnknownOption(t *testing.T) {
 		{"env every unknown reported", nil, []string{"TASKD_ZZZ=1", "TASKD_FOO=1"}, "", []string{"TASKD_FOO", "TASKD_ZZZ"}, ""},
 		{"env suffix only for repeatable options", nil, []string{"TASKD_LISTEN_1=127.0.0.1:1", "TASKD_WORKERS_2=3"}, "",
 			[]string{"environment variable TASKD_LISTEN_1", "environment variable TASKD_WORKERS_2"}, ""},
+		{"flag with a newline, quoted", []string{"-a\nb=1"}, nil, "", []string{`unknown option "a\nb" (command-line flag "-a\nb")`}, ""},
+		{"env with a newline, quoted", nil, []string{"TASKD_\n=1"}, "", []string{`(environment variable "TASKD_\n")`}, ""},
 		{"env empty suffix", nil, []string{"TASKD_EXEC_=a=true"}, "", []string{"environment variable TASKD_EXEC_"}, ""},
 		{"env suffix without separator", nil, []string{"TASKD_EXECS=a=true"}, "", []string{"environment variable TASKD_EXECS"}, ""},
 		{"file", nil, nil, "name = a\n\nfoo = 1\n", []string{`unknown option "foo" (config file `, "line 3"}, "did you mean"},

@@ -18,21 +18,6 @@ import (
 	"github.com/taskd/taskd/pkg/taskservice"
 )
 
-// testRun returns a run with every field a built-in handler hands on set.
-func testRun(payload string) *taskservice.Run {
-	return &taskservice.Run{
-		Identity:  "user-42",
-		TaskID:    "task-7",
-		Kind:      "mail",
-		Payload:   []byte(payload),
-		RunNumber: 12,
-		Attempt:   3,
-		FireTime:  time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC),
-		Fence:     taskservice.Fence{Epoch: 5, Revision: 9001},
-		Node:      "node-a",
-	}
-}
-
 // runExec runs command through an exec handler and returns its message and
 // error; it fails the test if the handler does not return within 5 s.
 func runExec(t *testing.T, ctx context.Context, h taskservice.Handler, run *taskservice.Run) (string, error) {
@@ -299,5 +284,17 @@ func TestTailBufferLastLine(t *testing.T) {
 	}
 	if got := w.lastLine(); got != "end" {
 		t.Errorf("lastLine = %q, want %q", got, "end")
+	}
+}
+
+// BenchmarkExecRun measures one run of a command that does nothing: the cost
+// the handler adds around /bin/sh (the process group's watcher included).
+func BenchmarkExecRun(b *testing.B) {
+	h := NewExec("true", ExecOptions{}).(*execHandler)
+	run := testRun("")
+	for b.Loop() {
+		if _, err := h.run(context.Background(), run); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

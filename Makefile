@@ -2,7 +2,7 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: build test generate check-generated lint run bench bench-long bench-go chaos chaos-short clean
+.PHONY: build test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl and taskbench into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -51,6 +51,14 @@ chaos-short: ## a seeded chaos run under two minutes: 3 taskd, 20 faults over 45
 	$(GO) test -tags chaos -count=1 -timeout 5m -v -run '^(TestChecker.*|TestChaos)$$' ./integration/chaos \
 		-args -chaos.seed $(if $(filter 0,$(SEED)),1,$(SEED)) -chaos.duration 45s -chaos.faults 20 \
 		-chaos.nodes 3 -chaos.identities 300 -chaos.txnfaults '$(TXNFAULTS)'
+
+FUZZTIME ?= 60s
+
+fuzz-short: ## every fuzz target for 10s each (the list is in .ci/fuzz)
+	.ci/fuzz 10s
+
+fuzz: ## every fuzz target for FUZZTIME each (default 60s)
+	.ci/fuzz $(FUZZTIME)
 
 clean:
 	rm -rf bin taskd-data

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -31,8 +30,8 @@ const (
 	// (EX_TEMPFAIL in sysexits.h).
 	exitRetry = 75
 	// execWaitDelay bounds how long Wait waits for the output pipes after the
-	// command exited or was killed, in case a descendant outside its process
-	// group still holds them.
+	// command exited or was killed, in case a descendant still holds them:
+	// the group is killed only after the wait.
 	execWaitDelay = 2 * time.Second
 )
 
@@ -53,7 +52,7 @@ type execHandler struct {
 }
 
 // NewExec returns a handler that runs `/bin/sh -c command` once per run, in
-// its own process group, with the run's payload on stdin and the node's
+// a process group of its own, with the run's payload on stdin and the node's
 // environment plus opts.Env and TASKD_IDENTITY, TASKD_TASK_ID, TASKD_KIND,
 // TASKD_RUN, TASKD_FENCE, TASKD_NODE and TASKD_ATTEMPT.
 //
@@ -63,6 +62,13 @@ type execHandler struct {
 // quotes the last line of stderr. When the run's context ends (task timeout
 // or node stop), the whole process group is killed with SIGKILL and the run
 // fails with a retryable error.
+//
+// On Unix, no process of the group outlives the run or the node: when the
+// command exits, what it left running in the group is killed with SIGKILL,
+// and if the node dies, even by SIGKILL, a watcher in the group kills the
+// whole group at once, so a run taken over by another node never runs
+// beside a leftover copy. A process that leaves the group (setsid, or
+// setpgid to another group) is out of reach and not covered.
 func NewExec(command string, opts ExecOptions) taskservice.Handler {
 	logger := opts.Logger
 	if logger == nil {
@@ -101,17 +107,33 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 	stdout := &headBuffer{limit: maxMessage}
 	stderr := &tailBuffer{limit: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Its own process group, so that a timeout kills what it started too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	what := fmt.Sprintf("exec handler for kind %q", run.Kind)
+	if ctx.Err() != nil {
+		return "", taskservice.Retry(fmt.Errorf("%s: %s before the start: %w", what, ctxReason(ctx), ctx.Err()))
+	}
+	// A process group of its own, watched for the node's death, so that
+	// whatever the command starts is killed with it: at a timeout, at a
+	// stop, when the run ends and when the node dies.
+	group, err := startGroup()
+	if err != nil {
+		return "", taskservice.Permanent(fmt.Errorf("%s: %w", what, err))
+	}
+	defer func() {
+		if err := group.close(); err != nil {
+			h.logger.Warn("exec: cannot kill what is left of the process group", "kind", run.Kind,
+				"task", run.TaskID, "error", err)
+		}
+	}()
+	group.join(cmd)
 	var killed atomic.Bool
 	cmd.Cancel = func() error {
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
+		err := group.kill()
+		if errors.Is(err, os.ErrProcessDone) {
+			return err
 		}
 		if err != nil {
 			h.logger.Warn("exec: cannot kill the process group", "kind", run.Kind,
-				"task", run.TaskID, "pgid", cmd.Process.Pid, "error", err)
+				"task", run.TaskID, "error", err)
 			return err
 		}
 		killed.Store(true)
@@ -129,7 +151,6 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		return msg, nil
 	}
 
-	what := fmt.Sprintf("exec handler for kind %q", run.Kind)
 	detail := ""
 	if line := stderr.lastLine(); line != "" {
 		detail = ": " + line
@@ -152,7 +173,7 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		// The shell exited 0 but something it started in the background
 		// kept stdout or stderr open; its output after the delay is lost.
-		h.logger.Warn("exec command exited 0 but a background process held its output open; stopped reading",
+		h.logger.Warn("exec command exited 0 but a background process held its output open; stopped reading and killed it",
 			"kind", run.Kind, "task", run.TaskID, "wait_delay", h.waitDelay)
 		return msg, nil
 	case cmd.Process == nil:

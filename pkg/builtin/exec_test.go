@@ -1,3 +1,5 @@
+//go:build unix
+
 package builtin
 
 import (
@@ -15,21 +17,6 @@ import (
 
 	"github.com/taskd/taskd/pkg/taskservice"
 )
-
-// testRun returns a run with every field a built-in handler hands on set.
-func testRun(payload string) *taskservice.Run {
-	return &taskservice.Run{
-		Identity:  "user-42",
-		TaskID:    "task-7",
-		Kind:      "mail",
-		Payload:   []byte(payload),
-		RunNumber: 12,
-		Attempt:   3,
-		FireTime:  time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC),
-		Fence:     taskservice.Fence{Epoch: 5, Revision: 9001},
-		Node:      "node-a",
-	}
-}
 
 // runExec runs command through an exec handler and returns its message and
 // error; it fails the test if the handler does not return within 5 s.
@@ -246,20 +233,20 @@ func TestExecCancelKillsDescendants(t *testing.T) {
 
 // TestExecBackgroundChildHoldingStdout checks that a command that exits 0
 // while a background child keeps stdout open succeeds after the wait delay
-// instead of hanging.
+// instead of hanging, and that the child is killed when the run ends.
 func TestExecBackgroundChildHoldingStdout(t *testing.T) {
 	t.Parallel()
 	h := NewExec(`sleep 30 & echo $!`, ExecOptions{}).(*execHandler)
 	h.waitDelay = 100 * time.Millisecond
 	msg, err := runExec(t, context.Background(), h, testRun(""))
-	if pid, perr := strconv.Atoi(msg); perr == nil {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	} else {
-		t.Errorf("message = %q, want the background child's pid", msg)
-	}
 	if err != nil {
 		t.Errorf("err = %v, want nil", err)
 	}
+	pid, perr := strconv.Atoi(msg)
+	if perr != nil {
+		t.Fatalf("message = %q, want the background child's pid", msg)
+	}
+	requireGone(t, "the background child holding stdout gone after the run", []int{pid})
 }
 
 func TestMessageText(t *testing.T) {
@@ -297,5 +284,17 @@ func TestTailBufferLastLine(t *testing.T) {
 	}
 	if got := w.lastLine(); got != "end" {
 		t.Errorf("lastLine = %q, want %q", got, "end")
+	}
+}
+
+// BenchmarkExecRun measures one run of a command that does nothing: the cost
+// the handler adds around /bin/sh (the process group's watcher included).
+func BenchmarkExecRun(b *testing.B) {
+	h := NewExec("true", ExecOptions{}).(*execHandler)
+	run := testRun("")
+	for b.Loop() {
+		if _, err := h.run(context.Background(), run); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package config is the strict configuration of the taskd server binary
-// (SPEC §9): defaults, a config file, TASKD_* environment variables and
+// (contract §9): defaults, a config file, TASKD_* environment variables and
 // command-line flags, in increasing precedence. Anything unknown, removed or
 // invalid stops start-up with an error that names the option and where it
 // came from.
@@ -12,12 +12,14 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
-// Config is the configuration of one taskd node. Default gives the SPEC §9
+// Config is the configuration of one taskd node. Default gives the contract §9
 // defaults; Load fills it from the config file, the environment and the
 // command line; Validate checks it.
 type Config struct {
@@ -91,7 +93,7 @@ type KindTarget struct {
 	Target string
 }
 
-// Default returns the SPEC §9 defaults. Name is the host name, or "" if it
+// Default returns the contract §9 defaults. Name is the host name, or "" if it
 // cannot be read (which Validate then reports).
 func Default() Config {
 	name, err := os.Hostname()
@@ -142,12 +144,21 @@ type source struct {
 func (s source) String() string {
 	switch s.kind {
 	case fromFlag:
-		return "command-line flag " + s.key
+		return "command-line flag " + printable(s.key)
 	case fromEnv:
-		return "environment variable " + s.key
+		return "environment variable " + printable(s.key)
 	default:
-		return fmt.Sprintf("config file %s, line %d", s.file, s.line)
+		return fmt.Sprintf("config file %s, line %d", printable(s.file), s.line)
 	}
+}
+
+// printable returns s, quoted if it holds a character that is not
+// printable, so that an error stays one line per problem.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // spell writes the option called name as this source would.
@@ -282,7 +293,7 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 			body = body[1:]
 		}
 		if body == "" || body[0] == '-' || body[0] == '=' {
-			return nil, fmt.Errorf("bad flag syntax: %s", a)
+			return nil, fmt.Errorf("bad flag syntax: %s", printable(a))
 		}
 		name, value, hasValue := strings.Cut(body, "=")
 		if name == "h" || name == "help" {
@@ -299,7 +310,7 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 		}
 		if !hasValue {
 			if i+1 >= len(args) {
-				return nil, fmt.Errorf("option %s needs a value", src.key)
+				return nil, fmt.Errorf("option %s needs a value", printable(src.key))
 			}
 			i++
 			value = args[i]
@@ -310,8 +321,12 @@ func parseArgs(args []string, out io.Writer) ([]setting, error) {
 }
 
 // parseEnv reads the TASKD_* variables of environ, in sorted order; when a
-// variable appears twice the last one counts. A repeatable option's entries
-// are separated by newlines or ';'.
+// variable appears twice the last one counts. A variable holds exactly one
+// value, never split: a repeatable option takes one entry from its own
+// variable (TASKD_EXEC) and one from each further variable named after it
+// with a suffix (TASKD_EXEC_1, TASKD_EXEC_mail, ...), in the variables'
+// sorted order. An empty variable adds no entry but still replaces the
+// entries of the config file.
 func parseEnv(environ []string) ([]setting, error) {
 	vals := make(map[string]string)
 	for _, kv := range environ {
@@ -331,37 +346,37 @@ func parseEnv(environ []string) ([]setting, error) {
 	var errs []error
 	for _, k := range keys {
 		src := source{kind: fromEnv, key: k}
-		name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-"))
-		opt := optionsByName[name]
-		if opt == nil || envName(opt.name) != k {
-			errs = append(errs, unknownOption(name, src))
+		opt := envOption(k)
+		if opt == nil {
+			errs = append(errs, unknownOption(strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-")), src))
 			continue
 		}
 		if !opt.repeatable {
 			settings = append(settings, setting{opt: opt, value: vals[k], src: src})
 			continue
 		}
-		entries := splitEntries(vals[k])
-		if len(entries) == 0 {
-			settings = append(settings, setting{opt: opt, src: src, clear: true})
-		}
-		for _, e := range entries {
-			settings = append(settings, setting{opt: opt, value: e, src: src})
-		}
+		entry := strings.TrimSpace(vals[k])
+		settings = append(settings, setting{opt: opt, value: entry, src: src, clear: entry == ""})
 	}
 	return settings, errors.Join(errs...)
 }
 
-// splitEntries splits a repeatable option's environment value at newlines
-// and ';', trimming blanks and dropping empty entries.
-func splitEntries(v string) []string {
-	var entries []string
-	for _, e := range strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == ';' }) {
-		if e = strings.TrimSpace(e); e != "" {
-			entries = append(entries, e)
+// envOption returns the option that the environment variable k sets, or nil:
+// the option whose variable k is, or the repeatable option whose variable
+// followed by '_' and at least one more character k is. No option's variable
+// has that form (TestEnvSuffixesCollideWithNoOption), so the two readings
+// never compete.
+func envOption(k string) *option {
+	name := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "-"))
+	if opt := optionsByName[name]; opt != nil && envName(opt.name) == k {
+		return opt
+	}
+	for _, opt := range options {
+		if base := envName(opt.name) + "_"; opt.repeatable && len(k) > len(base) && strings.HasPrefix(k, base) {
+			return opt
 		}
 	}
-	return entries
+	return nil
 }
 
 // parseFile reads a config file: one "option = value" per line, '#' comment
@@ -444,7 +459,7 @@ func (c Config) problems() []*optionError {
 	return errs
 }
 
-// Validate checks every option of c against its limits (SPEC §9, §10) and
+// Validate checks every option of c against its limits (contract §9, §10) and
 // returns nil or an error listing each problem, one per line, each naming
 // its option.
 func (c Config) Validate() error {

@@ -248,7 +248,7 @@ func TestPrecedence(t *testing.T) {
 				args = append(args, "--config", writeFile(t, "lease-ttl = 3s\nexec = f1=x\nexec = f2=y\nhistory = 7\n"))
 			}
 			if tc.env {
-				env = append(env, "TASKD_LEASE_TTL=4s", "TASKD_EXEC=e1=x;e2=y")
+				env = append(env, "TASKD_LEASE_TTL=4s", "TASKD_EXEC=e1=x", "TASKD_EXEC_2=e2=y")
 			}
 			if tc.flag {
 				args = append(args, "--lease-ttl", "5s", "--exec", "g1=x", "--exec=g2=y")
@@ -290,16 +290,22 @@ func TestRepeatable(t *testing.T) {
 			},
 		},
 		{
-			name:        "env with newlines",
-			env:         []string{"TASKD_EXEC=a=echo a\n b=echo b \n\n", "TASKD_WEBHOOK=h=https://h.example/x\r\ni=http://i.example"},
-			wantExec:    []KindTarget{{"a", "echo a"}, {"b", "echo b"}},
+			name:        "env: one entry per variable, never split",
+			env:         []string{"TASKD_EXEC=digest=cd jobs; ./send\n./after", "TASKD_WEBHOOK= h=https://h.example/x;y \n"},
+			wantExec:    []KindTarget{{"digest", "cd jobs; ./send\n./after"}},
+			wantWebhook: []KindTarget{{"h", "https://h.example/x;y"}},
+		},
+		{
+			name: "env: further entries in suffixed variables, in sorted order",
+			env: []string{"TASKD_EXEC_b=c=echo c; echo d", "TASKD_EXEC_2=b=echo b", "TASKD_EXEC=a=echo a",
+				"TASKD_EXEC_10=x=true", "TASKD_WEBHOOK_1=i=http://i.example", "TASKD_WEBHOOK_0=h=https://h.example/x"},
+			wantExec:    []KindTarget{{"a", "echo a"}, {"x", "true"}, {"b", "echo b"}, {"c", "echo c; echo d"}},
 			wantWebhook: []KindTarget{{"h", "https://h.example/x"}, {"i", "http://i.example"}},
 		},
 		{
-			name:        "env with semicolons",
-			env:         []string{"TASKD_EXEC=a=echo a; b=echo b;", "TASKD_WEBHOOK=h=https://h.example/x;i=http://i.example"},
-			wantExec:    []KindTarget{{"a", "echo a"}, {"b", "echo b"}},
-			wantWebhook: []KindTarget{{"h", "https://h.example/x"}, {"i", "http://i.example"}},
+			name:     "env: suffixed variables alone, empty ones add nothing",
+			env:      []string{"TASKD_EXEC_1=a=echo a", "TASKD_EXEC_2=", "TASKD_EXEC_3= "},
+			wantExec: []KindTarget{{"a", "echo a"}},
 		},
 		{
 			name:        "file",
@@ -310,14 +316,14 @@ func TestRepeatable(t *testing.T) {
 		{
 			name:        "env replaces the file's entries",
 			args:        []string{"--config", execFile},
-			env:         []string{"TASKD_EXEC=z=true"},
+			env:         []string{"TASKD_EXEC_z=z=true"},
 			wantExec:    []KindTarget{{"z", "true"}},
 			wantWebhook: []KindTarget{{"h", "http://localhost:8080/h"}},
 		},
 		{
 			name:        "empty env clears the file's entries",
 			args:        []string{"--config", execFile},
-			env:         []string{"TASKD_EXEC=", "TASKD_WEBHOOK= ; "},
+			env:         []string{"TASKD_EXEC=", "TASKD_WEBHOOK_1= "},
 			wantExec:    nil,
 			wantWebhook: nil,
 		},
@@ -570,6 +576,12 @@ func TestUnknownOption(t *testing.T) {
 		{"env suggestion", nil, []string{"TASKD_WORKER=3"}, "", []string{"environment variable TASKD_WORKER", "did you mean TASKD_WORKERS?"}, ""},
 		{"env lower case", nil, []string{"TASKD_lease_ttl=3s"}, "", []string{"environment variable TASKD_lease_ttl", "did you mean TASKD_LEASE_TTL?"}, ""},
 		{"env every unknown reported", nil, []string{"TASKD_ZZZ=1", "TASKD_FOO=1"}, "", []string{"TASKD_FOO", "TASKD_ZZZ"}, ""},
+		{"env suffix only for repeatable options", nil, []string{"TASKD_LISTEN_1=127.0.0.1:1", "TASKD_WORKERS_2=3"}, "",
+			[]string{"environment variable TASKD_LISTEN_1", "environment variable TASKD_WORKERS_2"}, ""},
+		{"flag with a newline, quoted", []string{"-a\nb=1"}, nil, "", []string{`unknown option "a\nb" (command-line flag "-a\nb")`}, ""},
+		{"env with a newline, quoted", nil, []string{"TASKD_\n=1"}, "", []string{`(environment variable "TASKD_\n")`}, ""},
+		{"env empty suffix", nil, []string{"TASKD_EXEC_=a=true"}, "", []string{"environment variable TASKD_EXEC_"}, ""},
+		{"env suffix without separator", nil, []string{"TASKD_EXECS=a=true"}, "", []string{"environment variable TASKD_EXECS"}, ""},
 		{"file", nil, nil, "name = a\n\nfoo = 1\n", []string{`unknown option "foo" (config file `, "line 3"}, "did you mean"},
 		{"file suggestion", nil, nil, "lease_ttl = 3s\n", []string{`unknown option "lease_ttl"`, "line 1", "did you mean lease-ttl?"}, ""},
 		{"file with dashes", nil, nil, "--listen = :1\n", []string{`unknown option "--listen"`, "did you mean listen?"}, ""},
@@ -586,6 +598,43 @@ func TestUnknownOption(t *testing.T) {
 				t.Errorf("error %q contains %q", err, tc.notWant)
 			}
 		})
+	}
+}
+
+// TestEnvSuffixesCollideWithNoOption checks that no option's variable, nor
+// one that the exec handler sets, reads as a repeatable option's variable
+// with a suffix, so that accepting TASKD_EXEC_<suffix> takes no variable
+// away from another option.
+func TestEnvSuffixesCollideWithNoOption(t *testing.T) {
+	names := make([]string, 0, len(options)+len(ignoredEnv))
+	for _, o := range options {
+		names = append(names, envName(o.name))
+	}
+	for k := range ignoredEnv {
+		names = append(names, k)
+	}
+	repeatable := 0
+	for _, r := range options {
+		if !r.repeatable {
+			continue
+		}
+		repeatable++
+		for _, k := range names {
+			if strings.HasPrefix(k, envName(r.name)+"_") {
+				t.Errorf("%s reads as a further variable of the repeatable option --%s", k, r.name)
+			}
+		}
+		if got := envOption(envName(r.name) + "_X"); got != r {
+			t.Errorf("envOption(%s_X) = %v, want --%s", envName(r.name), got, r.name)
+		}
+	}
+	if repeatable < 2 {
+		t.Errorf("%d repeatable options, want at least --exec and --webhook", repeatable)
+	}
+	for _, o := range options {
+		if got := envOption(envName(o.name)); got != o {
+			t.Errorf("envOption(%s) = %v, want --%s", envName(o.name), got, o.name)
+		}
 	}
 }
 
@@ -607,7 +656,7 @@ func TestIgnoredEnv(t *testing.T) {
 func TestRemovedOption(t *testing.T) {
 	requireValidHostname(t)
 	reasons := map[string]string{
-		"run-on-every-node": "removed: scope is stated per task (SPEC §6)",
+		"run-on-every-node": "removed: scope is stated per task (docs/contract.md §6)",
 		"cluster-lock":      "removed: taskd fences every commit with etcd revisions instead of a cluster-wide lock",
 	}
 	for opt, reason := range reasons {
@@ -784,12 +833,12 @@ func TestUsage(t *testing.T) {
 			t.Errorf("usage line for --%s lacks its meaning %q: %q", o.name, o.help, line)
 		}
 	}
-	for _, want := range []string{"TASKD_LEASE_TTL", "--help", "--run-on-every-node", "--cluster-lock", "SPEC §6"} {
+	for _, want := range []string{"TASKD_LEASE_TTL", "--help", "--run-on-every-node", "--cluster-lock", "docs/contract.md §6"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("usage lacks %q", want)
 		}
 	}
-	// The SPEC §9 defaults, as written there.
+	// The contract §9 defaults, as written there.
 	for _, want := range []string{"./taskd-data", "http://127.0.0.1:2379", "/taskd/", "127.0.0.1:7420", "127.0.0.1:7421",
 		"10s", "500ms", "2500ms", "5000ms", "60s", "30s", "256KiB", "24h"} {
 		if !strings.Contains(text, want) {

@@ -211,14 +211,14 @@ var options = []*option{
 	},
 	{
 		name: "exec", arg: "KIND=COMMAND", def: "(none)", repeatable: true,
-		help:  "run tasks of KIND with /bin/sh -c COMMAND, payload on stdin; repeatable (in TASKD_EXEC separate entries with newlines or ';', in the file repeat the line)",
+		help:  "run tasks of KIND with /bin/sh -c COMMAND, payload on stdin; repeatable (one entry per variable: TASKD_EXEC, TASKD_EXEC_1, TASKD_EXEC_2, ...; in the file repeat the line)",
 		set:   kindTargetSetter(func(c *Config) *[]KindTarget { return &c.Exec }, "KIND=COMMAND"),
 		reset: func(c *Config) { c.Exec = nil },
 		check: func(c Config) error { return checkKindTargets(c.Exec, nil, false) },
 	},
 	{
 		name: "webhook", arg: "KIND=URL", def: "(none)", repeatable: true,
-		help:  "POST the payload of tasks of KIND to the http(s) URL; repeatable (in TASKD_WEBHOOK separate entries with newlines or ';', in the file repeat the line)",
+		help:  "POST the payload of tasks of KIND to the http(s) URL; repeatable (one entry per variable: TASKD_WEBHOOK, TASKD_WEBHOOK_1, ...; in the file repeat the line)",
 		set:   kindTargetSetter(func(c *Config) *[]KindTarget { return &c.Webhook }, "KIND=URL"),
 		reset: func(c *Config) { c.Webhook = nil },
 		check: func(c Config) error { return checkKindTargets(c.Webhook, c.Exec, true) },
@@ -241,7 +241,7 @@ var optionsByName = func() map[string]*option {
 
 // removedOptions maps an option that no longer exists to the reason.
 var removedOptions = map[string]string{
-	"run-on-every-node": "removed: scope is stated per task (SPEC §6)",
+	"run-on-every-node": "removed: scope is stated per task (docs/contract.md §6)",
 	"cluster-lock":      "removed: taskd fences every commit with etcd revisions instead of a cluster-wide lock",
 }
 

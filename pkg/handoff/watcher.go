@@ -192,11 +192,9 @@ func (w *Watcher) deliver(ctx context.Context, key string, value []byte, rev int
 
 // take handles one entry and deletes it if the handler took it.
 func (w *Watcher) take(ctx context.Context, key string, value []byte, rev int64) {
-	var rec storev1.HandoffEntry
-	if err := proto.Unmarshal(value, &rec); err != nil {
+	if e, err := decodeEntry(key, value, rev); err != nil {
 		w.Log.Error("bad handoff entry; deleting it", "key", key, "error", err)
 	} else {
-		e := Entry{Key: key, Rev: rev, Identity: rec.Identity, From: rec.From, TaskID: rec.TaskId}
 		if err := w.Handle(ctx, e); err != nil {
 			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 				w.Log.Warn("handoff entry not taken; will retry", "identity", e.Identity, "task", e.TaskID, "error", err)
@@ -212,4 +210,13 @@ func (w *Watcher) take(ctx context.Context, key string, value []byte, rev int64)
 		Commit(); err != nil && ctx.Err() == nil {
 		w.Log.Warn("delete handoff entry", "key", key, "error", err)
 	}
+}
+
+// decodeEntry decodes the handoff entry stored at key with mod revision rev.
+func decodeEntry(key string, value []byte, rev int64) (Entry, error) {
+	var rec storev1.HandoffEntry
+	if err := proto.Unmarshal(value, &rec); err != nil {
+		return Entry{}, fmt.Errorf("decode handoff entry %q: %w", key, err)
+	}
+	return Entry{Key: key, Rev: rev, Identity: rec.Identity, From: rec.From, TaskID: rec.TaskId}, nil
 }

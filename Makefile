@@ -7,8 +7,8 @@ export GOFLAGS ?= -buildvcs=false
 build: ## build taskd, taskctl and taskbench into bin/
 	$(GO) build -o bin/ ./cmd/...
 
-test: ## the whole test suite (the README's test command)
-	$(GO) test -count=1 ./...
+test: ## the whole test suite with the race detector (the README's test command)
+	$(GO) test -race -count=1 ./...
 
 generate: ## regenerate the protobuf code (buf with the pinned local plugins)
 	$(GO) tool buf generate

@@ -795,3 +795,24 @@ func TestPlannedMoveWaitsOnlyUpToTheBound(t *testing.T) {
 		t.Fatalf("history %v: want INTERRUPTED then SUCCESS", runs)
 	}
 }
+
+// TestStartSurvivesFailedEtcdCalls: the lease grant and the load of the
+// EVERY_NODE tasks fail once each while a node starts. Before the fix the
+// first failed call ended the start (and the taskd process); now each step
+// is retried until the start's context ends.
+func TestStartSurvivesFailedEtcdCalls(t *testing.T) {
+	e := tst.StartEtcd(t)
+	in := etcdfault.New()
+	grant := in.Add(etcdfault.Rule{Op: etcdfault.OpGrant, Times: 1, Action: etcdfault.Fail(nil)})
+	load := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/every/", Times: 1, Action: etcdfault.Ambiguous(nil)})
+	rec := &recorder{}
+	n := faultNode(t, e, "n1", in, rec, nil, nil)
+	if grant.Hits() != 1 || load.Hits() != 1 {
+		t.Fatalf("faults hit: grant %d, load %d; want 1 each", grant.Hits(), load.Hits())
+	}
+	if st := n.State(); st != taskdv1.NodeState_NODE_STATE_RUNNING {
+		t.Fatalf("state %s, want RUNNING", st)
+	}
+	task := scheduleOn(t, n, spec("s", "rec", now()))
+	waitTaskState(t, n, "s", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+}

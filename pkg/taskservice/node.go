@@ -153,25 +153,31 @@ func (n *Node) Start(ctx context.Context) error {
 	n.startedAt = time.Now()
 	n.mu.Unlock()
 
-	if err := n.register(ctx, false); err != nil {
+	// Each step is retried while etcd fails (a lost reply, a leader
+	// election), until ctx ends: a start must not die of one failed call.
+	// A refusal (a live node holds the name) is final.
+	if err := n.startStep(ctx, "register", func() error { return n.register(ctx, false) }); err != nil {
 		return err
 	}
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
 	n.wg.Add(1)
 	go n.leaseLoop()
-	if err := n.adoptOwned(ctx); err != nil {
+	if err := n.startStep(ctx, "adopt identities", func() error { return n.adoptOwned(ctx) }); err != nil {
 		return err
 	}
-	everyRev, err := n.loadEvery(ctx)
-	if err != nil {
+	var everyRev int64
+	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() (err error) {
+		everyRev, err = n.loadEvery(ctx)
+		return err
+	}); err != nil {
 		return err
 	}
 	n.mu.Lock()
 	n.state = taskdv1.NodeState_NODE_STATE_RUNNING
 	n.dispatchStart = time.Now()
 	n.mu.Unlock()
-	if err := n.publish(ctx); err != nil {
+	if err := n.startStep(ctx, "publish RUNNING", func() error { return n.publish(ctx) }); err != nil {
 		return err
 	}
 	n.wg.Add(8)
@@ -186,6 +192,23 @@ func (n *Node) Start(ctx context.Context) error {
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
 	return nil
+}
+
+// startStep runs one step of Start, again with backoff while it fails,
+// until it succeeds, fails for good (a live node holds the name), or ctx
+// ends (then the last error is returned).
+func (n *Node) startStep(ctx context.Context, what string, step func() error) error {
+	bo := newBackoff(50*time.Millisecond, time.Second)
+	for {
+		err := step()
+		if err == nil || errors.Is(err, ErrNameInUse) || errors.Is(err, errReplaced) {
+			return err
+		}
+		n.log.Warn("start: step failed; retrying", "step", what, "error", err)
+		if !bo.wait(ctx) {
+			return fmt.Errorf("start: %s: %w", what, err)
+		}
+	}
 }
 
 func (n *Node) ownedCount() int {
@@ -231,7 +254,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	lease := n.leaseID
 	n.mu.Unlock()
 	var errs []error
-	bg := context.Background()
+	// The final writes are made even if ctx (the wait for runs) is over,
+	// each bounded by EtcdTimeout.
+	bg := context.WithoutCancel(ctx)
 	if err := n.publish(bg); err != nil {
 		errs = append(errs, err)
 	}

@@ -264,7 +264,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					return err
 				}
 				if !p.g.every {
-					n.forgetOwner(p.g.id, p.owner)
+					n.forgetOwner(ctx, p.g.id, p.owner)
 				}
 			}
 			continue
@@ -390,7 +390,7 @@ func (n *Node) ownerOf(ctx context.Context, id string, read bool) (identity.Owne
 const maxRemoteOwners = 1 << 16
 
 // forgetOwner drops a cached ownership that a failed fence proved stale.
-func (n *Node) forgetOwner(id string, owner identity.Owner) {
+func (n *Node) forgetOwner(ctx context.Context, id string, owner identity.Owner) {
 	if owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation {
 		return
 	}
@@ -400,9 +400,9 @@ func (n *Node) forgetOwner(id string, owner identity.Owner) {
 	if st == nil {
 		return
 	}
-	ctx, cancel := n.etcdCtx(context.Background())
+	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	if cur, err := n.idmap.Get(ctx, id); err == nil {
+	if cur, err := n.idmap.Get(cctx, id); err == nil {
 		n.identityMoved(st, cur)
 	}
 }

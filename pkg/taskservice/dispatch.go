@@ -138,9 +138,6 @@ func (n *Node) startAny(st *identState, e *entry) func() {
 		n.purge(e)
 		return nil
 	}
-	if st.every {
-		return n.startEvery(e)
-	}
 	return n.start(e)
 }
 
@@ -214,10 +211,13 @@ func (n *Node) startCtx() (context.Context, context.CancelFunc) {
 	return context.WithDeadline(n.life, d)
 }
 
-// start writes the run marker of a due entry (fenced) and returns the
-// function that launches its run (which then holds the slot), or nil.
-// A record that still carries a run marker is never started over: the
-// marker is resolved first. A run never starts before its fire time.
+// start writes the run marker of a due entry of any scope (fenced as its
+// scope requires) and returns the function that launches its run (which
+// then holds the slot), or nil. The rules every start keeps, whatever the
+// scope: nothing starts while the node is draining or cannot prove its
+// lease is live; a record that still carries a run marker is never started
+// over (the marker is resolved first); a run never starts before its fire
+// time; one task has at most one run in flight on this node.
 func (n *Node) start(e *entry) func() {
 	n.mu.Lock()
 	st := e.ident
@@ -227,7 +227,7 @@ func (n *Node) start(e *entry) func() {
 		n.mu.Unlock()
 		return nil
 	}
-	cur, rev, epoch := e.record(), e.rev, st.epoch
+	cur, snap := e.record(), n.snapLocked(e)
 	now := time.Now()
 	if cur == nil {
 		e.running = false
@@ -237,7 +237,11 @@ func (n *Node) start(e *entry) func() {
 	}
 	if cur.Running != nil {
 		n.mu.Unlock()
-		n.resolveMarker(e, cur, rev, epoch)
+		if st.every {
+			n.resolveEveryMarker(e)
+		} else {
+			n.resolveMarker(e, cur, snap.rev, snap.epoch)
+		}
 		return nil
 	}
 	if at, purge, ok := dueTime(cur, n.cfg.Retention, now); !ok || purge || at.After(now) {
@@ -257,38 +261,14 @@ func (n *Node) start(e *entry) func() {
 	}
 	n.mu.Unlock()
 
-	p := planStart(cur, n.cfg.Name, n.incarnation, epoch, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
-	newRev := int64(0)
-	if st.durable {
-		put, err := n.keys.PutTask(p.rec)
-		if err != nil {
-			n.log.Error("encode task", "task", e.id, "error", err)
-			n.abortFlight(f)
-			n.settleNotStarted(e, time.Second)
-			return nil
-		}
-		ctx, cancel := n.startCtx()
-		out := n.batch.do(ctx, n.runFence(st.name, e.id, epoch, rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
-		cancel()
-		if out.err != nil {
-			// If the write was applied after all, the next attempt's compare
-			// fails, finds this marker and resolves it (the handler was not
-			// called, so the fire time runs again).
-			n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
-				"maybe_applied", !out.notSent, "error", out.err)
-			n.abortFlight(f)
-			n.settleNotStarted(e, time.Second)
-			return nil
-		}
-		if !out.ok {
-			n.abortFlight(f)
-			n.conflict(e, epoch, out.els)
-			return nil
-		}
-		newRev = out.rev
+	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
+	rev, record, ok := n.writeStart(e, p, snap)
+	if !ok {
+		n.abortFlight(f)
+		return nil
 	}
 	n.mu.Lock()
-	e.rec, e.raw, e.rev = p.rec, nil, newRev
+	record()
 	if !p.run {
 		e.running = false
 		n.reschedLocked(e)
@@ -297,7 +277,99 @@ func (n *Node) start(e *entry) func() {
 	if !p.run {
 		n.abortFlight(f)
 	}
-	return n.launcher(e, f, p, epoch, newRev)
+	return n.launcher(e, f, p, snap.epoch, rev)
+}
+
+// startSnap is what a start reads of its entry under n.mu: the fences of
+// its write.
+type startSnap struct {
+	epoch    int64 // the identity's epoch (0 for EVERY_NODE and non-durable tasks)
+	rev      int64 // the task record's revision (EVERY_NODE: the shared record's)
+	progRev  int64 // EVERY_NODE: this node's progress revision
+	served   int64 // EVERY_NODE: the run-now request this node served last
+	manualIn bool  // EVERY_NODE: a run-now request is pending in the record
+}
+
+func (n *Node) snapLocked(e *entry) startSnap {
+	s := startSnap{rev: e.rev}
+	switch {
+	case e.ident.every:
+		s.progRev, s.served = e.progRev, e.prog.GetManualServedRev()
+		s.manualIn = e.rec != nil && e.rec.ManualRequested
+	case e.ident.durable:
+		s.epoch = e.ident.epoch
+	}
+	return s
+}
+
+// writeStart writes the run marker of plan p for e, fenced as e's scope
+// requires, and returns the revision the run's fence carries and a
+// function that records the written state in e (called under n.mu). ok is
+// false when nothing started: e was put back in the queue or handed to the
+// conflict path. Every write is bounded by the lease margin (startCtx).
+//
+//   - IDENTITY: the task key, fenced on the identity's epoch and the task's
+//     revision, through the batcher.
+//   - EVERY_NODE: this node's progress key, fenced on the node's
+//     registration, the shared record's revision and the progress revision.
+//   - non-durable: nothing is written.
+func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
+	st := e.ident
+	switch {
+	case st.every:
+		served := snap.served
+		if snap.manualIn && !p.rec.ManualRequested {
+			served = snap.rev
+		}
+		np := splitEvery(p.rec, served)
+		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		if err != nil {
+			n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
+			n.settleNotStarted(e, time.Second)
+			return 0, nil, false
+		}
+		ctx, cancel := n.startCtx()
+		resp, err := n.cli.Txn(ctx).If(n.everyFence(e, snap.rev, snap.progRev)...).Then(put).Commit()
+		cancel()
+		if err != nil || !resp.Succeeded {
+			if err != nil {
+				n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
+			}
+			// The task changed (its watch brings it), this node registered
+			// again, or the write's outcome is unknown: read the progress
+			// again, so that a marker written after all is resolved.
+			n.settleNotStarted(e, n.cfg.HandoffPeriod)
+			n.spawn(func() { n.reloadEveryProgress(e) })
+			return 0, nil, false
+		}
+		rev := resp.Header.Revision
+		return rev, func() { e.rec, e.prog, e.progRev = p.rec, np, rev }, true
+	case !st.durable:
+		return 0, func() { e.rec = p.rec }, true
+	}
+	put, err := n.keys.PutTask(p.rec)
+	if err != nil {
+		n.log.Error("encode task", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Second)
+		return 0, nil, false
+	}
+	ctx, cancel := n.startCtx()
+	out := n.batch.do(ctx, n.runFence(st.name, e.id, snap.epoch, snap.rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
+	cancel()
+	if out.err != nil {
+		// If the write was applied after all, the next attempt's compare
+		// fails, finds this marker and resolves it (the handler was not
+		// called, so the fire time runs again).
+		n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
+			"maybe_applied", !out.notSent, "error", out.err)
+		n.settleNotStarted(e, time.Second)
+		return 0, nil, false
+	}
+	if !out.ok {
+		n.conflict(e, snap.epoch, out.els)
+		return 0, nil, false
+	}
+	return out.rev, func() { e.rec, e.raw, e.rev = p.rec, nil, out.rev }, true
 }
 
 // abortFlight takes a run that did not start out of the registry.

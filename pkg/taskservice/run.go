@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/pkg/identity"
@@ -157,42 +158,35 @@ func cleanMessage(s string) string {
 	return s[:cut]
 }
 
-// commit stores a run's result in one Txn fenced on the identity's epoch and
-// the task's revision. If the task changed meanwhile (cancelled, run-now)
-// the result is folded into the new record and tried again. If the epoch
-// changed while the run's marker still stands: when the identity is this
-// node's again (under a new epoch) the result is committed under that
-// epoch; when it moved to another node the result is forwarded to it (see
-// markers.go). If the marker is gone (the new owner resolved it), the run
-// is DROPPED.
+// commit stores a run's result, for either scope, in one fenced Txn
+// through the batcher, retrying with backoff while etcd fails. A result that
+// cannot be encoded is recorded as a retryable ERROR instead, so a task
+// never stays RUNNING. What the fence is, and what a failed fence means,
+// depends on the scope (resultWrite, commitConflict).
 func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.ident
 	res.message = cleanMessage(res.message)
 	outcomeEvent := outcomeEventOf(res.outcome)
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind, RunNumber: p.runNumber,
 		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message}
-	if st.every {
-		n.commitEvery(e, f, p, res, rev, ev, outcomeEvent)
-		return
-	}
-	if !st.durable {
+	if !st.durable && !st.every {
 		rec := cloneRec(p.rec)
 		_, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
 		n.endFlight(f, rec, 0)
 		n.emitResult(ev, outcomeEvent, next, rec)
 		return
 	}
-	base := p.rec
+	c := &commitState{base: p.rec, epoch: epoch, rev: rev}
+	if st.every {
+		n.mu.Lock()
+		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.prog.GetManualServedRev(), e.shared
+		n.mu.Unlock()
+	}
 	bo := newBackoff(50*time.Millisecond, 2*time.Second)
-	maybeApplied := false
 	for {
-		rec := cloneRec(base)
+		rec := cloneRec(c.base)
 		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
-		ops, err := n.keys.HistoryOps(rec, hist, n.cfg.History)
-		var put clientv3.Op
-		if err == nil {
-			put, err = n.keys.PutTask(rec)
-		}
+		w, err := n.resultWrite(e, c, rec, hist)
 		if err != nil {
 			if res.encodeFailed {
 				n.log.Error("run result cannot be stored; the marker stays for resolution", "task", e.id, "error", err)
@@ -207,86 +201,197 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 			ev.Outcome, ev.Message, outcomeEvent = res.outcome, res.message, EventFailed
 			continue
 		}
+		// A commit outlives Stop's cancel: a run that ends while the node
+		// stops is still recorded (bounded by EtcdTimeout).
 		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
-		out := n.batch.do(ctx, n.runFence(st.name, e.id, epoch, rev), append([]clientv3.Op{put}, ops...), n.runElse(st.name, e.id))
+		out := n.batch.do(ctx, w.cmps, w.ops, w.els)
 		cancel()
 		if out.err != nil {
-			maybeApplied = maybeApplied || !out.notSent
+			c.maybeApplied = c.maybeApplied || !out.notSent
 			if n.life.Err() != nil {
 				// Stopping with etcd away: the marker stays and whoever owns the
-				// identity next resolves the run as INTERRUPTED.
-				n.log.Warn("commit abandoned at stop; the run will be resolved by the identity's next owner",
+				// task next resolves the run as INTERRUPTED.
+				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
 					"identity", st.name, "task", e.id, "run", p.runNumber, "error", out.err)
 				n.endFlight(f, nil, 0)
 				return
 			}
 			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.err)
-			if !bo.wait(n.life) {
-				continue // stopping: the next attempt is told so
-			}
-			continue
-		}
-		if out.ok {
-			n.endFlight(f, rec, out.rev)
-			n.emitResult(ev, outcomeEvent, next, rec)
-			return
-		}
-		owner, oerr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(out.els[0].GetResponseRange()))
-		kvs := out.els[1].GetResponseRange().GetKvs()
-		if len(kvs) == 0 {
-			// Deleted meanwhile: nothing to commit into.
-			n.endFlight(f, nil, 0)
-			ev.Type = outcomeEvent
-			n.emit(ev)
-			return
-		}
-		fresh, derr := pending.Decode(kvs[0].Value)
-		if derr != nil {
-			n.log.Error("decode task after a failed commit", "task", e.id, "error", derr)
-			n.endFlight(f, nil, 0)
-			return
-		}
-		freshRev := kvs[0].ModRevision
-		if !sameRun(fresh.Running, p.marker) {
-			if maybeApplied && committedAs(fresh, p.marker, res.ended) {
-				// An earlier attempt was applied although its reply was lost.
-				n.endFlight(f, fresh, freshRev)
-				n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
-				return
-			}
-			// The marker was settled elsewhere: the identity's owner resolved
-			// it (and may run the fire time again). This result is dropped.
-			n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
-				"task", e.id, "run", p.runNumber, "epoch", epoch, "owner", owner.Node)
-			ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
-			n.emit(ev)
-			n.endFlight(f, fresh, freshRev)
-			return
-		}
-		if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
-			// Still, or again, this node's: commit under the current epoch.
-			base, rev, epoch = fresh, freshRev, owner.Epoch
-			continue
-		}
-		// The identity moved to another node while the run was in flight:
-		// forward the result for the new owner to commit.
-		ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.marker, res)
-		if err != nil {
-			maybeApplied = true
-			n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
 			bo.wait(n.life)
 			continue
 		}
-		if !ok {
-			continue // the task changed: look again
+		if out.ok {
+			n.endFlight(f, w.committed(out.rev), out.rev)
+			n.emitResult(ev, outcomeEvent, next, rec)
+			return
 		}
-		n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
-			"run", p.runNumber, "owner", owner.Node, "outcome", res.outcome.String())
+		if !n.commitConflict(e, f, c, p, res, out.els, ev, outcomeEvent) {
+			return
+		}
+	}
+}
+
+// commitState is what a commit's fence stands on, updated as conflicts are
+// folded in.
+type commitState struct {
+	base         *storev1.TaskRecord // the record the result is folded into
+	epoch        int64               // IDENTITY: the identity's epoch
+	rev          int64               // the task record's revision (EVERY_NODE: the shared record's)
+	progRev      int64               // EVERY_NODE: this node's progress revision
+	served       int64               // EVERY_NODE: the run-now request served last
+	shared       *storev1.TaskRecord // EVERY_NODE: the shared record
+	maybeApplied bool                // an earlier attempt's outcome is unknown
+}
+
+// resultTxn is one commit attempt's Txn, and what the entry holds after it.
+type resultTxn struct {
+	cmps      []clientv3.Cmp
+	ops, els  []clientv3.Op
+	committed func(rev int64) *storev1.TaskRecord // the entry's record after the commit at rev (nil: leave it)
+}
+
+// resultWrite builds the Txn that commits rec (with its history entry
+// hist) in e's scope:
+//
+//   - IDENTITY: the task and its history, fenced on the identity's epoch and
+//     the task's revision; Else reads the mapping and the task.
+//   - EVERY_NODE: this node's progress and history, fenced on the node's
+//     registration, the shared record's revision and the progress
+//     revision; Else reads the shared record.
+func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+	st := e.ident
+	if st.every {
+		np := splitEvery(rec, c.served)
+		ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
+		if err != nil {
+			return resultTxn{}, err
+		}
+		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		if err != nil {
+			return resultTxn{}, err
+		}
+		shared, sharedRev := c.shared, c.rev
+		return resultTxn{
+			cmps: n.everyFence(e, c.rev, c.progRev),
+			ops:  append([]clientv3.Op{put}, ops...),
+			els:  []clientv3.Op{clientv3.OpGet(n.keys.Every(st.name, e.id))},
+			committed: func(rev int64) *storev1.TaskRecord {
+				// The entry's record merges the shared record with this
+				// node's progress; its rev stays the shared record's.
+				n.mu.Lock()
+				e.prog, e.progRev = np, rev
+				e.rec = mergeEvery(shared, sharedRev, np, time.Now())
+				n.mu.Unlock()
+				return nil
+			},
+		}, nil
+	}
+	ops, err := n.keys.HistoryOps(rec, hist, n.cfg.History)
+	if err != nil {
+		return resultTxn{}, err
+	}
+	put, err := n.keys.PutTask(rec)
+	if err != nil {
+		return resultTxn{}, err
+	}
+	return resultTxn{
+		cmps:      n.runFence(st.name, e.id, c.epoch, c.rev),
+		ops:       append([]clientv3.Op{put}, ops...),
+		els:       n.runElse(st.name, e.id),
+		committed: func(int64) *storev1.TaskRecord { return rec },
+	}, nil
+}
+
+// commitConflict handles a commit whose fence failed, from the Else
+// responses; it returns true to commit again on c (updated), false when the
+// run is settled (its flight ended, its events emitted).
+//
+// IDENTITY: if the run's marker is gone (the identity's owner resolved it,
+// and may run the fire time again) the run is DROPPED, unless an attempt
+// whose reply was lost committed it; if the marker still stands and the
+// identity is this incarnation's (under a newer epoch: it moved away and
+// back, or the node rejoined) the result is committed under the current
+// epoch; if it moved to another node, the result is forwarded to it
+// (markers.go); a changed task (cancel, run-now) is folded in.
+//
+// EVERY_NODE: a deleted task, or a changed registration (the node lost its
+// lease), drops the result (the marker stays and the next start resolves
+// it); a changed shared record (cancel, run-now) is folded in.
+func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
+	els []*etcdserverpb.ResponseOp, ev Event, outcomeEvent EventType) bool {
+	st := e.ident
+	dropped := func(base *storev1.TaskRecord, rev int64) {
+		ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
+		n.emit(ev)
+		n.endFlight(f, base, rev)
+	}
+	if st.every {
+		kvs := els[0].GetResponseRange().GetKvs()
+		if len(kvs) == 0 || kvs[0].ModRevision == c.rev {
+			dropped(nil, 0)
+			return false
+		}
+		fresh, err := pending.Decode(kvs[0].Value)
+		if err != nil {
+			n.log.Error("decode EVERY_NODE task after a failed commit", "task", e.id, "error", err)
+			dropped(nil, 0)
+			return false
+		}
+		c.shared, c.rev = fresh, kvs[0].ModRevision
+		n.mu.Lock()
+		e.shared, e.rev = fresh, c.rev
+		n.mu.Unlock()
+		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now())
+		return true
+	}
+	owner, oerr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
+	kvs := els[1].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		// Deleted meanwhile: nothing to commit into.
+		n.endFlight(f, nil, 0)
 		ev.Type = outcomeEvent
 		n.emit(ev)
-		n.endFlight(f, nil, 0)
-		return
+		return false
 	}
+	fresh, derr := pending.Decode(kvs[0].Value)
+	if derr != nil {
+		n.log.Error("decode task after a failed commit", "task", e.id, "error", derr)
+		n.endFlight(f, nil, 0)
+		return false
+	}
+	freshRev := kvs[0].ModRevision
+	if !sameRun(fresh.Running, p.marker) {
+		if c.maybeApplied && committedAs(fresh, p.marker, res.ended) {
+			// An earlier attempt was applied although its reply was lost.
+			n.endFlight(f, fresh, freshRev)
+			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
+			return false
+		}
+		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
+			"task", e.id, "run", p.runNumber, "epoch", c.epoch, "owner", owner.Node)
+		dropped(fresh, freshRev)
+		return false
+	}
+	if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+		c.base, c.rev, c.epoch = fresh, freshRev, owner.Epoch
+		return true
+	}
+	ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.marker, res)
+	if err != nil {
+		c.maybeApplied = true
+		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
+		newBackoff(50*time.Millisecond, 50*time.Millisecond).wait(n.life)
+		return true
+	}
+	if !ok {
+		return true // the task changed: look again
+	}
+	n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
+		"run", p.runNumber, "owner", owner.Node, "outcome", res.outcome.String())
+	ev.Type = outcomeEvent
+	n.emit(ev)
+	n.endFlight(f, nil, 0)
+	return false
 }
 
 // outcomeEventOf is the event that reports an outcome.

@@ -237,11 +237,7 @@ func (n *Node) start(e *entry) func() {
 	}
 	if cur.Running != nil {
 		n.mu.Unlock()
-		if st.every {
-			n.resolveEveryMarker(e)
-		} else {
-			n.resolveMarker(e, cur, snap.rev, snap.epoch)
-		}
+		n.resolveMarker(e, cur, snap)
 		return nil
 	}
 	if at, purge, ok := dueTime(cur, n.cfg.Retention, now); !ok || purge || at.After(now) {

@@ -225,52 +225,6 @@ func (n *Node) removeEvery(id, taskID string) {
 	}
 }
 
-// resolveEveryMarker settles this node's run marker of an EVERY_NODE task
-// that is not in flight here (an earlier incarnation's run, or a start whose
-// reply was lost). The dispatcher handed e to startEvery (e is running); it
-// goes back in the queue whatever happens.
-func (n *Node) resolveEveryMarker(e *entry) {
-	n.mu.Lock()
-	if n.inFlightLocked(e.ref()) {
-		n.queue.remove(e) // the run's commit settles it
-		n.mu.Unlock()
-		return
-	}
-	rec, sharedRev, progRev, served := cloneRec(e.rec), e.rev, e.progRev, e.prog.GetManualServedRev()
-	n.mu.Unlock()
-	m := rec.Running
-	res := staleResult(m, n.incarnation, false, 0, time.Now())
-	hist := resolveStale(rec, res)
-	np := splitEvery(rec, served)
-	ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
-	var put clientv3.Op
-	if err == nil {
-		put, err = putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
-	}
-	if err != nil {
-		n.log.Error("resolve EVERY_NODE run marker: encode", "task", e.id, "error", err)
-		n.settleNotStarted(e, time.Minute)
-		return
-	}
-	ctx, cancel := n.etcdCtx(n.life)
-	resp, err := n.cli.Txn(ctx).If(n.everyFence(e, sharedRev, progRev)...).Then(append([]clientv3.Op{put}, ops...)...).Commit()
-	cancel()
-	if err != nil || !resp.Succeeded {
-		// The marker stays; read the task and progress again, and look again.
-		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.spawn(func() { n.reloadEveryProgress(e) })
-		return
-	}
-	n.mu.Lock()
-	e.prog, e.progRev = np, resp.Header.Revision
-	e.rec = mergeEvery(e.shared, e.rev, np, time.Now())
-	e.running = false
-	n.reschedLocked(e)
-	n.mu.Unlock()
-	n.emit(Event{Type: EventInterrupted, Identity: e.ident.name, TaskID: e.id, Kind: rec.Spec.Kind,
-		RunNumber: m.RunNumber, Outcome: hist.Outcome, Message: res.message})
-}
-
 // reloadEveryProgress reads this node's progress on an EVERY_NODE task
 // again after a start write that failed, so that a marker it wrote after
 // all is seen (and resolved) rather than written over.

@@ -13,7 +13,8 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// This file settles run markers that no run in flight here will settle: the
+// This file settles run markers, of either scope, that no run in flight here
+// will settle: the
 // marker of a run whose node died or restarted, of a run still going on the
 // identity's previous owner after a planned move, and of a start whose reply
 // this node never saw. It is the one place where that is decided.
@@ -31,10 +32,13 @@ import (
 //   - A start that was written but whose handler was never called runs
 //     again whatever requests_recovery says: nothing ran.
 
-// resolveMarker settles the marker of rec (at rev, owned under epoch), the
+// resolveMarker settles the marker of rec (with the fences in snap), the
 // record of e, which the dispatcher handed to start. e is running (out of
 // the queue) on entry; every path puts it back or removes it.
-func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64) {
+//
+// EVERY_NODE markers are this node's own progress: nothing is forwarded or
+// waited for, and a marker of no run in flight here is resolved at once.
+func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) {
 	m := rec.Running
 	n.mu.Lock()
 	if m.Incarnation == n.incarnation && n.inFlightLocked(e.ref()) {
@@ -47,13 +51,20 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64
 	waitingSince := e.awaitSince
 	n.mu.Unlock()
 
-	ctx, cancel := n.etcdCtx(n.life)
-	fr, alive, err := n.readForwarded(ctx, e.ident.name, e.id, m)
-	cancel()
-	if err != nil {
-		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
-		n.settleNotStarted(e, time.Second)
-		return
+	var (
+		fr    *storev1.ForwardedResult
+		alive bool
+	)
+	if !e.ident.every {
+		ctx, cancel := n.etcdCtx(n.life)
+		var err error
+		fr, alive, err = n.readForwarded(ctx, e.ident.name, e.id, m)
+		cancel()
+		if err != nil {
+			n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
+			n.settleNotStarted(e, time.Second)
+			return
+		}
 	}
 	now := time.Now()
 	var (
@@ -81,7 +92,7 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64
 	default:
 		res = staleResult(m, n.incarnation, alive, n.cfg.DrainTimeout, now)
 	}
-	n.settleMarker(e, rec, rev, epoch, res, by, fr != nil)
+	n.settleMarker(e, rec, snap, res, by, fr != nil)
 }
 
 // staleResult is the outcome recorded for a marker whose run will not
@@ -138,8 +149,10 @@ func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.
 }
 
 // settleMarker commits res as the outcome of rec's marker, run by node by,
-// in one Txn fenced on epoch and rev that also deletes a forwarded result.
-func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64, res runResult, by string, forwarded bool) {
+// in one Txn fenced as the task's scope requires (resultWrite) that also
+// deletes a forwarded result. If it fails the marker stays, and the entry's
+// next start comes back here.
+func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
 	st := e.ident
 	m := rec.Running
 	out := cloneRec(rec)
@@ -150,32 +163,35 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64,
 	} else {
 		hist, next = applyResult(out, m, res, by, jitter())
 	}
-	ops, err := n.keys.HistoryOps(out, hist, n.cfg.History)
-	var put clientv3.Op
-	if err == nil {
-		put, err = n.keys.PutTask(out)
-	}
+	n.mu.Lock()
+	c := &commitState{epoch: snap.epoch, rev: snap.rev, progRev: snap.progRev, served: snap.served, shared: e.shared}
+	n.mu.Unlock()
+	w, err := n.resultWrite(e, c, out, hist)
 	if err != nil {
 		n.log.Error("settle a run marker: encode", "task", e.id, "error", err)
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
-	ops = append([]clientv3.Op{put, clientv3.OpDelete(n.keys.Result(st.name, e.id))}, ops...)
-	ctx, cancel := n.etcdCtx(n.life)
-	resp, err := n.cli.Txn(ctx).
-		If(n.runFence(st.name, e.id, epoch, rev)...).
-		Then(ops...).
-		Else(n.runElse(st.name, e.id)...).
-		Commit()
-	cancel()
-	if err != nil {
-		// The marker stays: the entry's next start comes back here.
-		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
-		n.settleNotStarted(e, time.Second)
-		return
+	if !st.every {
+		w.ops = append(w.ops, clientv3.OpDelete(n.keys.Result(st.name, e.id)))
 	}
-	if !resp.Succeeded {
-		n.conflict(e, epoch, resp.Responses)
+	ctx, cancel := n.etcdCtx(n.life)
+	resp, err := n.cli.Txn(ctx).If(w.cmps...).Then(w.ops...).Else(w.els...).Commit()
+	cancel()
+	switch {
+	case err == nil && !resp.Succeeded && !st.every:
+		n.conflict(e, snap.epoch, resp.Responses)
+		return
+	case err != nil || !resp.Succeeded:
+		// The marker stays: the entry's next start comes back here (for an
+		// EVERY_NODE task after reading its progress again).
+		if err != nil {
+			n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
+		}
+		n.settleNotStarted(e, time.Second)
+		if st.every {
+			n.spawn(func() { n.reloadEveryProgress(e) })
+		}
 		return
 	}
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,
@@ -191,8 +207,12 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, rev, epoch int64,
 		ev.Type = EventInterrupted
 		n.emit(ev)
 	}
+	rev := resp.Header.Revision
+	committed := w.committed(rev)
 	n.mu.Lock()
-	e.rec, e.raw, e.rev = out, nil, resp.Header.Revision
+	if committed != nil {
+		e.rec, e.raw, e.rev = committed, nil, rev
+	}
 	e.running = false
 	n.reschedLocked(e)
 	n.mu.Unlock()

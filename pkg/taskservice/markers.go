@@ -14,10 +14,10 @@ import (
 )
 
 // This file settles run markers, of either scope, that no run in flight here
-// will settle: the
-// marker of a run whose node died or restarted, of a run still going on the
-// identity's previous owner after a planned move, and of a start whose reply
-// this node never saw. It is the one place where that is decided.
+// will settle: the marker of a run whose node died or restarted, of a run
+// still going on the identity's previous owner after a planned move, and of
+// a start whose reply this node never saw. It is the one place where that
+// is decided.
 //
 // Guarantees:
 //   - A marker is never overwritten unresolved: a record that carries one

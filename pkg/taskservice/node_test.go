@@ -494,14 +494,23 @@ func TestPerIdentityOrder(t *testing.T) {
 		seq = append(seq, h.schedule(spec("fifo", "rec", now())).Id)
 	}
 	tst.Eventually(t, 10*time.Second, func() bool { return len(h.rec.all()) == 30 }, "30 runs")
+	// The order in which the node starts the runs is the order of their
+	// STARTED events (emitted in order, right before each handler call).
+	// Handlers then run concurrently, so what one records first inside its
+	// own goroutine is not the start order.
 	var orderedIDs, fifoIDs []string
-	for _, c := range h.rec.all() {
-		if c.Identity == "ordered" {
-			orderedIDs = append(orderedIDs, c.TaskID)
+	h.ev.mu.Lock()
+	for _, ev := range h.ev.evs {
+		if ev.Type != taskservice.EventStarted {
+			continue
+		}
+		if ev.Identity == "ordered" {
+			orderedIDs = append(orderedIDs, ev.TaskID)
 		} else {
-			fifoIDs = append(fifoIDs, c.TaskID)
+			fifoIDs = append(fifoIDs, ev.TaskID)
 		}
 	}
+	h.ev.mu.Unlock()
 	// Same instant: priority high first, then schedule order.
 	var want []string
 	for p := 2; p >= 0; p-- {

@@ -376,9 +376,12 @@ func TestHandoffPollingWithoutWatch(t *testing.T) {
 func TestDrainHandsIdentitiesToOtherNodes(t *testing.T) {
 	c := newCluster(t, []string{"a", "b"}, nil)
 	var tasks []*taskdv1.Task
+	// Due when the drain is surely over (scheduling and draining take
+	// milliseconds; the margin is for a loaded machine): they must run on b.
+	at := time.Now().Add(2 * time.Second)
 	for i := range 5 {
 		id := fmt.Sprintf("d%d", i)
-		tasks = append(tasks, c.schedule("a", spec(id, "rec", after(300*time.Millisecond))))
+		tasks = append(tasks, c.schedule("a", spec(id, "rec", once(at))))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -70,10 +70,11 @@ func (n *Node) callHandler(f *flight, run *Run, timeout time.Duration, entered c
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	close(entered)
 	if f.ctx.Err() != nil || !n.leaseFresh() {
+		close(entered)
 		return errNotCalled
 	}
+	close(entered)
 	err = h.Work(ctx, run)
 	if err == nil && ctx.Err() != nil && f.ctx.Err() == nil {
 		// The handler ignored its deadline but returned nil: still a timeout.

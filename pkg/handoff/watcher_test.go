@@ -3,7 +3,6 @@ package handoff_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -81,13 +80,10 @@ func TestWatchPicksUpAtOnce(t *testing.T) {
 // break is taken, long before the next poll (an hour away).
 func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "etcd")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("http://%s", l.Addr())
-	l.Close()
-	etcd := tst.StartEtcdProcess(t, dir, url)
+	// The child binds a port of its own choice and reports it; the restart
+	// below reuses that address, which the client knows.
+	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
+	url := etcd.URL
 	cli, err := taskservice.DialEtcd([]string{url})
 	if err != nil {
 		t.Fatal(err)

@@ -42,20 +42,23 @@ func FuzzIdentityEncoding(f *testing.F) {
 		if strings.Contains(enc, "/") {
 			t.Fatalf("Encode(%q) = %q contains '/'", s, enc)
 		}
-		if got, err := Decode(enc); err != nil || got != s {
+		got, err := Decode(enc)
+		switch {
+		case verr == nil && (err != nil || got != s):
 			t.Fatalf("Decode(Encode(%q)) = %q, %v; want the identity back", s, got, err)
+		case verr != nil && err == nil:
+			t.Fatalf("Decode(Encode(%q)) = %q for a string that is no identity (%v)", s, got, verr)
 		}
 
-		// s read as an encoded key segment, as a key listing does.
+		// s read as an encoded key segment, as a key listing does: only a
+		// canonical key of a valid identity decodes, so one identity has
+		// exactly one key.
 		dec, err := Decode(s)
 		if err != nil {
-			if !strings.Contains(s, "%") {
-				t.Fatalf("Decode(%q) failed without an escape: %v", s, err)
-			}
 			return
 		}
-		if again, err := Decode(Encode(dec)); err != nil || again != dec {
-			t.Fatalf("Decode(%q) = %q, whose encoding decodes to %q, %v", s, dec, again, err)
+		if Validate(dec) != nil || Encode(dec) != s {
+			t.Fatalf("Decode(%q) = %q: not a valid identity whose key is %q", s, dec, s)
 		}
 	})
 }

@@ -59,15 +59,19 @@ func Encode(s string) string {
 	return b.String()
 }
 
-// Decode reverses Encode.
+// Decode reverses Encode. It accepts only what Encode writes, so that one
+// identity has exactly one key: a safe byte is never escaped, an escape is
+// upper-case hex, nothing else is left raw, and the result is a valid
+// identity. Encode(Decode(k)) == k whenever Decode succeeds.
 func Decode(s string) (string, error) {
-	if strings.IndexByte(s, '%') < 0 {
-		return s, nil
-	}
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b = append(b, s[i])
+		c := s[i]
+		if c != '%' {
+			if !safe(c) {
+				return "", fmt.Errorf("decode identity %q: byte %#x at %d must be escaped", s, c, i)
+			}
+			b = append(b, c)
 			continue
 		}
 		if i+2 >= len(s) {
@@ -78,10 +82,18 @@ func Decode(s string) (string, error) {
 		if !ok1 || !ok2 {
 			return "", fmt.Errorf("decode identity %q: bad escape at %d", s, i)
 		}
-		b = append(b, hi<<4|lo)
+		if c := hi<<4 | lo; safe(c) {
+			return "", fmt.Errorf("decode identity %q: %q at %d must not be escaped", s, c, i)
+		} else {
+			b = append(b, c)
+		}
 		i += 2
 	}
-	return string(b), nil
+	id := string(b)
+	if err := Validate(id); err != nil {
+		return "", fmt.Errorf("decode identity %q: %w", s, err)
+	}
+	return id, nil
 }
 
 func safe(c byte) bool {
@@ -102,8 +114,6 @@ func unhex(c byte) (byte, bool) {
 		return c - '0', true
 	case c >= 'A' && c <= 'F':
 		return c - 'A' + 10, true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
 	}
 	return 0, false
 }

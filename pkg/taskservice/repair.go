@@ -99,7 +99,10 @@ func (n *Node) dueRepairs(now time.Time) (due []string, next time.Time) {
 }
 
 // reloadIdentity reads id's mapping and, if this incarnation owns it, loads
-// its tasks under the current epoch; if it does not, forgets it here.
+// its tasks under the current epoch. An identity mapped to this node's name
+// under another incarnation (one that is no longer registered: it would
+// run nowhere) is adopted, re-mapped to this incarnation under a new epoch.
+// An identity that is not this node's is forgotten here.
 func (n *Node) reloadIdentity(ctx context.Context, id string) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
@@ -107,7 +110,12 @@ func (n *Node) reloadIdentity(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+	if owner.Mapped && owner.Node == n.cfg.Name {
+		if owner.Incarnation != n.incarnation {
+			n.log.Info("adopting an identity mapped to an earlier incarnation of this node", "identity", id,
+				"incarnation", owner.Incarnation)
+			return n.adoptOne(ctx, id)
+		}
 		return n.adoptIdentity(cctx, id, owner.Epoch)
 	}
 	n.mu.Lock()

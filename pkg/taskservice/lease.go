@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/backoff"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -215,7 +216,7 @@ func (n *Node) fence() {
 // rejoin registers again and re-adopts the identities still mapped to this
 // name, retrying until it succeeds, the node stops, or it was replaced.
 func (n *Node) rejoin() error {
-	backoff := 100 * time.Millisecond
+	bo := backoff.New(100*time.Millisecond, 2*time.Second)
 	for n.life.Err() == nil {
 		err := n.register(n.life, true)
 		if errors.Is(err, errReplaced) {
@@ -229,14 +230,9 @@ func (n *Node) rejoin() error {
 			n.kick()
 			return nil
 		}
-		n.log.Warn("rejoin failed; retrying", "error", err, "in", backoff)
-		select {
-		case <-time.After(backoff):
-		case <-n.life.Done():
+		n.log.Warn("rejoin failed; retrying", "error", err)
+		if !bo.Wait(n.life) {
 			return nil
-		}
-		if backoff < 2*time.Second {
-			backoff *= 2
 		}
 	}
 	return nil

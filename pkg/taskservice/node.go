@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/vote"
@@ -198,14 +199,14 @@ func (n *Node) Start(ctx context.Context) error {
 // until it succeeds, fails for good (a live node holds the name), or ctx
 // ends (then the last error is returned).
 func (n *Node) startStep(ctx context.Context, what string, step func() error) error {
-	bo := newBackoff(50*time.Millisecond, time.Second)
+	bo := backoff.New(50*time.Millisecond, time.Second)
 	for {
 		err := step()
 		if err == nil || errors.Is(err, ErrNameInUse) || errors.Is(err, errReplaced) {
 			return err
 		}
 		n.log.Warn("start: step failed; retrying", "step", what, "error", err)
-		if !bo.wait(ctx) {
+		if !bo.Wait(ctx) {
 			return fmt.Errorf("start: %s: %w", what, err)
 		}
 	}

@@ -37,7 +37,6 @@ func (n *Node) repairAfter(id string, d time.Duration) {
 // repairLoop does the reads asked for when they are due, with backoff while
 // etcd fails.
 func (n *Node) repairLoop() {
-	defer n.wg.Done()
 	bo := backoff.New(100*time.Millisecond, 5*time.Second)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()

@@ -64,12 +64,14 @@ func TestStopCancelsEveryLoopAndWaits(t *testing.T) {
 	var mu sync.Mutex
 	returned := map[string]bool{}
 	started := make(chan struct{}, 3)
+	cancelled := make(chan struct{}, 3)
+	release := make(chan struct{})
 	for _, name := range []string{"a", "b", "c"} {
 		g.Go(name, func(ctx context.Context) {
 			started <- struct{}{}
 			<-ctx.Done()
-			// Returning takes a moment after the cancel: Stop must wait.
-			time.Sleep(10 * time.Millisecond)
+			cancelled <- struct{}{}
+			<-release // held after the cancel: Stop must wait
 			mu.Lock()
 			returned[name] = true
 			mu.Unlock()
@@ -81,17 +83,26 @@ func TestStopCancelsEveryLoopAndWaits(t *testing.T) {
 	if got := g.Running(); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("running %q, want a, b, c", got)
 	}
-	g.Stop()
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); g.Stop() }()
+	for range 3 {
+		<-cancelled
+	}
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while its loops were held")
+	case <-g.Done():
+		t.Fatal("Done closed while loops were held")
+	default:
+	}
+	close(release)
+	wait(t, stopped, "Stop returned")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(returned) != 3 {
-		t.Fatalf("Stop returned while loops were running; returned: %v", returned)
+		t.Fatalf("Stop returned before every loop did; returned: %v", returned)
 	}
-	select {
-	case <-g.Done():
-	default:
-		t.Fatal("Done is not closed after Stop")
-	}
+	wait(t, g.Done(), "Done closed")
 }
 
 // Once stopped, a group starts nothing.

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/etcdwatch"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -123,39 +124,25 @@ func (w *Watcher) poll(ctx context.Context) (int64, error) {
 // watchLoop watches the area; after any break (error, compaction, a lost
 // leader) it lists the area again and watches from that list's revision.
 func (w *Watcher) watchLoop(ctx context.Context) {
-	prefix := w.Keys.Area(w.Node)
-	backoff := 50 * time.Millisecond
-	for ctx.Err() == nil {
-		rev, err := w.poll(ctx)
-		if err != nil {
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-				return
-			}
-			if backoff < 2*time.Second {
-				backoff *= 2
-			}
-			continue
-		}
-		backoff = 50 * time.Millisecond
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		ch := w.Client.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-		for resp := range ch {
-			if err := resp.Err(); err != nil {
-				if ctx.Err() == nil {
-					w.Log.Info("handoff watch broken; listing again", "error", err)
-				}
-				break
-			}
-			for _, ev := range resp.Events {
+	f := &etcdwatch.Follower{
+		Client:  w.Client,
+		Key:     w.Keys.Area(w.Node),
+		Options: []clientv3.OpOption{clientv3.WithPrefix()},
+		List:    w.poll,
+		Events: func(ctx context.Context, evs []*clientv3.Event) {
+			for _, ev := range evs {
 				if ev.Type == clientv3.EventTypePut {
 					w.deliver(ctx, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
 				}
 			}
-		}
-		cancel()
+		},
+		Initial: 50 * time.Millisecond,
+		Max:     2 * time.Second,
+		Broken: func(err error) {
+			w.Log.Info("handoff watch broken; listing again", "error", err)
+		},
 	}
+	f.Run(ctx)
 }
 
 // deliver hands an entry to the handler on one of the worker slots unless

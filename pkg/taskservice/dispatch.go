@@ -18,7 +18,6 @@ import (
 // dispatchLoop pops due entries in order and hands them to their identity's
 // starter. It starts nothing while the lease is not fresh (self-fencing).
 func (n *Node) dispatchLoop() {
-	defer n.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -175,34 +176,32 @@ func (n *Node) recheckOwned(ctx context.Context, from identity.Owner) (left bool
 var errNoTarget = errors.New("no other RUNNING node to take them")
 
 // controlLoop watches this node's control key: a DrainNode request from
-// any node lands there.
-func (n *Node) controlLoop() {
-	defer n.wg.Done()
+// any node lands there. Each list reads the key and acts on a request found
+// in it.
+func (n *Node) controlLoop(ctx context.Context) {
 	key := n.controlKey(n.cfg.Name)
-	for n.life.Err() == nil {
-		ctx, cancel := n.etcdCtx(n.life)
-		resp, err := n.cli.Get(ctx, key)
-		cancel()
-		if err == nil {
+	n.follow(ctx, "control key", etcdwatch.Follower{
+		Key: key,
+		List: func(ctx context.Context) (int64, error) {
+			cctx, cancel := n.etcdCtx(ctx)
+			resp, err := n.cli.Get(cctx, key)
+			cancel()
+			if err != nil {
+				return 0, err
+			}
 			if len(resp.Kvs) > 0 {
-				n.drainRequested(string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision)
+				n.drainRequested(ctx, string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision)
 			}
-			for w := range n.cli.Watch(clientv3.WithRequireLeader(n.life), key, clientv3.WithRev(resp.Header.Revision+1)) {
-				if w.Err() != nil {
-					break
-				}
-				for _, ev := range w.Events {
-					if ev.Type == clientv3.EventTypePut {
-						n.drainRequested(string(ev.Kv.Value), ev.Kv.ModRevision)
-					}
+			return resp.Header.Revision, nil
+		},
+		Events: func(ctx context.Context, evs []*clientv3.Event) {
+			for _, ev := range evs {
+				if ev.Type == clientv3.EventTypePut {
+					n.drainRequested(ctx, string(ev.Kv.Value), ev.Kv.ModRevision)
 				}
 			}
-		}
-		select {
-		case <-time.After(n.cfg.HandoffPeriod):
-		case <-n.life.Done():
-		}
-	}
+		},
+	})
 }
 
 func (n *Node) controlKey(node string) string { return n.cfg.Prefix + "control/" + node + "/drain" }
@@ -210,22 +209,24 @@ func (n *Node) controlKey(node string) string { return n.cfg.Prefix + "control/"
 // drainRequested starts a drain asked for through the control key, and
 // removes the request. A request meant for an earlier incarnation of this
 // name (left behind when it died) is only removed.
-func (n *Node) drainRequested(incarnation string, rev int64) {
-	ctx, cancel := n.etcdCtx(n.life)
-	_, _ = n.cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(n.controlKey(n.cfg.Name)), "=", rev)).
+func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64) {
+	cctx, cancel := n.etcdCtx(ctx)
+	_, _ = n.cli.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(n.controlKey(n.cfg.Name)), "=", rev)).
 		Then(clientv3.OpDelete(n.controlKey(n.cfg.Name))).Commit()
 	cancel()
 	if incarnation != n.incarnation {
 		return
 	}
 	n.log.Info("drain requested")
-	go func() { // not owned by the node: Drain ends by stopping it
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.DrainTimeout+time.Minute)
+	// Detached, not a loop: Drain ends by stopping the node, and Stop waits
+	// for the loops. The drain's context ends when the stop is over.
+	n.detached.Go("drain", func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout+time.Minute)
 		defer cancel()
 		if err := n.Drain(ctx); err != nil {
 			n.log.Warn("drain", "error", err)
 		}
-	}()
+	})
 }
 
 // DrainNode asks the named node to drain (through its control key, so any

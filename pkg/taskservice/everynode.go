@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -123,27 +124,16 @@ func (n *Node) loadEvery(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
-// everyLoop follows the EVERY_NODE tasks after loadEvery.
-func (n *Node) everyLoop(rev int64) {
-	defer n.wg.Done()
-	for n.life.Err() == nil {
-		if rev == 0 {
-			r, err := n.loadEvery(n.life)
-			if err != nil {
-				select {
-				case <-time.After(n.cfg.HandoffPeriod):
-				case <-n.life.Done():
-				}
-				continue
-			}
-			rev = r
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(n.life))
-		for resp := range n.cli.Watch(wctx, n.keys.AllEvery(), clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
-			if resp.Err() != nil {
-				break
-			}
-			for _, ev := range resp.Events {
+// everyLoop follows the EVERY_NODE tasks after loadEvery, which read them
+// at rev; after a break of the watch, loadEvery reads them all again.
+func (n *Node) everyLoop(ctx context.Context, rev int64) {
+	n.follow(ctx, "EVERY_NODE tasks", etcdwatch.Follower{
+		Key:     n.keys.AllEvery(),
+		Options: []clientv3.OpOption{clientv3.WithPrefix()},
+		FromRev: rev,
+		List:    n.loadEvery,
+		Events: func(_ context.Context, evs []*clientv3.Event) {
+			for _, ev := range evs {
 				id, tid, err := n.keys.SplitEvery(string(ev.Kv.Key))
 				if err != nil {
 					continue
@@ -154,10 +144,8 @@ func (n *Node) everyLoop(rev int64) {
 					n.installEvery(id, ev.Kv.Value, ev.Kv.ModRevision, nil, false)
 				}
 			}
-		}
-		cancel()
-		rev = 0
-	}
+		},
+	})
 }
 
 // installEvery queues (or updates) this node's entry of an EVERY_NODE task.

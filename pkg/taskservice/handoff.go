@@ -3,10 +3,10 @@ package taskservice
 import (
 	"context"
 	"fmt"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -16,8 +16,7 @@ import (
 // the node's ownership index that tells it an identity left (contract §3.3).
 
 // handoffLoop runs the watcher of this node's handoff area.
-func (n *Node) handoffLoop() {
-	defer n.wg.Done()
+func (n *Node) handoffLoop(ctx context.Context) {
 	w := &handoff.Watcher{
 		Client:  n.cli,
 		Keys:    handoff.NewKeys(n.cfg.Prefix),
@@ -29,7 +28,7 @@ func (n *Node) handoffLoop() {
 		Log:     n.log,
 		Handle:  n.takeHandoff,
 	}
-	w.Run(n.life)
+	w.Run(ctx)
 }
 
 // takeHandoff loads what an entry names, if this node owns the identity;
@@ -93,53 +92,35 @@ func (n *Node) handoffOp(node, id, taskID string) (clientv3.Op, error) {
 // the identity was moved away or unmapped, so the node cancels its timers
 // for it; runs in flight finish and fail their fence. After any break of
 // the watch the index is listed again and identities not in it dropped.
-func (n *Node) ownershipLoop(fromRev int64) {
-	defer n.wg.Done()
+func (n *Node) ownershipLoop(ctx context.Context) {
 	prefix := n.idmap.Keys().OwnedPrefix(n.cfg.Name)
-	rev := fromRev
-	for n.life.Err() == nil {
-		if rev == 0 {
-			r, err := n.reconcileOwned()
-			if err != nil {
-				select {
-				case <-n.life.Done():
-					return
-				case <-time.After(n.cfg.HandoffPeriod):
-				}
-				continue
-			}
-			rev = r
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(n.life))
-		for resp := range n.cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
-			if err := resp.Err(); err != nil {
-				break
-			}
-			for _, ev := range resp.Events {
+	n.follow(ctx, "ownership index", etcdwatch.Follower{
+		Key:     prefix,
+		Options: []clientv3.OpOption{clientv3.WithPrefix()},
+		List:    n.reconcileOwned,
+		Events: func(_ context.Context, evs []*clientv3.Event) {
+			for _, ev := range evs {
 				if ev.Type != clientv3.EventTypeDelete {
 					continue
 				}
-				id, err := identity.Decode(string(ev.Kv.Key[len(prefix):]))
-				if err == nil {
+				if id, err := identity.Decode(string(ev.Kv.Key[len(prefix):])); err == nil {
 					n.identityLeft(id, ev.Kv.ModRevision)
 				}
 			}
-		}
-		cancel()
-		rev = 0 // list again
-	}
+		},
+	})
 }
 
 // reconcileOwned drops identities no longer in the ownership index and
 // returns the revision it read at.
-func (n *Node) reconcileOwned() (int64, error) {
-	ctx, cancel := n.etcdCtx(n.life)
+func (n *Node) reconcileOwned(ctx context.Context) (int64, error) {
+	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(ctx, n.idmap.Keys().OwnedPrefix(n.cfg.Name), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	prefix := n.idmap.Keys().OwnedPrefix(n.cfg.Name)
+	resp, err := n.cli.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return 0, err
 	}
-	prefix := n.idmap.Keys().OwnedPrefix(n.cfg.Name)
 	in := make(map[string]bool, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		if id, err := identity.Decode(string(kv.Key[len(prefix):])); err == nil {

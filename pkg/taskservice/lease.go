@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/backoff"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -141,23 +142,22 @@ func (n *Node) publish(ctx context.Context) error {
 // etcd no longer knows makes it forget its identities and register again.
 // If another incarnation of the same name registered meanwhile, the node
 // stops: it was replaced.
-func (n *Node) leaseLoop() {
-	defer n.wg.Done()
+func (n *Node) leaseLoop(ctx context.Context) {
 	every := n.cfg.LeaseTTL / 4
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	for {
 		select {
 		case <-timer.C:
-		case <-n.life.Done():
+		case <-ctx.Done():
 			return
 		}
 		n.mu.Lock()
 		lease := n.leaseID
 		n.mu.Unlock()
 		sent := time.Now()
-		ctx, cancel := context.WithTimeout(n.life, every)
-		resp, err := n.cli.KeepAliveOnce(ctx, lease)
+		kctx, cancel := context.WithTimeout(ctx, every)
+		resp, err := n.cli.KeepAliveOnce(kctx, lease)
 		cancel()
 		switch {
 		case err == nil && resp.TTL > 0:
@@ -167,12 +167,12 @@ func (n *Node) leaseLoop() {
 			}
 			n.mu.Unlock()
 			n.kick()
-		case n.life.Err() != nil:
+		case ctx.Err() != nil:
 			return
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
 			n.log.Warn("node lease lost; forgetting identities and registering again")
 			n.fence()
-			if err := n.rejoin(); err != nil {
+			if err := n.rejoin(ctx); err != nil {
 				n.log.Error("node stops", "reason", err)
 				n.stopAsync()
 				return
@@ -214,29 +214,24 @@ func (n *Node) fence() {
 
 // rejoin registers again and re-adopts the identities still mapped to this
 // name, retrying until it succeeds, the node stops, or it was replaced.
-func (n *Node) rejoin() error {
-	backoff := 100 * time.Millisecond
-	for n.life.Err() == nil {
-		err := n.register(n.life, true)
+func (n *Node) rejoin(ctx context.Context) error {
+	bo := backoff.New(100*time.Millisecond, 2*time.Second)
+	for ctx.Err() == nil {
+		err := n.register(ctx, true)
 		if errors.Is(err, errReplaced) {
 			return err
 		}
 		if err == nil {
-			err = n.adoptOwned(n.life)
+			err = n.adoptOwned(ctx)
 		}
 		if err == nil {
 			n.log.Info("rejoined after losing the lease", "identities", n.ownedCount())
 			n.kick()
 			return nil
 		}
-		n.log.Warn("rejoin failed; retrying", "error", err, "in", backoff)
-		select {
-		case <-time.After(backoff):
-		case <-n.life.Done():
+		n.log.Warn("rejoin failed; retrying", "error", err)
+		if !bo.Wait(ctx) {
 			return nil
-		}
-		if backoff < 2*time.Second {
-			backoff *= 2
 		}
 	}
 	return nil

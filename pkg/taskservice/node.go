@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/vote"
@@ -38,9 +40,17 @@ type Node struct {
 	stopLife   context.CancelFunc
 	runCtx     context.Context
 	cancelRuns context.CancelCauseFunc
-	wg         sync.WaitGroup // owned goroutines (loops, starters)
-	runs       sync.WaitGroup // handler goroutines
-	slots      chan struct{}  // one per concurrent run
+	// loops are the node's long-lived loops (lease, dispatch, watches...),
+	// stopped by Stop before it waits for the runs.
+	loops *startstop.Group
+	// detached are the goroutines that stop the node from inside (a drain
+	// asked for through the control key, a node that was replaced): Stop
+	// waits for the loops, so they cannot be loops. Stop cancels the group
+	// when it is done, and Done waits for it.
+	detached *startstop.Group
+	wg       sync.WaitGroup // starters
+	runs     sync.WaitGroup // handler goroutines
+	slots    chan struct{}  // one per concurrent run
 
 	mu            sync.Mutex
 	state         taskdv1.NodeState
@@ -58,7 +68,6 @@ type Node struct {
 	wake          chan struct{}
 	started       bool
 	stopped       bool
-	done          chan struct{} // closed when Stop has finished
 
 	voter    *vote.Voter
 	batch    *batcher
@@ -93,7 +102,6 @@ func New(cfg Config) (*Node, error) {
 		flights:      map[taskRef]*flight{},
 		repairWake:   make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
-		done:         make(chan struct{}),
 		slots:        make(chan struct{}, cfg.Workers),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
@@ -102,6 +110,9 @@ func New(cfg Config) (*Node, error) {
 	// best on 2 cores; more only shrinks the batches).
 	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 2)
 	n.life, n.stopLife = context.WithCancel(context.Background())
+	// A loop still running this long after Stop began is named in the log.
+	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
+	n.detached = startstop.New(context.Background(), n.log, 0)
 	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
 	return n, nil
 }
@@ -161,8 +172,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
-	n.wg.Add(1)
-	go n.leaseLoop()
+	n.loops.Go("lease", n.leaseLoop)
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.adoptOwned(ctx) }); err != nil {
 		return err
 	}
@@ -180,15 +190,15 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startStep(ctx, "publish RUNNING", func() error { return n.publish(ctx) }); err != nil {
 		return err
 	}
-	n.wg.Add(8)
-	go n.repairLoop()
-	go n.everyLoop(everyRev)
-	go n.placementLoop()
-	go n.controlLoop()
-	go func() { defer n.wg.Done(); n.voter.Run(n.life) }()
-	go n.dispatchLoop()
-	go n.handoffLoop()
-	go n.ownershipLoop(0)
+	// Loops started after a concurrent Stop do not run (startstop).
+	n.loops.Go("repair", func(context.Context) { n.repairLoop() })
+	n.loops.Go("every", func(ctx context.Context) { n.everyLoop(ctx, everyRev) })
+	n.loops.Go("placement", n.placementLoop)
+	n.loops.Go("control", n.controlLoop)
+	n.loops.Go("voter", n.voter.Run)
+	n.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
+	n.loops.Go("handoff", n.handoffLoop)
+	n.loops.Go("ownership", n.ownershipLoop)
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
 	return nil
@@ -198,14 +208,14 @@ func (n *Node) Start(ctx context.Context) error {
 // until it succeeds, fails for good (a live node holds the name), or ctx
 // ends (then the last error is returned).
 func (n *Node) startStep(ctx context.Context, what string, step func() error) error {
-	bo := newBackoff(50*time.Millisecond, time.Second)
+	bo := backoff.New(50*time.Millisecond, time.Second)
 	for {
 		err := step()
 		if err == nil || errors.Is(err, ErrNameInUse) || errors.Is(err, errReplaced) {
 			return err
 		}
 		n.log.Warn("start: step failed; retrying", "step", what, "error", err)
-		if !bo.wait(ctx) {
+		if !bo.Wait(ctx) {
 			return fmt.Errorf("start: %s: %w", what, err)
 		}
 	}
@@ -230,9 +240,13 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.stopped = true
 	wasStarted := n.started
 	n.mu.Unlock()
-	defer close(n.done)
+	// Last: the stop is over, and Done closes once the detached goroutines
+	// (possibly the caller) return.
+	defer n.detached.Cancel()
 	n.stopLife()
 	n.kick()
+	n.loops.Stop()
+	// The dispatcher has returned, so no starter starts any more.
 	n.wg.Wait()
 
 	done := make(chan struct{})
@@ -270,17 +284,19 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 // Done is closed once the node has stopped, whether by Stop or by itself
-// (it was replaced by a newer incarnation of its name, or it drained).
-func (n *Node) Done() <-chan struct{} { return n.done }
+// (it was replaced by a newer incarnation of its name, or it drained), and
+// the goroutine that stopped it from inside has returned.
+func (n *Node) Done() <-chan struct{} { return n.detached.Done() }
 
-// stopAsync stops the node from one of its own goroutines (which Stop
-// waits for, so it cannot call Stop itself).
+// stopAsync stops the node from one of its loops (which Stop waits for, so
+// a loop cannot call Stop itself), in a detached goroutine.
 func (n *Node) stopAsync() {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.DrainTimeout)
+	n.detached.Go("stop", func(ctx context.Context) {
+		// ctx ends only when Stop is over.
+		sctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
 		defer cancel()
-		_ = n.Stop(ctx)
-	}()
+		_ = n.Stop(sctx)
+	})
 }
 
 // kick wakes the dispatcher.

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -192,32 +193,31 @@ func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead str
 // placementLoop campaigns to be the placement leader and, while leader,
 // reassigns the identities of dead nodes (contract §3.1, §5.4's counterpart
 // for a node that does not come back).
-func (n *Node) placementLoop() {
-	defer n.wg.Done()
-	for n.life.Err() == nil {
+func (n *Node) placementLoop(ctx context.Context) {
+	for ctx.Err() == nil {
 		n.mu.Lock()
 		lease := n.leaseID
 		n.mu.Unlock()
-		l, err := identity.Campaign(n.life, n.cli, n.cfg.Prefix+"leader", n.cfg.Name+" "+n.incarnation, lease, n.cfg.EtcdTimeout)
+		l, err := identity.Campaign(ctx, n.cli, n.cfg.Prefix+"leader", n.cfg.Name+" "+n.incarnation, lease, n.cfg.EtcdTimeout)
 		if err != nil {
 			// Most likely the lease expired and the node is registering
 			// again: campaign with its new lease after a breath.
 			n.log.Debug("placement campaign ended", "error", err)
 			select {
 			case <-time.After(n.cfg.HandoffPeriod):
-			case <-n.life.Done():
+			case <-ctx.Done():
 			}
 			continue
 		}
 		n.log.Info("placement leader")
-		n.lead(l)
+		n.lead(ctx, l)
 		n.log.Info("placement leadership ended")
 	}
 }
 
 // lead does the leader's work until the holding l ends.
-func (n *Node) lead(l identity.Leadership) {
-	ctx, cancel := context.WithCancel(n.life)
+func (n *Node) lead(ctx context.Context, l identity.Leadership) {
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -246,31 +246,40 @@ func (n *Node) lead(l identity.Leadership) {
 	wg.Wait()
 }
 
-// watchNodeDeaths signals sweep whenever a node's registration goes away.
+// watchNodeDeaths signals sweep whenever a node's registration goes away,
+// and after every list of the registrations: the first, which closes the
+// gap between the leader's first sweep and the watch, and each one after a
+// break of the watch, when deaths may have gone unseen.
 func (n *Node) watchNodeDeaths(ctx context.Context, sweep chan<- struct{}) {
-	for ctx.Err() == nil {
-		for resp := range n.cli.Watch(clientv3.WithRequireLeader(ctx), n.nodesPrefix, clientv3.WithPrefix()) {
-			if resp.Err() != nil {
-				break
-			}
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					select {
-					case sweep <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}
+	signal := func() {
 		select {
-		case sweep <- struct{}{}: // the watch broke: look again
+		case sweep <- struct{}{}:
 		default:
 		}
-		select {
-		case <-time.After(n.cfg.HandoffPeriod):
-		case <-ctx.Done():
-		}
 	}
+	n.follow(ctx, "registrations", etcdwatch.Follower{
+		Key:     n.nodesPrefix,
+		Options: []clientv3.OpOption{clientv3.WithPrefix()},
+		// The sweep itself reads the registrations; the list only fixes
+		// the revision the watch starts after.
+		List: func(ctx context.Context) (int64, error) {
+			cctx, cancel := n.etcdCtx(ctx)
+			defer cancel()
+			resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				return 0, err
+			}
+			signal()
+			return resp.Header.Revision, nil
+		},
+		Events: func(_ context.Context, evs []*clientv3.Event) {
+			for _, ev := range evs {
+				if ev.Type == clientv3.EventTypeDelete {
+					signal()
+				}
+			}
+		},
+	})
 }
 
 // sweep finds nodes that own identities but are not registered, and

@@ -3,6 +3,8 @@ package taskservice
 import (
 	"context"
 	"time"
+
+	"github.com/taskd/taskd/internal/backoff"
 )
 
 // This file makes the node converge after a write whose outcome it does not
@@ -35,8 +37,7 @@ func (n *Node) repairAfter(id string, d time.Duration) {
 // repairLoop does the reads asked for when they are due, with backoff while
 // etcd fails.
 func (n *Node) repairLoop() {
-	defer n.wg.Done()
-	bo := newBackoff(100*time.Millisecond, 5*time.Second)
+	bo := backoff.New(100*time.Millisecond, 5*time.Second)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -53,12 +54,12 @@ func (n *Node) repairLoop() {
 			}
 		}
 		if failed {
-			if !bo.wait(n.life) {
+			if !bo.Wait(n.life) {
 				return
 			}
 			continue
 		}
-		bo.reset()
+		bo.Reset()
 		wait := time.Hour
 		if !next.IsZero() {
 			wait = time.Until(next)

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -183,7 +184,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.prog.GetManualServedRev(), e.shared
 		n.mu.Unlock()
 	}
-	bo := newBackoff(50*time.Millisecond, 2*time.Second)
+	bo := backoff.New(50*time.Millisecond, 2*time.Second)
 	for {
 		rec := cloneRec(c.base)
 		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
@@ -218,7 +219,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 				return
 			}
 			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.err)
-			bo.wait(n.life)
+			bo.Wait(n.life)
 			continue
 		}
 		if out.ok {
@@ -381,7 +382,7 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 	if err != nil {
 		c.maybeApplied = true
 		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
-		newBackoff(50*time.Millisecond, 50*time.Millisecond).wait(n.life)
+		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life)
 		return true
 	}
 	if !ok {

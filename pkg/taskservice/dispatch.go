@@ -348,8 +348,16 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
+	// Besides the epoch and the task, a start is fenced on this node's own
+	// registration: etcd can end a lease sooner than the node's last
+	// acknowledged renewal promised (seen around a stalled etcd leader), and
+	// a node whose registration is gone must not start runs, whatever its
+	// own clock says.
 	ctx, cancel := n.startCtx()
-	out := n.batch.do(ctx, n.runFence(st.name, e.id, snap.epoch, snap.rev), []clientv3.Op{put}, n.runElse(st.name, e.id))
+	out := n.batch.do(ctx,
+		append(n.runFence(st.name, e.id, snap.epoch, snap.rev), n.registeredCmp()),
+		[]clientv3.Op{put},
+		append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)))
 	cancel()
 	if out.err != nil {
 		// If the write was applied after all, the next attempt's compare
@@ -434,6 +442,14 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 // entry's next start.
 func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 	st := e.ident
+	if len(els) > 2 && !n.ownsRegistration(els[2]) {
+		// This node's registration is gone or another's (its lease ended):
+		// nothing starts until the lease keeper has registered it again.
+		n.log.Warn("start refused: this node's registration is no longer under its lease", "identity", st.name, "task", e.id)
+		n.settleNotStarted(e, n.cfg.LeaseTTL/4)
+		n.checkLease()
+		return
+	}
 	owner, err := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
 	if err != nil {
 		n.log.Error("decode mapping after a failed write", "identity", st.name, "error", err)

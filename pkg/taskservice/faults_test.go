@@ -816,3 +816,36 @@ func TestStartSurvivesFailedEtcdCalls(t *testing.T) {
 	task := scheduleOn(t, n, spec("s", "rec", now()))
 	waitTaskState(t, n, "s", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
 }
+
+// TestNoStartWithoutTheRegistration: the node's registration disappears
+// while its lease still renews (etcd ended the lease early around a stalled
+// leader, in the chaos suite; here the record is deleted). Before the fix
+// the node went on starting runs, fenced only on the identity's epoch. Now
+// every start is also fenced on the registration: the due task runs only
+// after the node has registered again and re-adopted the identity, under a
+// newer epoch.
+func TestNoStartWithoutTheRegistration(t *testing.T) {
+	e := tst.StartEtcd(t)
+	rec := &recorder{}
+	n := faultNode(t, e, "n1", nil, rec, nil, nil)
+	task := scheduleOn(t, n, spec("reg", "rec", after(time.Second)))
+	cli := e.Client(t)
+	ctx, cancel := rpc()
+	defer cancel()
+	del, err := cli.Delete(ctx, "/taskd/nodes/n1")
+	if err != nil || del.Deleted != 1 {
+		t.Fatalf("delete the registration: %v", err)
+	}
+	waitTaskState(t, n, "reg", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	calls := rec.of(task.Id)
+	if len(calls) != 1 {
+		t.Fatalf("ran %d times, want once", len(calls))
+	}
+	if calls[0].Fence.Epoch <= del.Header.Revision {
+		t.Fatalf("ran under epoch %d, from before the registration was deleted at %d", calls[0].Fence.Epoch, del.Header.Revision)
+	}
+	reg, err := cli.Get(ctx, "/taskd/nodes/n1")
+	if err != nil || len(reg.Kvs) != 1 {
+		t.Fatalf("the node did not register again: %v", err)
+	}
+}

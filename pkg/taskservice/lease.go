@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -147,8 +148,16 @@ func (n *Node) leaseLoop(ctx context.Context) {
 	timer := time.NewTimer(every)
 	defer timer.Stop()
 	for {
+		verify := false
 		select {
 		case <-timer.C:
+		case <-n.leaseWake:
+			// A start found the registration not under this node's lease:
+			// renew now, and look at the registration itself too.
+			verify = true
+			if !timer.Stop() {
+				<-timer.C
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -159,6 +168,9 @@ func (n *Node) leaseLoop(ctx context.Context) {
 		kctx, cancel := context.WithTimeout(ctx, every)
 		resp, err := n.cli.KeepAliveOnce(kctx, lease)
 		cancel()
+		if err == nil && resp.TTL > 0 && verify && !n.registrationHeld(ctx, lease) {
+			resp.TTL = 0 // the lease lives on, but the registration is gone: rejoin
+		}
 		switch {
 		case err == nil && resp.TTL > 0:
 			n.mu.Lock()
@@ -246,6 +258,38 @@ func (n *Node) registeredCmp() clientv3.Cmp {
 	lease := n.leaseID
 	n.mu.Unlock()
 	return clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(lease))
+}
+
+// ownsRegistration reports whether a read of this node's registration (in
+// a Txn's Else branch) shows it under the node's current lease.
+func (n *Node) ownsRegistration(r *etcdserverpb.ResponseOp) bool {
+	kvs := r.GetResponseRange().GetKvs()
+	n.mu.Lock()
+	lease := n.leaseID
+	n.mu.Unlock()
+	return len(kvs) > 0 && kvs[0].Lease == int64(lease)
+}
+
+// registrationHeld reports whether the node's registration is under lease;
+// true too when it cannot be read (the renewal decides then).
+func (n *Node) registrationHeld(ctx context.Context, lease clientv3.LeaseID) bool {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.nodesPrefix+n.cfg.Name)
+	if err != nil {
+		return true
+	}
+	return len(resp.Kvs) > 0 && resp.Kvs[0].Lease == int64(lease)
+}
+
+// checkLease asks the lease keeper to renew now, so that a lost lease is
+// noticed (and the node registers again) without waiting for the next
+// renewal.
+func (n *Node) checkLease() {
+	select {
+	case n.leaseWake <- struct{}{}:
+	default:
+	}
 }
 
 func leaseOf(resp *clientv3.GetResponse) int64 {

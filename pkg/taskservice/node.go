@@ -64,6 +64,7 @@ type Node struct {
 	flights       map[taskRef]*flight // runs in flight (flights.go)
 	repairs       []repairRead        // identities to read again (repair.go)
 	repairWake    chan struct{}
+	leaseWake     chan struct{} // ask the lease keeper to renew now
 	queue         timerQueue
 	wake          chan struct{}
 	started       bool
@@ -101,6 +102,7 @@ func New(cfg Config) (*Node, error) {
 		remoteOwners: map[string]identity.Owner{},
 		flights:      map[taskRef]*flight{},
 		repairWake:   make(chan struct{}, 1),
+		leaseWake:    make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
 		slots:        make(chan struct{}, cfg.Workers),
 	}

@@ -105,7 +105,7 @@ type report struct {
 	regEnds                            int
 
 	reexecutions []finding // a (task, run number) whose handler started more than once
-	unended      []finding // a handler start with no end line, bounded by its process's exit
+	unended      []finding // a handler start with no end line, with the bound used for its end (see unendedBound)
 	outlived     []finding // a handler that logged its end after its taskd process had exited
 
 	lost           []finding // acknowledged, not cancelled, never succeeded
@@ -260,9 +260,13 @@ func cancelled(f *taskFacts) bool {
 //     that was gone: the node kept running identities after its lease
 //     lapsed. Exact, from a watch on the nodes' records.
 //   - overlap: two handler runs of one task whose [start, end] intervals
-//     intersect. A start with no end line ends when the taskd process that
-//     ran it exited (its handler is killed with it) or, if that process
-//     still runs, never.
+//     intersect. A start with no end line ends at the earliest of: the exit
+//     of the taskd process that ran it (its handler is killed with it), and
+//     the ended_at of its own history entry (same run number, same node,
+//     the exact fence of the start line): a cancelled run's command is
+//     killed and reaped before its handler call returns. With neither (the
+//     process still runs, no such entry) it never ends. The finding says
+//     which bound was used.
 //   - re-execution (listed, allowed): a (task, run number) whose handler
 //     started more than once.
 //   - commit with no handler start: a SUCCESS entry whose (task, run number,
@@ -337,7 +341,11 @@ func checkHandlerRuns(r *report, in checkInput) {
 				})
 			}
 		} else {
-			iv.end, iv.endOf = processEnd(in.lifetimes[e.node], e.at)
+			var runs []*taskdv1.Run
+			if f := in.tasks[e.id]; f != nil {
+				runs = f.runs
+			}
+			iv.end, iv.endOf = unendedBound(in.lifetimes[e.node], runs, e)
 			r.unended = append(r.unended, finding{"handler start with no end line; " + iv.endOf, []string{e.line}})
 		}
 		perTask[e.id] = append(perTask[e.id], iv)
@@ -416,6 +424,43 @@ func processEnd(lives []lifetime, t time.Time) (time.Time, string) {
 		return l.end, "bounded by its taskd process's exit at " + l.end.Format("15:04:05.000")
 	}
 	return time.Time{}, "no taskd process of that node ran then: open-ended"
+}
+
+// unendedBound bounds a handler that logged no end line: it ended at the
+// latest when the first of these happened, and the text says which one was
+// used:
+//   - the taskd process running at its start exited (the handler's process
+//     group dies with it);
+//   - the handler call returned, as the ended_at of its own history entry:
+//     same run number, same node and the exact fence of its start line. A
+//     node that cancels a run (lost lease, stop) kills the command's
+//     process group and reaps it before the call returns, so such a run
+//     writes no end line but its entry says when it was over. An entry
+//     written by another node (which has an empty fence, or another node)
+//     says nothing about when this handler ended and is never used.
+func unendedBound(lives []lifetime, runs []*taskdv1.Run, e *handlerEvent) (time.Time, string) {
+	end, why := processEnd(lives, e.at)
+	var entry *taskdv1.Run
+	for _, run := range runs {
+		ts := run.GetEndedAt()
+		if run.GetRunNumber() != e.run || run.GetNode() != e.node || run.GetFence() == "" || run.GetFence() != e.fence ||
+			ts == nil || (ts.GetSeconds() == 0 && ts.GetNanos() == 0) {
+			continue
+		}
+		if entry == nil || run.GetEndedAt().AsTime().Before(entry.GetEndedAt().AsTime()) {
+			entry = run
+		}
+	}
+	if entry == nil {
+		return end, why + "; the other bound: no history entry of this node with this fence"
+	}
+	ended := entry.GetEndedAt().AsTime()
+	if !end.IsZero() && !ended.Before(end) {
+		return end, why + "; the other bound: its history entry ended later, at " + ended.Format("15:04:05.000")
+	}
+	return ended, fmt.Sprintf("bounded by the end of its history entry (%s, node %s, fence %s) at %s; the other bound: %s",
+		strings.TrimPrefix(entry.GetOutcome().String(), "OUTCOME_"), entry.GetNode(), entry.GetFence(),
+		ended.Format("15:04:05.000"), why)
 }
 
 // checkRegistrations finds starts under epochs that predate the end of a

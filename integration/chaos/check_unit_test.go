@@ -242,3 +242,87 @@ func TestCheckerHandlerOutlivesTaskd(t *testing.T) {
 		t.Fatalf("outlived %d, overlaps %d, re-executions %d; want 1 each", len(r.outlived), len(r.overlaps), len(r.reexecutions))
 	}
 }
+
+// endedAt sets a history entry's ended_at.
+func endedAt(run *taskdv1.Run, ms int) *taskdv1.Run {
+	run.EndedAt = timestamppb.New(at(ms))
+	return run
+}
+
+// A handler killed by its own node (lease lost, stop) writes no end line;
+// the end of its own history entry (same run number, node and fence)
+// bounds it, and nothing else does: an entry with another node or an empty
+// fence, or none, leaves it bounded by its taskd process's exit.
+func TestCheckerKilledHandlerBoundedByHistory(t *testing.T) {
+	lines := []string{
+		logLine(0, "start", "n1", "u", "A", 1, "10.11"),  // killed: no end line
+		logLine(80, "start", "n1", "u", "A", 1, "20.21"), // the recovery on the same node
+		logLine(150, "end", "n1", "u", "A", 1, "20.21"),
+	}
+	recovered := hrun(1, success, "n1", "20.21", 80, false)
+	cases := []struct {
+		name        string
+		killed      *taskdv1.Run // its history entry, if any
+		exit        int          // ms when n1's taskd process exited
+		wantOverlap bool
+		wantBound   string // in the unended finding and, if any, the overlap's evidence
+	}{
+		{"entry of this node and fence ended before the recovery", endedAt(hrun(1, interrupted, "n1", "10.11", 0, false), 60),
+			1000, false, "bounded by the end of its history entry (INTERRUPTED, node n1, fence 10.11) at 00:00:00.060"},
+		{"no entry", nil,
+			1000, true, "bounded by its taskd process's exit at 00:00:01.000; the other bound: no history entry"},
+		{"entry with an empty fence (resolved by another node)", endedAt(hrun(1, interrupted, "n1", "", 0, false), 60),
+			1000, true, "no history entry of this node with this fence"},
+		{"entry with this fence on another node", endedAt(hrun(1, interrupted, "n2", "10.11", 0, false), 60),
+			1000, true, "no history entry of this node with this fence"},
+		{"entry of another run number", endedAt(hrun(2, interrupted, "n1", "10.11", 0, false), 60),
+			1000, true, "no history entry of this node with this fence"},
+		{"entry ended after the recovery started", endedAt(hrun(1, interrupted, "n1", "10.11", 0, false), 100),
+			1000, true, "bounded by the end of its history entry (INTERRUPTED, node n1, fence 10.11) at 00:00:00.100"},
+		{"process exited before the entry ended", endedAt(hrun(1, interrupted, "n1", "10.11", 0, false), 100),
+			70, false, "bounded by its taskd process's exit at 00:00:00.070; the other bound: its history entry ended later, at 00:00:00.100"},
+		{"entry of a process that still runs", endedAt(hrun(1, interrupted, "n1", "10.11", 0, false), 60),
+			0, false, "at 00:00:00.060; the other bound: its taskd process still runs: open-ended"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var data []byte
+			for _, l := range lines {
+				data = append(data, l+"\n"...)
+			}
+			events, bad := parseHandlerLog(data)
+			if len(bad) > 0 {
+				t.Fatalf("unreadable lines: %q", bad)
+			}
+			runs := []*taskdv1.Run{recovered}
+			if c.killed != nil {
+				runs = append(runs, c.killed)
+			}
+			lives := []lifetime{{start: t0}}
+			if c.exit > 0 {
+				// The recovery runs in the same process if it exited
+				// after 80 ms, in the next one otherwise.
+				lives = []lifetime{{start: t0, end: at(c.exit)}, {start: at(c.exit)}}
+			}
+			r := check(checkInput{events: events, tasks: map[string]*taskFacts{"A": oneShot("A", completed, 1, runs...)},
+				lifetimes: map[string][]lifetime{"n1": lives, "n2": {{start: t0}}}})
+			if len(r.unended) != 1 || !strings.Contains(r.unended[0].what, c.wantBound) {
+				t.Errorf("unended %+v; want one with %q", r.unended, c.wantBound)
+			}
+			if got := len(r.overlaps) > 0; got != c.wantOverlap {
+				t.Errorf("overlaps %+v; want an overlap: %t", r.overlaps, c.wantOverlap)
+			}
+			if c.wantOverlap && (len(r.overlaps) != 1 || !strings.Contains(strings.Join(r.overlaps[0].evidence, "\n"), c.wantBound)) {
+				t.Errorf("overlaps %+v; want one whose evidence names the bound %q", r.overlaps, c.wantBound)
+			}
+			for _, k := range r.mustBeZero() {
+				if k.name != "overlapping executions" && len(k.list) > 0 {
+					t.Errorf("%s: %+v", k.name, k.list)
+				}
+			}
+			if len(r.reexecutions) != 1 {
+				t.Errorf("re-executions %+v; want one", r.reexecutions)
+			}
+		})
+	}
+}

@@ -606,8 +606,10 @@ func TestRestartUnderSameNameResolvesPreviousIncarnation(t *testing.T) {
 	etcd := tst.StartEtcd(t)
 	block := make(chan struct{})
 	defer close(block)
+	returned := make(chan struct{}, 1)
 	first := &recorder{behave: func(ctx context.Context, r *taskservice.Run, n int) error {
-		select { // in flight until the test ends: a frozen old process
+		defer func() { returned <- struct{}{} }()
+		select { // in flight until released, or until the old node learns its lease is gone
 		case <-block:
 		case <-ctx.Done():
 		}
@@ -661,8 +663,13 @@ func TestRestartUnderSameNameResolvesPreviousIncarnation(t *testing.T) {
 	if runs[1].Outcome != taskdv1.Outcome_OUTCOME_INTERRUPTED || !contains(runs[1].Message, old.Incarnation()) {
 		t.Errorf("history %v: want the old run INTERRUPTED naming incarnation %s", runs, old.Incarnation())
 	}
-	// The old incarnation's run now ends: its commit must fail the fence.
-	block <- struct{}{}
+	// The old incarnation's run now ends (if its node has not already
+	// cancelled it on finding its lease revoked): its commit must fail the
+	// fence.
+	select {
+	case block <- struct{}{}:
+	case <-returned:
+	}
 	tst.Eventually(t, 5*time.Second, func() bool { return ev1.has(taskservice.EventDropped, taskID) }, "the old run to be DROPPED")
 	if got := h.get("held", taskID); got.LastRun.Node != "same" || got.RunCount != 1 || got.State != taskdv1.TaskState_TASK_STATE_COMPLETED {
 		t.Errorf("task after both: %v", got)

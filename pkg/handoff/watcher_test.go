@@ -12,7 +12,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/pkg/handoff"
-	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 )
 
@@ -83,12 +82,7 @@ func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
 	// The child binds a port of its own choice and reports it; the restart
 	// below reuses that address, which the client knows.
 	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
-	url := etcd.URL
-	cli, err := taskservice.DialEtcd([]string{url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := etcd.Client(t)
 	keys := handoff.NewKeys("/t/")
 	k := &taken{seen: map[string]int{}}
 	startWatcher(t, cli, &handoff.Watcher{Client: cli, Keys: keys, Node: "n1", Period: time.Hour, Start: time.Hour,
@@ -97,7 +91,7 @@ func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
 	tst.Eventually(t, 10*time.Second, func() bool { return k.count("alice/before") == 1 }, "the first entry")
 
 	etcd.Kill()
-	tst.StartEtcdProcess(t, dir, url)
+	tst.StartEtcdProcess(t, dir, etcd.URL)
 	// Other writes move the revision on; then the history is compacted, so
 	// the old watch cannot resume where it was.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -85,11 +85,7 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	// as an external etcd would (the node's client knows only that).
 	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
 	url := etcd.URL
-	cli, err := taskservice.DialEtcd([]string{url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := etcd.Client(t)
 	rec := &recorder{}
 	logs := &logLines{}
 	n := tst.StartNode(t, cli, taskservice.Config{
@@ -111,7 +107,7 @@ func TestEtcdOutageGivesUnavailableAndRecovers(t *testing.T) {
 	etcd.Kill()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = n.Client.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: spec("o", "rec", now())})
+	_, err := n.Client.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: spec("o", "rec", now())})
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("schedule with etcd down: %v, want Unavailable", err)
 	}
@@ -190,11 +186,7 @@ func TestFrozenEtcdNoHandlerCallOnStaleLease(t *testing.T) {
 	const ttl = 2 * time.Second
 	dir := filepath.Join(t.TempDir(), "etcd")
 	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
-	cli, err := taskservice.DialEtcd([]string{etcd.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := etcd.Client(t)
 	rec := &recorder{}
 	logs := &logLines{}
 	n := tst.StartNode(t, cli, taskservice.Config{

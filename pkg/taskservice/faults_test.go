@@ -34,19 +34,7 @@ func faultNode(t *testing.T, e *tst.Etcd, name string, in *etcdfault.Injector, h
 	if in != nil {
 		in.Wrap(cli)
 	}
-	cfg := taskservice.Config{
-		Name:          name,
-		LeaseTTL:      2 * time.Second,
-		HandoffStart:  -1,
-		HandoffPeriod: 50 * time.Millisecond,
-		VoteDelay:     50 * time.Millisecond,
-		RemoveDelay:   50 * time.Millisecond,
-		DrainTimeout:  5 * time.Second,
-		Handlers:      map[string]taskservice.Handler{"rec": h},
-	}
-	if ev != nil {
-		cfg.Listeners = []taskservice.Listener{ev.listen}
-	}
+	cfg := fastConfig(name, h, ev)
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -36,8 +36,9 @@ func newCluster(t *testing.T, names []string, mod func(*taskservice.Config)) *cl
 	return c
 }
 
-func (c *cluster) start(name string, mod func(*taskservice.Config)) *tst.Node {
-	ev := &events{}
+// fastConfig is a node's configuration with the fast relocation timings of
+// the multi-node tests, running kind "rec" with h.
+func fastConfig(name string, h taskservice.Handler, ev *events) taskservice.Config {
 	cfg := taskservice.Config{
 		Name:          name,
 		LeaseTTL:      2 * time.Second,
@@ -46,9 +47,17 @@ func (c *cluster) start(name string, mod func(*taskservice.Config)) *tst.Node {
 		VoteDelay:     50 * time.Millisecond,
 		RemoveDelay:   50 * time.Millisecond,
 		DrainTimeout:  5 * time.Second,
-		Handlers:      map[string]taskservice.Handler{"rec": c.rec},
-		Listeners:     []taskservice.Listener{ev.listen},
+		Handlers:      map[string]taskservice.Handler{"rec": h},
 	}
+	if ev != nil {
+		cfg.Listeners = []taskservice.Listener{ev.listen}
+	}
+	return cfg
+}
+
+func (c *cluster) start(name string, mod func(*taskservice.Config)) *tst.Node {
+	ev := &events{}
+	cfg := fastConfig(name, c.rec, ev)
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/taskd/taskd/pkg/etcdembed"
+	"github.com/taskd/taskd/pkg/taskservice"
 )
 
 // childEnv asks a test binary to run as an etcd server: "<dir>|<url>".
@@ -124,4 +125,16 @@ func (p *EtcdProcess) Kill() {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// Client returns a new node client of the etcd process (taskservice.DialEtcd),
+// closed at cleanup.
+func (p *EtcdProcess) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	cli, err := taskservice.DialEtcd([]string{p.URL})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }

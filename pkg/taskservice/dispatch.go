@@ -509,6 +509,11 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 	}
 	n.mu.Unlock()
 	n.log.Info("identity no longer owned here", "identity", st.name, "owner", owner.Node, "epoch", owner.Epoch)
+	if owner.Mapped && owner.Node == n.cfg.Name {
+		// Mapped to an earlier incarnation of this name, which is gone:
+		// nothing would run it. Adopt it.
+		n.repair(st.name)
+	}
 }
 
 // dropIdentityLocked forgets an identity: its timers stop, and a run that

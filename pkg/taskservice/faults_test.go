@@ -837,3 +837,50 @@ func TestNoStartWithoutTheRegistration(t *testing.T) {
 		t.Fatalf("the node did not register again: %v", err)
 	}
 }
+
+// TestIdentityMappedToAGhostIncarnationIsAdopted: a mapping names this
+// node's name but an incarnation that is no longer registered (what an old
+// incarnation's late write left before writes were fenced on the
+// registration). Before the fix the owner dropped an identity it held when
+// a start found such a mapping, and never looked at one it did not hold:
+// their tasks ran nowhere. Now the node adopts both, under a new epoch.
+func TestIdentityMappedToAGhostIncarnationIsAdopted(t *testing.T) {
+	e := tst.StartEtcd(t)
+	rec := &recorder{}
+	n1 := faultNode(t, e, "n1", nil, rec, nil, nil)
+	n2 := faultNode(t, e, "n2", nil, rec, nil, nil)
+	held := scheduleOn(t, n1, spec("held", "rec", after(time.Second)))
+	other := scheduleOn(t, n2, spec("other", "rec", after(3*time.Second)))
+	ghost, err := proto.Marshal(&storev1.Mapping{Node: "n1", Incarnation: "ghost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := e.Client(t)
+	ctx, cancel := rpc()
+	defer cancel()
+	// "held" stays in n1's index; "other" moves from n2's index to n1's.
+	w1, err := cli.Txn(ctx).Then(clientv3.OpPut("/taskd/map/held", string(ghost)),
+		clientv3.OpPut("/taskd/owned/n1/held", "")).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := cli.Txn(ctx).Then(clientv3.OpPut("/taskd/map/other", string(ghost)),
+		clientv3.OpDelete("/taskd/owned/n2/other"), clientv3.OpPut("/taskd/owned/n1/other", "")).Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id   string
+		task *taskdv1.Task
+		at   int64
+	}{{"held", held, w1.Header.Revision}, {"other", other, w2.Header.Revision}} {
+		waitTaskState(t, n1, c.id, c.task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+		calls := rec.of(c.task.Id)
+		if len(calls) != 1 || calls[0].Node != "n1" || calls[0].Fence.Epoch <= c.at {
+			t.Errorf("%s: calls %+v, want one on n1 under an epoch after %d", c.id, calls, c.at)
+		}
+		if o := ownerOf(t, n1, c.id); o.Node != "n1" {
+			t.Errorf("%s mapped to %s", c.id, o.Node)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"context"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -100,12 +101,17 @@ func (n *Node) ownershipLoop(ctx context.Context) {
 		List:    n.reconcileOwned,
 		Events: func(_ context.Context, evs []*clientv3.Event) {
 			for _, ev := range evs {
-				if ev.Type != clientv3.EventTypeDelete {
+				id, err := identity.Decode(string(ev.Kv.Key[len(prefix):]))
+				if err != nil {
 					continue
 				}
-				if id, err := identity.Decode(string(ev.Kv.Key[len(prefix):])); err == nil {
+				if ev.Type == clientv3.EventTypeDelete {
 					n.identityLeft(id, ev.Kv.ModRevision)
+					continue
 				}
+				// Mapped to this name: the handoff or schedule that did it
+				// loads it; if nothing has after a while, look for ourselves.
+				n.repairIfMissing(id, ownedGrace)
 			}
 		},
 	})
@@ -134,12 +140,26 @@ func (n *Node) reconcileOwned(ctx context.Context) (int64, error) {
 			gone = append(gone, id)
 		}
 	}
+	var missing []string
+	for id := range in {
+		if st := n.idents[id]; st == nil || st.lost {
+			missing = append(missing, id)
+		}
+	}
 	n.mu.Unlock()
 	for _, id := range gone {
 		n.identityLeft(id, resp.Header.Revision)
 	}
+	for _, id := range missing {
+		n.repairIfMissing(id, ownedGrace)
+	}
 	return resp.Header.Revision, nil
 }
+
+// ownedGrace is how long an identity may sit in this node's ownership index
+// without the node holding it before the node looks for itself: longer than
+// a handoff pick-up or a schedule's own follow-up normally takes.
+const ownedGrace = 2 * time.Second
 
 // identityLeft drops an identity that is no longer this node's, unless it
 // was adopted again at a later revision than rev.

@@ -13,10 +13,12 @@ import (
 // fire time: starts are fenced on the task's revision) and one that is not
 // is forgotten.
 
-// repairRead is one identity to read again, not before at.
+// repairRead is one identity to read again, not before at; with
+// ifMissing, only if the node does not hold it by then.
 type repairRead struct {
-	id string
-	at time.Time
+	id        string
+	at        time.Time
+	ifMissing bool
 }
 
 // repair asks the repair loop to read identity id again, at once.
@@ -25,8 +27,21 @@ func (n *Node) repair(id string) { n.repairAfter(id, 0) }
 // repairAfter asks the repair loop to read identity id again after d (a
 // write whose outcome is unknown may still be applied until its deadline).
 func (n *Node) repairAfter(id string, d time.Duration) {
+	n.queueRepair(repairRead{id: id, at: time.Now().Add(d)})
+}
+
+// repairIfMissing asks the repair loop to read identity id again after d if
+// the node does not hold it by then: it appeared in this node's ownership
+// index, which a handoff or a schedule normally follows up on its own; one
+// that nothing follows up (an identity mapped to an earlier incarnation of
+// this name, which would run nowhere) is adopted.
+func (n *Node) repairIfMissing(id string, d time.Duration) {
+	n.queueRepair(repairRead{id: id, at: time.Now().Add(d), ifMissing: true})
+}
+
+func (n *Node) queueRepair(r repairRead) {
 	n.mu.Lock()
-	n.repairs = append(n.repairs, repairRead{id: id, at: time.Now().Add(d)})
+	n.repairs = append(n.repairs, r)
 	n.mu.Unlock()
 	select {
 	case n.repairWake <- struct{}{}:
@@ -88,6 +103,11 @@ func (n *Node) dueRepairs(now time.Time) (due []string, next time.Time) {
 				next = r.at
 			}
 			continue
+		}
+		if r.ifMissing {
+			if st := n.idents[r.id]; st != nil && !st.lost {
+				continue // held: nothing to repair
+			}
 		}
 		if !seen[r.id] {
 			seen[r.id] = true

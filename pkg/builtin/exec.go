@@ -141,6 +141,12 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 	}
 	cmd.WaitDelay = h.waitDelay
 
+	// The last moment before the command exists: if the node was paused
+	// since it checked its lease (starting the group above takes a fork), it
+	// may no longer own the identity, so nothing starts.
+	if !taskservice.LeaseProven(ctx) {
+		return "", taskservice.ErrLeaseNotProven
+	}
 	waitErr := cmd.Run()
 	if stdout.truncated {
 		h.logger.Debug("exec stdout over the message cap, rest discarded",

@@ -116,6 +116,10 @@ func (h *webhookHandler) post(ctx context.Context, run *taskservice.Run) (string
 		req.Header.Set(kv[0], kv[1])
 	}
 
+	// The last moment before the request leaves: see LeaseProven.
+	if !taskservice.LeaseProven(ctx) {
+		return "", taskservice.ErrLeaseNotProven
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -23,3 +23,11 @@ var ErrConflict = errors.New("conflicting concurrent changes")
 // with the same idempotency key to be sure of one task (UNAVAILABLE). The
 // node itself converges: a task that was stored is run.
 var ErrOutcomeUnknown = errors.New("the write's outcome is unknown (it may have been applied)")
+
+// ErrLeaseNotProven is what a handler returns when LeaseProven told it, at
+// the last moment before it would start its work (an exec handler's fork, a
+// webhook's request), that the node can no longer prove its lease is live.
+// The node records the run as one whose handler did not run, and the fire
+// time runs again, here once the lease is proven or on the identity's next
+// owner.
+var ErrLeaseNotProven = errors.New("not started: the node could not prove that its lease was live")

@@ -884,3 +884,46 @@ func TestIdentityMappedToAGhostIncarnationIsAdopted(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerDeclinesWhenTheLeaseIsNoLongerProven: a handler whose own work
+// starts later than its call (an exec handler forks first) asks LeaseProven
+// at the last moment. Here the node's renewals start failing while the
+// handler is in its prologue; LeaseProven turns false, the handler declines
+// with ErrLeaseNotProven, and the node records the run as not run and runs
+// the fire time again, with the same run number, once its lease is proven.
+func TestHandlerDeclinesWhenTheLeaseIsNoLongerProven(t *testing.T) {
+	if !taskservice.LeaseProven(context.Background()) {
+		t.Fatal("LeaseProven of a context that is no run's: want true")
+	}
+	e := tst.StartEtcd(t)
+	in := etcdfault.New()
+	var renewals *etcdfault.Handle
+	var n *tst.Node
+	declined := false
+	rec := &recorder{behave: func(ctx context.Context, r *taskservice.Run, k int) error {
+		if k > 1 {
+			return nil
+		}
+		// The prologue: renewals fail until the node cannot prove its lease.
+		renewals = in.Add(etcdfault.Rule{Op: etcdfault.OpKeepAliveOnce, Action: etcdfault.Fail(nil)})
+		tst.Eventually(t, 10*time.Second, func() bool { ok, _ := n.Health(); return !ok }, "the lease to go stale")
+		if taskservice.LeaseProven(ctx) {
+			t.Error("LeaseProven with a stale lease: want false")
+			return nil
+		}
+		declined = true
+		renewals.Remove()
+		return taskservice.ErrLeaseNotProven
+	}}
+	n = faultNode(t, e, "n1", in, rec, nil, nil)
+	task := scheduleOn(t, n, spec("decline", "rec", now()))
+	waitTaskState(t, n, "decline", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	calls := rec.of(task.Id)
+	if !declined || len(calls) != 2 || calls[1].Run != calls[0].Run || !calls[1].Recovery {
+		t.Fatalf("declined %v, calls %+v: want a decline, then the same run again as a recovery", declined, calls)
+	}
+	runs := listRuns(t, n, "decline", task.Id)
+	if len(runs) != 2 || runs[1].Outcome != taskdv1.Outcome_OUTCOME_INTERRUPTED || runs[0].Outcome != taskdv1.Outcome_OUTCOME_SUCCESS {
+		t.Fatalf("history %v: want the declined run INTERRUPTED (not run), then SUCCESS", runs)
+	}
+}

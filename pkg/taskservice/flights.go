@@ -33,7 +33,8 @@ func (e *entry) ref() taskRef {
 
 // flight is one run in flight.
 type flight struct {
-	ref taskRef
+	ref  taskRef
+	node *Node
 	// ctx is the handler's context (before its timeout): it ends when the
 	// node stops, or when the node can no longer prove it owns the identity
 	// (its lease was lost), with the reason as its cause.
@@ -68,13 +69,30 @@ func IdentityLeft(ctx context.Context) <-chan struct{} {
 
 type flightKey struct{}
 
+// LeaseProven reports whether the node running the run whose context is
+// ctx can still prove that its lease is live, and the run has not been
+// cancelled: the node checks this immediately before it calls a handler,
+// and a handler whose work starts later (after a fork, after connecting
+// somewhere) checks it again at the last moment before that work begins,
+// returning ErrLeaseNotProven if it is false. A paused node (SIGSTOP) can
+// otherwise resume between the node's check and the handler's work, long
+// after another node took the identity over. It is true for a context that
+// is not a run's.
+func LeaseProven(ctx context.Context) bool {
+	f, ok := ctx.Value(flightKey{}).(*flight)
+	if !ok {
+		return true
+	}
+	return f.ctx.Err() == nil && f.node.leaseFresh()
+}
+
 // beginFlightLocked registers a run of ref about to start; ok is false when
 // one is already in flight. Caller holds n.mu.
 func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
 	if _, busy := n.flights[ref]; busy {
 		return nil, false
 	}
-	f := &flight{ref: ref, left: make(chan struct{})}
+	f := &flight{ref: ref, node: n, left: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancelCause(context.WithValue(n.runCtx, flightKey{}, f))
 	n.flights[ref] = f
 	return f, true

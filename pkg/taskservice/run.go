@@ -99,7 +99,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 			res.message = s
 		}
 	}
-	if errors.Is(err, errNotCalled) {
+	if errors.Is(err, errNotCalled) || errors.Is(err, ErrLeaseNotProven) {
 		res.outcome, res.notCalled, res.data, res.dataSet = taskdv1.Outcome_OUTCOME_INTERRUPTED, true, nil, false
 		res.message = err.Error()
 		return

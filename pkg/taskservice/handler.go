@@ -21,9 +21,15 @@ import (
 //     used up; a zero or past until runs it again at once.
 //   - RunAgainNow(): SUCCESS, and one more run at once.
 //
-// A handler must respect ctx: it is cancelled at the task's timeout and when
-// the node stops. The Run's Fence identifies this run to downstream systems:
-// a write carrying an older fence than one already seen is a stale duplicate.
+// A handler must respect ctx: it is cancelled at the task's timeout, when
+// the node stops, and when the node loses its lease. IdentityLeft(ctx) is
+// closed when the identity moves to another node in a planned move (the run
+// may finish: its result is handed to the new owner). A handler whose real
+// work starts later than its call (after a fork, after connecting
+// somewhere) checks LeaseProven(ctx) at the last moment and returns
+// ErrLeaseNotProven if it is false, as the built-in exec and webhook
+// handlers do. The Run's Fence identifies this run to downstream systems: a
+// write carrying an older fence than one already seen is a stale duplicate.
 type Handler interface {
 	Work(ctx context.Context, run *Run) error
 }

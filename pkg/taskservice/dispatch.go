@@ -278,15 +278,16 @@ func (n *Node) start(e *entry) func() {
 // startSnap is what a start reads of its entry under n.mu: the fences of
 // its write.
 type startSnap struct {
-	epoch    int64 // the identity's epoch (0 for EVERY_NODE and non-durable tasks)
-	rev      int64 // the task record's revision (EVERY_NODE: the shared record's)
-	progRev  int64 // EVERY_NODE: this node's progress revision
-	served   int64 // EVERY_NODE: the run-now request this node served last
-	manualIn bool  // EVERY_NODE: a run-now request is pending in the record
+	lease    clientv3.LeaseID // the node's registration lease when the start was planned
+	epoch    int64            // the identity's epoch (0 for EVERY_NODE and non-durable tasks)
+	rev      int64            // the task record's revision (EVERY_NODE: the shared record's)
+	progRev  int64            // EVERY_NODE: this node's progress revision
+	served   int64            // EVERY_NODE: the run-now request this node served last
+	manualIn bool             // EVERY_NODE: a run-now request is pending in the record
 }
 
 func (n *Node) snapLocked(e *entry) startSnap {
-	s := startSnap{rev: e.rev}
+	s := startSnap{rev: e.rev, lease: n.leaseID}
 	switch {
 	case e.ident.every:
 		s.progRev, s.served = e.progRev, e.prog.GetManualServedRev()
@@ -349,13 +350,15 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 		return 0, nil, false
 	}
 	// Besides the epoch and the task, a start is fenced on this node's own
-	// registration: etcd can end a lease sooner than the node's last
-	// acknowledged renewal promised (seen around a stalled etcd leader), and
-	// a node whose registration is gone must not start runs, whatever its
-	// own clock says.
+	// registration, under the lease it had when the start was planned: etcd
+	// can end a lease sooner than the node's last acknowledged renewal
+	// promised (seen around a stalled etcd leader), and a node whose
+	// registration is gone, or was renewed under a new lease since, must not
+	// start runs planned under the old one, whatever its own clock says.
 	ctx, cancel := n.startCtx()
 	out := n.batch.do(ctx,
-		append(n.runFence(st.name, e.id, snap.epoch, snap.rev), n.registeredCmp()),
+		append(n.runFence(st.name, e.id, snap.epoch, snap.rev),
+			clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(snap.lease))),
 		[]clientv3.Op{put},
 		append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)))
 	cancel()

@@ -927,3 +927,43 @@ func TestHandlerDeclinesWhenTheLeaseIsNoLongerProven(t *testing.T) {
 		t.Fatalf("history %v: want the declined run INTERRUPTED (not run), then SUCCESS", runs)
 	}
 }
+
+// TestRunNowDuringTheOwnersAdoptionIsServed: a run-now reaches the owner
+// while the owner is adopting the identity at its start: the mapping
+// already names the new incarnation (so no handoff entry is written), the
+// adoption has read the task (the reply is held) but not installed it (so
+// the local update finds nothing). Before the fix the request was lost:
+// the adoption installed the task as it read it. Now the owner reads the
+// identity again, and the manual run happens.
+func TestRunNowDuringTheOwnersAdoptionIsServed(t *testing.T) {
+	e := tst.StartEtcd(t)
+	rec := &recorder{}
+	first := faultNode(t, e, "n1", nil, rec, nil, nil)
+	task := scheduleOn(t, first, spec("adopt", "rec", after(time.Hour)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := first.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in := etcdfault.New()
+	cli := e.Client(t)
+	in.Wrap(cli)
+	// The restarted node's first Txn on the identity's tasks is the
+	// adoption's read: applied now, its reply held.
+	held := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/task/adopt/", Times: 1,
+		Action: etcdfault.DelayAfter(1500 * time.Millisecond)})
+	n := tst.NewNode(t, cli, fastConfig("n1", rec, nil))
+	started := make(chan error, 1)
+	go func() { started <- n.Start(ctx) }()
+	tst.Eventually(t, 10*time.Second, func() bool { return held.Hits() == 1 }, "the adoption's read")
+	if _, err := n.Client.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: "adopt", TaskId: task.Id}); err != nil {
+		t.Fatalf("run now: %v", err)
+	}
+	if err := <-started; err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool {
+		calls := rec.of(task.Id)
+		return len(calls) == 1 && calls[0].Manual
+	}, "the manual run")
+}

@@ -635,14 +635,27 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			n.installEvery(id, b, rev, nil, false)
 			return toTask(rec, rev), nil
 		}
+		applied := false
 		n.mu.Lock()
 		if s := n.idents[id]; s != nil && !s.lost {
-			if e := s.tasks[taskID]; e != nil && !e.running && e.rev == st.Rev {
-				e.rec, e.rev = rec, rev
-				n.reschedLocked(e)
+			if e := s.tasks[taskID]; e != nil {
+				switch {
+				case e.running:
+					applied = true // the run's commit folds the change in
+				case e.rev == st.Rev:
+					e.rec, e.raw, e.rev = rec, nil, rev
+					n.reschedLocked(e)
+					applied = true
+				}
 			}
 		}
 		n.mu.Unlock()
+		if !applied && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+			// This node owns the identity but its entry could not take the
+			// change (it is being adopted, or holds another revision): no
+			// handoff entry tells it, so it reads the identity again.
+			n.repair(id)
+		}
 		return toTask(rec, rev), nil
 	}
 }

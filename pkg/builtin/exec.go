@@ -69,6 +69,16 @@ type execHandler struct {
 // whole group at once, so a run taken over by another node never runs
 // beside a leftover copy. A process that leaves the group (setsid, or
 // setpgid to another group) is out of reach and not covered.
+//
+// No command starts once the node cannot prove its lease is live: the
+// handler checks taskservice.LeaseProven right before it starts the
+// command, and on Linux the command's own shell checks the node's lease
+// deadline (taskservice.LeaseDeadline, on the boot clock of /proc/uptime)
+// before it runs the command, so that a node paused between its last check
+// and the fork cannot start it late. A command refused either way is
+// reported as taskservice.ErrLeaseNotProven: it did not run, and the fire
+// time runs again. The check adds TASKD_LEASE_DEADLINE_CS to the
+// command's environment.
 func NewExec(command string, opts ExecOptions) taskservice.Handler {
 	logger := opts.Logger
 	if logger == nil {
@@ -93,8 +103,12 @@ func (h *execHandler) Work(ctx context.Context, run *taskservice.Run) error {
 
 // run runs the command and returns its stdout as a message, and the outcome.
 func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.command)
-	cmd.Env = append(append(os.Environ(), h.env...), // later entries win
+	cmd, guard, guardEnv, err := guardCommand(ctx, h.command)
+	if err != nil {
+		return "", taskservice.Retry(fmt.Errorf("exec handler for kind %q: %w", run.Kind, err))
+	}
+	defer guard.close()
+	cmd.Env = append(append(append(os.Environ(), h.env...), guardEnv...), // later entries win
 		"TASKD_IDENTITY="+run.Identity,
 		"TASKD_TASK_ID="+run.TaskID,
 		"TASKD_KIND="+run.Kind,
@@ -147,7 +161,16 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 	if !taskservice.LeaseProven(ctx) {
 		return "", taskservice.ErrLeaseNotProven
 	}
-	waitErr := cmd.Run()
+	waitErr := cmd.Start()
+	guard.started()
+	if waitErr == nil {
+		waitErr = cmd.Wait()
+	}
+	if guard.refused() {
+		// The command's own shell found the lease deadline passed (the node
+		// was paused since its check): the command did not run.
+		return "", taskservice.ErrLeaseNotProven
+	}
 	if stdout.truncated {
 		h.logger.Debug("exec stdout over the message cap, rest discarded",
 			"kind", run.Kind, "task", run.TaskID, "cap", maxMessage)

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"context"
 	"errors"
+	"time"
 
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
@@ -69,6 +70,34 @@ func IdentityLeft(ctx context.Context) <-chan struct{} {
 
 type flightKey struct{}
 
+// LeaseDeadline returns the instant until which the node running the run
+// whose context is ctx has proven its lease live (its last acknowledged
+// renewal's send time plus two thirds of the TTL), as of now; ok is false
+// for a context that is not a run's. A handler that starts its work in
+// another process hands it this deadline, so that the work itself refuses
+// to begin after it: a node paused between its last check and the work's
+// start cannot otherwise be stopped (the exec handler does this).
+func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
+	if d, ok := ctx.Value(leaseDeadlineKey{}).(time.Time); ok {
+		return d, true
+	}
+	f, ok := ctx.Value(flightKey{}).(*flight)
+	if !ok {
+		return time.Time{}, false
+	}
+	f.node.mu.Lock()
+	defer f.node.mu.Unlock()
+	return f.node.renewedAt.Add(f.node.leaseMargin()), true
+}
+
+type leaseDeadlineKey struct{}
+
+// ContextWithLeaseDeadline returns ctx carrying a lease deadline, as a run's
+// context does: for tests of handlers outside a node.
+func ContextWithLeaseDeadline(ctx context.Context, deadline time.Time) context.Context {
+	return context.WithValue(ctx, leaseDeadlineKey{}, deadline)
+}
+
 // LeaseProven reports whether the node running the run whose context is
 // ctx can still prove that its lease is live, and the run has not been
 // cancelled: the node checks this immediately before it calls a handler,
@@ -79,6 +108,9 @@ type flightKey struct{}
 // after another node took the identity over. It is true for a context that
 // is not a run's.
 func LeaseProven(ctx context.Context) bool {
+	if d, ok := ctx.Value(leaseDeadlineKey{}).(time.Time); ok {
+		return time.Now().Before(d)
+	}
 	f, ok := ctx.Value(flightKey{}).(*flight)
 	if !ok {
 		return true

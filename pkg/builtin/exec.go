@@ -117,7 +117,12 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		"TASKD_NODE="+run.Node,
 		"TASKD_ATTEMPT="+strconv.Itoa(run.Attempt),
 	)
-	cmd.Stdin = bytes.NewReader(run.Payload)
+	stdin, err := payloadFile(run.Payload)
+	if err != nil {
+		return "", taskservice.Retry(fmt.Errorf("exec handler for kind %q: %w", run.Kind, err))
+	}
+	defer stdin.Close()
+	cmd.Stdin = stdin
 	stdout := &headBuffer{limit: maxMessage}
 	stderr := &tailBuffer{limit: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -211,6 +216,49 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		return msg, taskservice.Permanent(fmt.Errorf("%s: %w%s", what, waitErr, detail))
 	}
 }
+
+// payloadFile returns a file from which the command reads the whole
+// payload as its stdin, filled before the command starts: the command then
+// needs nothing from the node once it exists (a node paused right after the
+// fork, which would otherwise still have to copy the payload into a pipe,
+// cannot make a command that started in time do its work late). A payload
+// that fits a pipe's buffer goes through a pipe; a larger one through a
+// temporary file, removed at once.
+func payloadFile(payload []byte) (*os.File, error) {
+	if len(payload) <= pipePayloadMax {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("stdin pipe: %w", err)
+		}
+		_, err = w.Write(payload) // fits the pipe's buffer: never blocks
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			_ = r.Close()
+			return nil, fmt.Errorf("stdin pipe: %w", err)
+		}
+		return r, nil
+	}
+	f, err := os.CreateTemp("", "taskd-payload-*")
+	if err != nil {
+		return nil, fmt.Errorf("stdin file: %w", err)
+	}
+	_ = os.Remove(f.Name())
+	if _, err := f.Write(payload); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("stdin file: %w", err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("stdin file: %w", err)
+	}
+	return f, nil
+}
+
+// pipePayloadMax is the largest payload sent through a pipe: below the
+// smallest pipe buffer of a Unix system of interest (Linux: 64 KiB).
+const pipePayloadMax = 16 << 10
 
 // headBuffer keeps the first limit bytes written to it and discards the
 // rest. It never fails, so a capped writer never blocks or breaks its source.

@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"bytes"
+	"io"
 	"context"
 	"errors"
 	"fmt"
@@ -239,5 +240,24 @@ func TestExecStdinReachesNestedCommands(t *testing.T) {
 	}
 	if strings.TrimSpace(msg) != strconv.Itoa(len(payload)) {
 		t.Errorf("message = %q, want the payload's length %d", msg, len(payload))
+	}
+}
+
+// The command's stdin is complete before the command starts: reading it
+// needs no writer left (a pipe whose write end is already closed, or a
+// file), so a node paused after the fork cannot hold the command's start
+// back. Both sizes: through a pipe, and through a removed temporary file.
+func TestPayloadIsCompleteBeforeTheCommandStarts(t *testing.T) {
+	for _, size := range []int{0, 10, pipePayloadMax, pipePayloadMax + 1, 300 << 10} {
+		payload := bytes.Repeat([]byte("p"), size)
+		f, err := payloadFile(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(f)
+		_ = f.Close()
+		if err != nil || !bytes.Equal(got, payload) {
+			t.Fatalf("size %d: read %d bytes, %v", size, len(got), err)
+		}
 	}
 }

@@ -4,10 +4,10 @@ package builtin
 
 import (
 	"bytes"
-	"io"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -75,39 +75,9 @@ func freePort(t *testing.T) string {
 func TestThreeMemberCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	base := t.TempDir()
-	cfgs := make([]etcdembed.Config, 3)
-	var initial []string
-	for i := range cfgs {
-		name := fmt.Sprintf("m%d", i)
-		cfgs[i] = etcdembed.Config{
-			Dir:                 filepath.Join(base, name),
-			ClientURL:           "http://" + freePort(t),
-			PeerURL:             "http://" + freePort(t),
-			Name:                name,
-			InitialClusterToken: "etcdembed-test",
-			ClusterState:        "new",
-			Fast:                true,
-		}
-		initial = append(initial, name+"="+cfgs[i].PeerURL)
-	}
-	servers := make([]*etcdembed.Server, 3)
-	errs := make([]error, 3)
-	var wg sync.WaitGroup
-	for i := range cfgs {
-		cfgs[i].InitialCluster = strings.Join(initial, ",")
-		wg.Add(1)
-		go func() { // a new member is ready only once a quorum has started
-			defer wg.Done()
-			servers[i], errs[i] = etcdembed.Start(ctx, cfgs[i])
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("member %d: %v", i, err)
-		}
-		defer servers[i].Close()
+	cfgs, servers := startCluster(ctx, t)
+	for _, s := range servers {
+		defer s.Close()
 	}
 	put(ctx, t, servers[0].ClientURL(), "a", "1")
 	if got := get(ctx, t, servers[2].ClientURL(), "a"); got != "1" {
@@ -123,6 +93,58 @@ func TestThreeMemberCluster(t *testing.T) {
 	defer again.Close()
 	if got := get(ctx, t, again.ClientURL(), "b"); got != "2" {
 		t.Fatalf("restarted member reads %q, want 2", got)
+	}
+}
+
+// startCluster starts three members together. Their peer URLs must be
+// known before any starts, so ports are picked free and bound later: if
+// another test took one in between, the whole cluster starts again on
+// fresh ports and directories (up to three times).
+func startCluster(ctx context.Context, t *testing.T) ([]etcdembed.Config, []*etcdembed.Server) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		base := t.TempDir()
+		cfgs := make([]etcdembed.Config, 3)
+		var initial []string
+		for i := range cfgs {
+			name := fmt.Sprintf("m%d", i)
+			cfgs[i] = etcdembed.Config{
+				Dir:                 filepath.Join(base, name),
+				ClientURL:           "http://" + freePort(t),
+				PeerURL:             "http://" + freePort(t),
+				Name:                name,
+				InitialClusterToken: "etcdembed-test",
+				ClusterState:        "new",
+				Fast:                true,
+			}
+			initial = append(initial, name+"="+cfgs[i].PeerURL)
+		}
+		servers := make([]*etcdembed.Server, 3)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range cfgs {
+			cfgs[i].InitialCluster = strings.Join(initial, ",")
+			wg.Add(1)
+			go func() { // a new member is ready only once a quorum has started
+				defer wg.Done()
+				sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				defer cancel()
+				servers[i], errs[i] = etcdembed.Start(sctx, cfgs[i])
+			}()
+		}
+		wg.Wait()
+		err := errors.Join(errs...)
+		if err == nil {
+			return cfgs, servers
+		}
+		for _, s := range servers {
+			if s != nil {
+				s.Close()
+			}
+		}
+		if attempt == 2 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("start three members: %v", err)
+		}
 	}
 }
 

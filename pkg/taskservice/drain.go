@@ -44,7 +44,7 @@ func (n *Node) Drain(ctx context.Context) error {
 	case err != nil:
 		n.log.Warn("drain: some identities stay mapped here", "error", err)
 	}
-	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	sctx, cancel := context.WithDeadline(ctx, deadline) // ctx bounds the whole drain, Stop too
 	defer cancel()
 	return errors.Join(err, n.Stop(sctx))
 }

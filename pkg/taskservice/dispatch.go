@@ -259,7 +259,7 @@ func (n *Node) start(e *entry) func() {
 	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
 	rev, record, ok := n.writeStart(e, p, snap)
 	if !ok {
-		n.abortFlight(f)
+		n.abortFlight(f, e)
 		return nil
 	}
 	n.mu.Lock()
@@ -270,7 +270,7 @@ func (n *Node) start(e *entry) func() {
 	}
 	n.mu.Unlock()
 	if !p.run {
-		n.abortFlight(f)
+		n.abortFlight(f, e)
 	}
 	return n.launcher(e, f, p, snap.epoch, rev)
 }
@@ -378,13 +378,20 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 	return out.rev, func() { e.rec, e.raw, e.rev = p.rec, nil, out.rev }, true
 }
 
-// abortFlight takes a run that did not start out of the registry.
-func (n *Node) abortFlight(f *flight) {
+// abortFlight takes a run of e that did not start out of the registry. e
+// itself is put back by the caller; the task's current entry, if it is
+// another one waiting for this flight (the identity was loaded again while
+// the start was being written), is put back here, or it would wait forever.
+func (n *Node) abortFlight(f *flight, e *entry) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f.cancel(nil)
 	if n.flights[f.ref] == f {
 		delete(n.flights, f.ref)
+	}
+	if cur := n.entryLocked(f.ref); cur != nil && cur != e && cur.running {
+		cur.running = false
+		n.reschedLocked(cur)
 	}
 }
 

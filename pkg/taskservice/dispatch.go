@@ -697,7 +697,19 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 // adoptIdentity loads every task of id under epoch into the queue. Entries
 // with a run in flight here are left alone; run markers of runs not in
 // flight here are resolved.
+//
+// An epoch older than the node's current registration (the node registered
+// again after losing its lease, and the identity has not been re-mapped
+// since) is not used: the identity is re-mapped to this registration first
+// (adoptOne), so that every run this node starts is under an epoch written
+// while its current registration stood.
 func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error {
+	n.mu.Lock()
+	stale := epoch < n.registeredRev
+	n.mu.Unlock()
+	if stale {
+		return n.adoptOne(ctx, id)
+	}
 	stored, rev, err := n.store.LoadAll(ctx, id)
 	if err != nil {
 		return err

@@ -1018,3 +1018,52 @@ func TestTaskReloadedDuringAFailedStartStillRuns(t *testing.T) {
 		t.Fatalf("ran %d times, want once", len(calls))
 	}
 }
+
+// TestAfterARejoinRunsAreUnderTheNewRegistration: a node loses its lease
+// and registers again; before it has re-mapped its identities, a handoff
+// entry makes it load one of them, still mapped to it under the epoch of
+// its old registration. Before the fix it ran that identity's task under
+// the old epoch (a start fenced on nothing newer than the registration that
+// had ended; the chaos suite flags it). Now the identity is re-mapped to
+// the current registration first: the run's epoch is newer than it.
+func TestAfterARejoinRunsAreUnderTheNewRegistration(t *testing.T) {
+	e := tst.StartEtcd(t)
+	in := etcdfault.New()
+	rec := &recorder{}
+	n := faultNode(t, e, "n1", in, rec, nil, nil)
+	task := scheduleOn(t, n, spec("rejoin", "rec", after(time.Hour)))
+	cli := e.Client(t)
+	ctx, cancel := rpc()
+	defer cancel()
+	before, err := cli.Get(ctx, "/taskd/nodes/n1")
+	if err != nil || len(before.Kvs) != 1 {
+		t.Fatal(err)
+	}
+	// The rejoin's adoption reads the mappings of its identities: held.
+	release := make(chan struct{})
+	held := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/map/rejoin", Times: 1,
+		Match: func(c etcdfault.Call) bool { // a read of mappings only (not a vote, not a write)
+			for _, k := range c.Keys {
+				if !strings.HasPrefix(k, "/taskd/map/") {
+					return false
+				}
+			}
+			return true
+		},
+		Action: etcdfault.DelayUntil(release)})
+	in.Add(etcdfault.Rule{Op: etcdfault.OpKeepAliveOnce, Times: 1, Action: etcdfault.Fail(rpctypes.ErrLeaseNotFound)})
+	tst.Eventually(t, 10*time.Second, func() bool { return held.Hits() == 1 }, "the rejoin's adoption to be held")
+	reg, err := cli.Get(ctx, "/taskd/nodes/n1")
+	if err != nil || len(reg.Kvs) != 1 || reg.Kvs[0].Lease == before.Kvs[0].Lease {
+		t.Fatalf("the node did not register again: %v", err)
+	}
+	// Run the task now, through a handoff entry the node takes at once.
+	if _, err := n.Client.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: "rejoin", TaskId: task.Id}); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool { return len(rec.of(task.Id)) == 1 }, "the manual run")
+	close(release)
+	if c := rec.of(task.Id)[0]; c.Fence.Epoch <= reg.Kvs[0].ModRevision {
+		t.Fatalf("ran under epoch %d, not newer than the registration at %d", c.Fence.Epoch, reg.Kvs[0].ModRevision)
+	}
+}

@@ -80,6 +80,9 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("register node %s: another process wrote its record meanwhile", n.cfg.Name)
 	}
+	n.mu.Lock()
+	n.registeredRev = resp.Header.Revision
+	n.mu.Unlock()
 	if oldLease := clientv3.LeaseID(leaseOf(old)); oldLease != 0 && oldLease != lease.ID {
 		if _, err := n.cli.Revoke(cctx, oldLease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			n.log.Warn("revoke lease of previous incarnation", "previous", prev.Incarnation, "error", err)

@@ -56,6 +56,7 @@ type Node struct {
 	state         taskdv1.NodeState
 	dispatchStart time.Time
 	leaseID       clientv3.LeaseID
+	registeredRev int64                  // revision of the current registration: owned epochs are newer
 	renewedAt     time.Time              // last lease renewal acknowledged
 	idents        map[string]*identState // durable identities owned here
 	local         map[string]*identState // non-durable tasks, by identity

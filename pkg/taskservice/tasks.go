@@ -434,6 +434,15 @@ func (n *Node) self() *candidate {
 // addOwned queues newly stored tasks of an identity this node owns.
 func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskRecord, rev int64) {
 	n.mu.Lock()
+	stale := epoch < n.registeredRev
+	n.mu.Unlock()
+	if stale {
+		// Mapped here before the node's current registration: it is
+		// re-mapped (and its tasks loaded) by a read of the identity.
+		n.repair(id)
+		return
+	}
+	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.idents[id]
 	if st == nil || st.lost || st.epoch < epoch {

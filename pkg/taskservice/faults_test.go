@@ -74,6 +74,22 @@ func (o *overlap) most(taskID string) int {
 	return o.max[taskID]
 }
 
+// isStart matches the Txn that starts a run of identity id: it carries the
+// mapping's fence and writes no history entry (a commit writes one; reads
+// of the task, such as a test's own, carry no fence).
+func isStart(id string) func(etcdfault.Call) bool {
+	return func(c etcdfault.Call) bool {
+		fenced := false
+		for _, k := range c.Keys {
+			if strings.HasPrefix(k, "/taskd/runs/") {
+				return false
+			}
+			fenced = fenced || k == "/taskd/map/"+id
+		}
+		return fenced
+	}
+}
+
 func rpc() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
@@ -375,16 +391,7 @@ func TestStartReplyAfterLeaseMarginCallsNoHandler(t *testing.T) {
 	// such as this test's own, carry no fence).
 	task := scheduleOn(t, n, spec("late", "rec", after(time.Second)))
 	delayed := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/task/late/" + task.Id, Times: 1,
-		Match: func(c etcdfault.Call) bool {
-			fenced := false
-			for _, k := range c.Keys {
-				if strings.HasPrefix(k, "/taskd/runs/") {
-					return false
-				}
-				fenced = fenced || k == "/taskd/map/late"
-			}
-			return fenced
-		},
+		Match: isStart("late"),
 		Action: etcdfault.DelayAfter(3 * time.Second)})
 	waitTaskState(t, n, "late", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
 	if delayed.Hits() != 1 {
@@ -986,16 +993,7 @@ func TestTaskReloadedDuringAFailedStartStillRuns(t *testing.T) {
 	task := scheduleOn(t, n, spec("reload", "rec", after(time.Second)))
 	release := make(chan struct{})
 	held := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/task/reload/" + task.Id, Times: 1,
-		Match: func(c etcdfault.Call) bool { // the start: fenced on the mapping, no history entry
-			fenced := false
-			for _, k := range c.Keys {
-				if strings.HasPrefix(k, "/taskd/runs/") {
-					return false
-				}
-				fenced = fenced || k == "/taskd/map/reload"
-			}
-			return fenced
-		},
+		Match: isStart("reload"),
 		Action: etcdfault.DelayUntil(release)})
 	tst.Eventually(t, 10*time.Second, func() bool { return held.Hits() == 1 }, "the start to be held")
 	cli := e.Client(t)

@@ -391,7 +391,7 @@ func TestStartReplyAfterLeaseMarginCallsNoHandler(t *testing.T) {
 	// such as this test's own, carry no fence).
 	task := scheduleOn(t, n, spec("late", "rec", after(time.Second)))
 	delayed := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/task/late/" + task.Id, Times: 1,
-		Match: isStart("late"),
+		Match:  isStart("late"),
 		Action: etcdfault.DelayAfter(3 * time.Second)})
 	waitTaskState(t, n, "late", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
 	if delayed.Hits() != 1 {
@@ -993,7 +993,7 @@ func TestTaskReloadedDuringAFailedStartStillRuns(t *testing.T) {
 	task := scheduleOn(t, n, spec("reload", "rec", after(time.Second)))
 	release := make(chan struct{})
 	held := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "/taskd/task/reload/" + task.Id, Times: 1,
-		Match: isStart("reload"),
+		Match:  isStart("reload"),
 		Action: etcdfault.DelayUntil(release)})
 	tst.Eventually(t, 10*time.Second, func() bool { return held.Hits() == 1 }, "the start to be held")
 	cli := e.Client(t)

@@ -245,6 +245,14 @@ func (n *Node) start(e *entry) func() {
 		n.mu.Unlock()
 		return nil
 	}
+	if st.durable && snap.epoch < n.registeredRev {
+		// Owned under an epoch from before this node's current registration
+		// (loaded while it registered again): re-mapped first, then run.
+		n.mu.Unlock()
+		n.settleNotStarted(e, n.cfg.HandoffPeriod)
+		n.repair(st.name)
+		return nil
+	}
 	f, ok := n.beginFlightLocked(e.ref())
 	if !ok {
 		// This node's earlier run of the task is still in flight (its

@@ -62,10 +62,6 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 	if err != nil {
 		return fmt.Errorf("grant node lease: %w", err)
 	}
-	n.mu.Lock()
-	n.leaseID = lease.ID
-	n.renewedAt = sent
-	n.mu.Unlock()
 	b, err := n.record()
 	if err != nil {
 		return err
@@ -80,7 +76,13 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 	if !resp.Succeeded {
 		return fmt.Errorf("register node %s: another process wrote its record meanwhile", n.cfg.Name)
 	}
+	// The new lease and the registration's revision become the node's
+	// together, once the record is written: a start planned before that is
+	// fenced on the old lease (and fails); one planned after it, under an
+	// epoch older than this registration, is refused until re-mapped.
 	n.mu.Lock()
+	n.leaseID = lease.ID
+	n.renewedAt = sent
 	n.registeredRev = resp.Header.Revision
 	n.mu.Unlock()
 	if oldLease := clientv3.LeaseID(leaseOf(old)); oldLease != 0 && oldLease != lease.ID {

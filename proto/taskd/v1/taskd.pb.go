@@ -157,6 +157,9 @@ const (
 	TaskState_TASK_STATE_DEAD TaskState = 5
 	// TASK_STATE_CANCELED was cancelled; kept for --retention.
 	TaskState_TASK_STATE_CANCELED TaskState = 6
+	// TASK_STATE_PAUSED starts no runs until resumed (by task, identity or
+	// kind: Task.paused_by says which).
+	TaskState_TASK_STATE_PAUSED TaskState = 7
 )
 
 // Enum value maps for TaskState.
@@ -169,6 +172,7 @@ var (
 		4: "TASK_STATE_COMPLETED",
 		5: "TASK_STATE_DEAD",
 		6: "TASK_STATE_CANCELED",
+		7: "TASK_STATE_PAUSED",
 	}
 	TaskState_value = map[string]int32{
 		"TASK_STATE_UNSPECIFIED": 0,
@@ -178,6 +182,7 @@ var (
 		"TASK_STATE_COMPLETED":   4,
 		"TASK_STATE_DEAD":        5,
 		"TASK_STATE_CANCELED":    6,
+		"TASK_STATE_PAUSED":      7,
 	}
 )
 
@@ -338,6 +343,127 @@ func (NodeState) EnumDescriptor() ([]byte, []int) {
 	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{4}
 }
 
+// EventType is a step in a task's life (contract §8).
+type EventType int32
+
+const (
+	// EVENT_TYPE_UNSPECIFIED is never sent.
+	EventType_EVENT_TYPE_UNSPECIFIED EventType = 0
+	// EVENT_TYPE_SCHEDULED: the task was stored.
+	EventType_EVENT_TYPE_SCHEDULED EventType = 1
+	// EVENT_TYPE_FIRED: a fire time came due and a run was planned.
+	EventType_EVENT_TYPE_FIRED EventType = 2
+	// EVENT_TYPE_VETOED: a trigger listener vetoed the run.
+	EventType_EVENT_TYPE_VETOED EventType = 3
+	// EVENT_TYPE_STARTED: the handler was called.
+	EventType_EVENT_TYPE_STARTED EventType = 4
+	// EVENT_TYPE_SUCCEEDED: the run succeeded.
+	EventType_EVENT_TYPE_SUCCEEDED EventType = 5
+	// EVENT_TYPE_FAILED: the run failed.
+	EventType_EVENT_TYPE_FAILED EventType = 6
+	// EVENT_TYPE_DROPPED: the run's result was dropped (identity moved).
+	EventType_EVENT_TYPE_DROPPED EventType = 7
+	// EVENT_TYPE_INTERRUPTED: the run was interrupted by a stop or crash.
+	EventType_EVENT_TYPE_INTERRUPTED EventType = 8
+	// EVENT_TYPE_RETRYING: a retry was scheduled.
+	EventType_EVENT_TYPE_RETRYING EventType = 9
+	// EVENT_TYPE_NEXT_SCHEDULED: the next fire time was set.
+	EventType_EVENT_TYPE_NEXT_SCHEDULED EventType = 10
+	// EVENT_TYPE_FINALIZED: the task reached a final state.
+	EventType_EVENT_TYPE_FINALIZED EventType = 11
+	// EVENT_TYPE_DEAD: the task used up its attempts.
+	EventType_EVENT_TYPE_DEAD EventType = 12
+	// EVENT_TYPE_MISFIRED: fire times were resolved by the misfire policy.
+	EventType_EVENT_TYPE_MISFIRED EventType = 13
+	// EVENT_TYPE_CANCELED: the task was cancelled.
+	EventType_EVENT_TYPE_CANCELED EventType = 14
+	// EVENT_TYPE_PAUSED: a pause came into force.
+	EventType_EVENT_TYPE_PAUSED EventType = 15
+	// EVENT_TYPE_RESUMED: a pause was lifted.
+	EventType_EVENT_TYPE_RESUMED EventType = 16
+	// EVENT_TYPE_MOVED: the identity moved to another node.
+	EventType_EVENT_TYPE_MOVED EventType = 17
+	// EVENT_TYPE_HANDED_OFF: the new owner took the identity's tasks.
+	EventType_EVENT_TYPE_HANDED_OFF EventType = 18
+	// EVENT_TYPE_UPDATED: the task's spec was replaced.
+	EventType_EVENT_TYPE_UPDATED EventType = 19
+)
+
+// Enum value maps for EventType.
+var (
+	EventType_name = map[int32]string{
+		0:  "EVENT_TYPE_UNSPECIFIED",
+		1:  "EVENT_TYPE_SCHEDULED",
+		2:  "EVENT_TYPE_FIRED",
+		3:  "EVENT_TYPE_VETOED",
+		4:  "EVENT_TYPE_STARTED",
+		5:  "EVENT_TYPE_SUCCEEDED",
+		6:  "EVENT_TYPE_FAILED",
+		7:  "EVENT_TYPE_DROPPED",
+		8:  "EVENT_TYPE_INTERRUPTED",
+		9:  "EVENT_TYPE_RETRYING",
+		10: "EVENT_TYPE_NEXT_SCHEDULED",
+		11: "EVENT_TYPE_FINALIZED",
+		12: "EVENT_TYPE_DEAD",
+		13: "EVENT_TYPE_MISFIRED",
+		14: "EVENT_TYPE_CANCELED",
+		15: "EVENT_TYPE_PAUSED",
+		16: "EVENT_TYPE_RESUMED",
+		17: "EVENT_TYPE_MOVED",
+		18: "EVENT_TYPE_HANDED_OFF",
+		19: "EVENT_TYPE_UPDATED",
+	}
+	EventType_value = map[string]int32{
+		"EVENT_TYPE_UNSPECIFIED":    0,
+		"EVENT_TYPE_SCHEDULED":      1,
+		"EVENT_TYPE_FIRED":          2,
+		"EVENT_TYPE_VETOED":         3,
+		"EVENT_TYPE_STARTED":        4,
+		"EVENT_TYPE_SUCCEEDED":      5,
+		"EVENT_TYPE_FAILED":         6,
+		"EVENT_TYPE_DROPPED":        7,
+		"EVENT_TYPE_INTERRUPTED":    8,
+		"EVENT_TYPE_RETRYING":       9,
+		"EVENT_TYPE_NEXT_SCHEDULED": 10,
+		"EVENT_TYPE_FINALIZED":      11,
+		"EVENT_TYPE_DEAD":           12,
+		"EVENT_TYPE_MISFIRED":       13,
+		"EVENT_TYPE_CANCELED":       14,
+		"EVENT_TYPE_PAUSED":         15,
+		"EVENT_TYPE_RESUMED":        16,
+		"EVENT_TYPE_MOVED":          17,
+		"EVENT_TYPE_HANDED_OFF":     18,
+		"EVENT_TYPE_UPDATED":        19,
+	}
+)
+
+func (x EventType) Enum() *EventType {
+	p := new(EventType)
+	*p = x
+	return p
+}
+
+func (x EventType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EventType) Descriptor() protoreflect.EnumDescriptor {
+	return file_taskd_v1_taskd_proto_enumTypes[5].Descriptor()
+}
+
+func (EventType) Type() protoreflect.EnumType {
+	return &file_taskd_v1_taskd_proto_enumTypes[5]
+}
+
+func (x EventType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EventType.Descriptor instead.
+func (EventType) EnumDescriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{5}
+}
+
 // OnceTrigger fires once: at a time, after a delay, or (neither set) now.
 type OnceTrigger struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -467,6 +593,119 @@ func (x *PeriodicTrigger) GetCount() int64 {
 	return 0
 }
 
+// CronTrigger fires at the times a Quartz cron expression matches, read in
+// a time zone (docs/cron.md).
+type CronTrigger struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// expression has 6 or 7 fields: seconds minutes hours day-of-month month
+	// day-of-week [year], e.g. "0 30 2 ? * MON-FRI".
+	Expression string `protobuf:"bytes,1,opt,name=expression,proto3" json:"expression,omitempty"`
+	// time_zone is an IANA zone name such as "Europe/Berlin"; empty is UTC.
+	TimeZone string `protobuf:"bytes,2,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// start, if set, is the earliest instant a fire time may have.
+	Start *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start,proto3" json:"start,omitempty"`
+	// end, if set, is the last instant a fire time may have.
+	End           *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CronTrigger) Reset() {
+	*x = CronTrigger{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronTrigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronTrigger) ProtoMessage() {}
+
+func (x *CronTrigger) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronTrigger.ProtoReflect.Descriptor instead.
+func (*CronTrigger) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CronTrigger) GetExpression() string {
+	if x != nil {
+		return x.Expression
+	}
+	return ""
+}
+
+func (x *CronTrigger) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *CronTrigger) GetStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *CronTrigger) GetEnd() *timestamppb.Timestamp {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+// OnStartupTrigger fires once for each start of the node that dispatches
+// the task (contract §4.3).
+type OnStartupTrigger struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OnStartupTrigger) Reset() {
+	*x = OnStartupTrigger{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OnStartupTrigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OnStartupTrigger) ProtoMessage() {}
+
+func (x *OnStartupTrigger) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OnStartupTrigger.ProtoReflect.Descriptor instead.
+func (*OnStartupTrigger) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{3}
+}
+
 // Trigger is one rule that makes fire times. A task's next fire time is the
 // earliest of its triggers'.
 type Trigger struct {
@@ -477,14 +716,21 @@ type Trigger struct {
 	//
 	//	*Trigger_Once
 	//	*Trigger_Periodic
-	Kind          isTrigger_Kind `protobuf_oneof:"kind"`
+	//	*Trigger_Cron
+	//	*Trigger_OnStartup
+	Kind isTrigger_Kind `protobuf_oneof:"kind"`
+	// misfire is this trigger's misfire policy; unspecified takes the task's
+	// misfire, and if that is unspecified too, the kind's default.
+	Misfire MisfirePolicy `protobuf:"varint,10,opt,name=misfire,proto3,enum=taskd.v1.MisfirePolicy" json:"misfire,omitempty"`
+	// name, optional, labels the trigger in runs and events (at most 64 bytes).
+	Name          string `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Trigger) Reset() {
 	*x = Trigger{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[2]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +742,7 @@ func (x *Trigger) String() string {
 func (*Trigger) ProtoMessage() {}
 
 func (x *Trigger) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[2]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +755,7 @@ func (x *Trigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Trigger.ProtoReflect.Descriptor instead.
 func (*Trigger) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{2}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Trigger) GetKind() isTrigger_Kind {
@@ -537,6 +783,38 @@ func (x *Trigger) GetPeriodic() *PeriodicTrigger {
 	return nil
 }
 
+func (x *Trigger) GetCron() *CronTrigger {
+	if x != nil {
+		if x, ok := x.Kind.(*Trigger_Cron); ok {
+			return x.Cron
+		}
+	}
+	return nil
+}
+
+func (x *Trigger) GetOnStartup() *OnStartupTrigger {
+	if x != nil {
+		if x, ok := x.Kind.(*Trigger_OnStartup); ok {
+			return x.OnStartup
+		}
+	}
+	return nil
+}
+
+func (x *Trigger) GetMisfire() MisfirePolicy {
+	if x != nil {
+		return x.Misfire
+	}
+	return MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED
+}
+
+func (x *Trigger) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type isTrigger_Kind interface {
 	isTrigger_Kind()
 }
@@ -551,9 +829,23 @@ type Trigger_Periodic struct {
 	Periodic *PeriodicTrigger `protobuf:"bytes,2,opt,name=periodic,proto3,oneof"`
 }
 
+type Trigger_Cron struct {
+	// cron fires when a cron expression matches.
+	Cron *CronTrigger `protobuf:"bytes,3,opt,name=cron,proto3,oneof"`
+}
+
+type Trigger_OnStartup struct {
+	// on_startup fires once per start of the dispatching node.
+	OnStartup *OnStartupTrigger `protobuf:"bytes,4,opt,name=on_startup,json=onStartup,proto3,oneof"`
+}
+
 func (*Trigger_Once) isTrigger_Kind() {}
 
 func (*Trigger_Periodic) isTrigger_Kind() {}
+
+func (*Trigger_Cron) isTrigger_Kind() {}
+
+func (*Trigger_OnStartup) isTrigger_Kind() {}
 
 // Backoff shapes the waits between retries: exponential with jitter.
 type Backoff struct {
@@ -568,7 +860,7 @@ type Backoff struct {
 
 func (x *Backoff) Reset() {
 	*x = Backoff{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[3]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -580,7 +872,7 @@ func (x *Backoff) String() string {
 func (*Backoff) ProtoMessage() {}
 
 func (x *Backoff) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[3]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -593,7 +885,7 @@ func (x *Backoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Backoff.ProtoReflect.Descriptor instead.
 func (*Backoff) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{3}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Backoff) GetInitial() *durationpb.Duration {
@@ -642,8 +934,8 @@ type TaskSpec struct {
 	RequestsRecovery *bool `protobuf:"varint,13,opt,name=requests_recovery,json=requestsRecovery,proto3,oneof" json:"requests_recovery,omitempty"`
 	// allow_overlap lets a recurring task start while its previous run goes on.
 	AllowOverlap bool `protobuf:"varint,14,opt,name=allow_overlap,json=allowOverlap,proto3" json:"allow_overlap,omitempty"`
-	// calendars name exclusion calendars (reserved for a later release: must
-	// be empty).
+	// calendars name exclusion calendars (at most 16): a fire time any of
+	// them excludes is skipped, not misfired.
 	Calendars []string `protobuf:"bytes,15,rep,name=calendars,proto3" json:"calendars,omitempty"`
 	// labels are free key/value pairs for the client.
 	Labels map[string]string `protobuf:"bytes,16,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -655,7 +947,7 @@ type TaskSpec struct {
 
 func (x *TaskSpec) Reset() {
 	*x = TaskSpec{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[4]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +959,7 @@ func (x *TaskSpec) String() string {
 func (*TaskSpec) ProtoMessage() {}
 
 func (x *TaskSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[4]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +972,7 @@ func (x *TaskSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSpec.ProtoReflect.Descriptor instead.
 func (*TaskSpec) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{4}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskSpec) GetIdentity() string {
@@ -823,7 +1115,7 @@ type RunSummary struct {
 
 func (x *RunSummary) Reset() {
 	*x = RunSummary{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[5]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +1127,7 @@ func (x *RunSummary) String() string {
 func (*RunSummary) ProtoMessage() {}
 
 func (x *RunSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[5]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +1140,7 @@ func (x *RunSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunSummary.ProtoReflect.Descriptor instead.
 func (*RunSummary) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{5}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunSummary) GetRunNumber() int64 {
@@ -915,14 +1207,24 @@ type Task struct {
 	// finished_at is set when the task reached a final state.
 	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
 	// revision is the task's etcd revision: the second half of the fence token.
-	Revision      int64 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision int64 `protobuf:"varint,10,opt,name=revision,proto3" json:"revision,omitempty"`
+	// paused is true while a pause of the task, its identity or its kind is
+	// in force.
+	Paused bool `protobuf:"varint,11,opt,name=paused,proto3" json:"paused,omitempty"`
+	// paused_by says which pauses are in force: "task", "identity", "kind".
+	PausedBy []string `protobuf:"bytes,12,rep,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	// next_fire_times are up to 5 coming fire times (GetTask only), after
+	// calendars; a paused task still shows them.
+	NextFireTimes []*timestamppb.Timestamp `protobuf:"bytes,13,rep,name=next_fire_times,json=nextFireTimes,proto3" json:"next_fire_times,omitempty"`
+	// misfires counts fire times resolved by a misfire policy.
+	Misfires      int64 `protobuf:"varint,14,opt,name=misfires,proto3" json:"misfires,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[6]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1236,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[6]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1249,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{6}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Task) GetId() string {
@@ -1020,6 +1322,34 @@ func (x *Task) GetRevision() int64 {
 	return 0
 }
 
+func (x *Task) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Task) GetPausedBy() []string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return nil
+}
+
+func (x *Task) GetNextFireTimes() []*timestamppb.Timestamp {
+	if x != nil {
+		return x.NextFireTimes
+	}
+	return nil
+}
+
+func (x *Task) GetMisfires() int64 {
+	if x != nil {
+		return x.Misfires
+	}
+	return 0
+}
+
 // Run is one execution of a task, as kept in its history.
 type Run struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1046,14 +1376,19 @@ type Run struct {
 	// manual is true for a RunTaskNow run.
 	Manual bool `protobuf:"varint,11,opt,name=manual,proto3" json:"manual,omitempty"`
 	// recovery is true for a re-execution of a run a crash interrupted.
-	Recovery      bool `protobuf:"varint,12,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	Recovery bool `protobuf:"varint,12,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	// trigger is the index in spec.triggers of the trigger that fired the
+	// run; -1 for a manual run.
+	Trigger int32 `protobuf:"varint,13,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// trigger_name is that trigger's name, if it has one.
+	TriggerName   string `protobuf:"bytes,14,opt,name=trigger_name,json=triggerName,proto3" json:"trigger_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[7]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1400,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[7]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1413,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{7}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Run) GetTaskId() string {
@@ -1165,6 +1500,20 @@ func (x *Run) GetRecovery() bool {
 	return false
 }
 
+func (x *Run) GetTrigger() int32 {
+	if x != nil {
+		return x.Trigger
+	}
+	return 0
+}
+
+func (x *Run) GetTriggerName() string {
+	if x != nil {
+		return x.TriggerName
+	}
+	return ""
+}
+
 // Identity is an identity's mapping and load.
 type Identity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1191,7 +1540,7 @@ type Identity struct {
 
 func (x *Identity) Reset() {
 	*x = Identity{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[8]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1552,7 @@ func (x *Identity) String() string {
 func (*Identity) ProtoMessage() {}
 
 func (x *Identity) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[8]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1565,7 @@ func (x *Identity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Identity.ProtoReflect.Descriptor instead.
 func (*Identity) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{8}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Identity) GetIdentity() string {
@@ -1300,7 +1649,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[9]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1661,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[9]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1674,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{9}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Node) GetName() string {
@@ -1395,7 +1744,7 @@ type ScheduleTaskRequest struct {
 
 func (x *ScheduleTaskRequest) Reset() {
 	*x = ScheduleTaskRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[10]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1756,7 @@ func (x *ScheduleTaskRequest) String() string {
 func (*ScheduleTaskRequest) ProtoMessage() {}
 
 func (x *ScheduleTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[10]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1769,7 @@ func (x *ScheduleTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleTaskRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleTaskRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{10}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScheduleTaskRequest) GetTask() *TaskSpec {
@@ -1443,7 +1792,7 @@ type ScheduleTaskResponse struct {
 
 func (x *ScheduleTaskResponse) Reset() {
 	*x = ScheduleTaskResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[11]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1804,7 @@ func (x *ScheduleTaskResponse) String() string {
 func (*ScheduleTaskResponse) ProtoMessage() {}
 
 func (x *ScheduleTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[11]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1817,7 @@ func (x *ScheduleTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleTaskResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleTaskResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{11}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ScheduleTaskResponse) GetTask() *Task {
@@ -1496,7 +1845,7 @@ type ScheduleTasksRequest struct {
 
 func (x *ScheduleTasksRequest) Reset() {
 	*x = ScheduleTasksRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[12]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1857,7 @@ func (x *ScheduleTasksRequest) String() string {
 func (*ScheduleTasksRequest) ProtoMessage() {}
 
 func (x *ScheduleTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[12]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1870,7 @@ func (x *ScheduleTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleTasksRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleTasksRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{12}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScheduleTasksRequest) GetTasks() []*TaskSpec {
@@ -1542,7 +1891,7 @@ type ScheduleTasksResponse struct {
 
 func (x *ScheduleTasksResponse) Reset() {
 	*x = ScheduleTasksResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[13]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1903,7 @@ func (x *ScheduleTasksResponse) String() string {
 func (*ScheduleTasksResponse) ProtoMessage() {}
 
 func (x *ScheduleTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[13]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1916,7 @@ func (x *ScheduleTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleTasksResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleTasksResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{13}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ScheduleTasksResponse) GetTasks() []*Task {
@@ -1590,7 +1939,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[14]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1602,7 +1951,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[14]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1615,7 +1964,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{14}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetTaskRequest) GetIdentity() string {
@@ -1643,7 +1992,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[15]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +2004,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[15]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +2017,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{15}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -1678,22 +2027,32 @@ func (x *GetTaskResponse) GetTask() *Task {
 	return nil
 }
 
-// ListTasksRequest asks for a page of an identity's tasks.
+// ListTasksRequest asks for a page of tasks: of one identity, or (identity
+// empty) of the whole cluster, filtered.
 type ListTasksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// identity whose tasks to list.
+	// identity whose tasks to list; empty lists every identity's.
 	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
 	// page_size is 1-1000; 0 means 100.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// page_token from a previous response.
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// page_token from a previous response (of the same filter).
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// states, if any, keep only tasks in one of them.
+	States []TaskState `protobuf:"varint,4,rep,packed,name=states,proto3,enum=taskd.v1.TaskState" json:"states,omitempty"`
+	// kind, if set, keeps only tasks of that kind.
+	Kind string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
+	// labels keep only tasks carrying every one of these key/value pairs.
+	Labels map[string]string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// node, if set, keeps only tasks of identities that node owns (and
+	// EVERY_NODE tasks).
+	Node          string `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[16]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1705,7 +2064,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[16]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1718,7 +2077,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{16}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListTasksRequest) GetIdentity() string {
@@ -1742,10 +2101,38 @@ func (x *ListTasksRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListTasksRequest) GetStates() []TaskState {
+	if x != nil {
+		return x.States
+	}
+	return nil
+}
+
+func (x *ListTasksRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ListTasksRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // ListTasksResponse is one page.
 type ListTasksResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// tasks in creation order.
+	// tasks in key order: by identity, then creation.
 	Tasks []*Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// next_page_token is empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
@@ -1755,7 +2142,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[17]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1767,7 +2154,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[17]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1780,7 +2167,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{17}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -1810,7 +2197,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[18]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +2209,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[18]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +2222,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{18}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelTaskRequest) GetIdentity() string {
@@ -1863,7 +2250,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[19]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2262,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[19]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2275,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{19}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -1911,7 +2298,7 @@ type RunTaskNowRequest struct {
 
 func (x *RunTaskNowRequest) Reset() {
 	*x = RunTaskNowRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[20]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2310,7 @@ func (x *RunTaskNowRequest) String() string {
 func (*RunTaskNowRequest) ProtoMessage() {}
 
 func (x *RunTaskNowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[20]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2323,7 @@ func (x *RunTaskNowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTaskNowRequest.ProtoReflect.Descriptor instead.
 func (*RunTaskNowRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{20}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RunTaskNowRequest) GetIdentity() string {
@@ -1964,7 +2351,7 @@ type RunTaskNowResponse struct {
 
 func (x *RunTaskNowResponse) Reset() {
 	*x = RunTaskNowResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[21]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1976,7 +2363,7 @@ func (x *RunTaskNowResponse) String() string {
 func (*RunTaskNowResponse) ProtoMessage() {}
 
 func (x *RunTaskNowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[21]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1989,7 +2376,7 @@ func (x *RunTaskNowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunTaskNowResponse.ProtoReflect.Descriptor instead.
 func (*RunTaskNowResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{21}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RunTaskNowResponse) GetTask() *Task {
@@ -2012,7 +2399,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[22]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2024,7 +2411,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[22]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2037,7 +2424,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{22}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListRunsRequest) GetIdentity() string {
@@ -2065,7 +2452,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[23]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2464,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[23]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2477,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{23}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -2111,7 +2498,7 @@ type GetIdentityRequest struct {
 
 func (x *GetIdentityRequest) Reset() {
 	*x = GetIdentityRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[24]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2123,7 +2510,7 @@ func (x *GetIdentityRequest) String() string {
 func (*GetIdentityRequest) ProtoMessage() {}
 
 func (x *GetIdentityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[24]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2136,7 +2523,7 @@ func (x *GetIdentityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdentityRequest.ProtoReflect.Descriptor instead.
 func (*GetIdentityRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{24}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetIdentityRequest) GetIdentity() string {
@@ -2157,7 +2544,7 @@ type GetIdentityResponse struct {
 
 func (x *GetIdentityResponse) Reset() {
 	*x = GetIdentityResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[25]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2556,7 @@ func (x *GetIdentityResponse) String() string {
 func (*GetIdentityResponse) ProtoMessage() {}
 
 func (x *GetIdentityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[25]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2569,7 @@ func (x *GetIdentityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdentityResponse.ProtoReflect.Descriptor instead.
 func (*GetIdentityResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{25}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetIdentityResponse) GetIdentity() *Identity {
@@ -2201,7 +2588,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[26]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2600,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[26]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2613,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{26}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{28}
 }
 
 // MoveIdentityRequest names an identity and its new node.
@@ -2242,7 +2629,7 @@ type MoveIdentityRequest struct {
 
 func (x *MoveIdentityRequest) Reset() {
 	*x = MoveIdentityRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2641,7 @@ func (x *MoveIdentityRequest) String() string {
 func (*MoveIdentityRequest) ProtoMessage() {}
 
 func (x *MoveIdentityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[27]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2654,7 @@ func (x *MoveIdentityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveIdentityRequest.ProtoReflect.Descriptor instead.
 func (*MoveIdentityRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{27}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MoveIdentityRequest) GetIdentity() string {
@@ -2295,7 +2682,7 @@ type MoveIdentityResponse struct {
 
 func (x *MoveIdentityResponse) Reset() {
 	*x = MoveIdentityResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[28]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2307,7 +2694,7 @@ func (x *MoveIdentityResponse) String() string {
 func (*MoveIdentityResponse) ProtoMessage() {}
 
 func (x *MoveIdentityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[28]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2320,7 +2707,7 @@ func (x *MoveIdentityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveIdentityResponse.ProtoReflect.Descriptor instead.
 func (*MoveIdentityResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{28}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MoveIdentityResponse) GetIdentity() *Identity {
@@ -2341,7 +2728,7 @@ type DrainNodeRequest struct {
 
 func (x *DrainNodeRequest) Reset() {
 	*x = DrainNodeRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[29]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2740,7 @@ func (x *DrainNodeRequest) String() string {
 func (*DrainNodeRequest) ProtoMessage() {}
 
 func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[29]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2753,7 @@ func (x *DrainNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeRequest.ProtoReflect.Descriptor instead.
 func (*DrainNodeRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{29}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DrainNodeRequest) GetNode() string {
@@ -2388,7 +2775,7 @@ type DrainNodeResponse struct {
 
 func (x *DrainNodeResponse) Reset() {
 	*x = DrainNodeResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[30]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2787,7 @@ func (x *DrainNodeResponse) String() string {
 func (*DrainNodeResponse) ProtoMessage() {}
 
 func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[30]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2800,7 @@ func (x *DrainNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainNodeResponse.ProtoReflect.Descriptor instead.
 func (*DrainNodeResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{30}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DrainNodeResponse) GetNode() *Node {
@@ -2434,7 +2821,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[31]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2833,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[31]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,12 +2846,2242 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{31}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
 	if x != nil {
 		return x.Nodes
+	}
+	return nil
+}
+
+// UpdateTaskRequest names a task and its new spec.
+type UpdateTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity that owns the task.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// task_id of the task.
+	TaskId string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// spec replaces the task's spec. identity, kind, scope, non_durable and
+	// idempotency_key must stay as they are; data, if unset, is kept.
+	Spec *TaskSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// revision is Task.revision as the caller read it; 0 skips the check.
+	Revision      int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTaskRequest) Reset() {
+	*x = UpdateTaskRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTaskRequest) ProtoMessage() {}
+
+func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UpdateTaskRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetSpec() *TaskSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *UpdateTaskRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+// UpdateTaskResponse returns the task as updated.
+type UpdateTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task as updated.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTaskResponse) Reset() {
+	*x = UpdateTaskResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTaskResponse) ProtoMessage() {}
+
+func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UpdateTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// PauseTaskRequest names a task.
+type PauseTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity that owns the task.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// task_id of the task.
+	TaskId        string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseTaskRequest) Reset() {
+	*x = PauseTaskRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseTaskRequest) ProtoMessage() {}
+
+func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
+func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *PauseTaskRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *PauseTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// PauseTaskResponse returns the task.
+type PauseTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task as paused.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseTaskResponse) Reset() {
+	*x = PauseTaskResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseTaskResponse) ProtoMessage() {}
+
+func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
+func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PauseTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// ResumeTaskRequest names a task.
+type ResumeTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity that owns the task.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// task_id of the task.
+	TaskId        string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeTaskRequest) Reset() {
+	*x = ResumeTaskRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeTaskRequest) ProtoMessage() {}
+
+func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
+func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ResumeTaskRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *ResumeTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// ResumeTaskResponse returns the task.
+type ResumeTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task as resumed.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeTaskResponse) Reset() {
+	*x = ResumeTaskResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeTaskResponse) ProtoMessage() {}
+
+func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
+func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ResumeTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// Pause is a pause in force over many tasks.
+type Pause struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity paused (set for an identity pause).
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// kind paused (set for a kind pause).
+	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	// since is when the pause was recorded.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Pause) Reset() {
+	*x = Pause{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Pause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Pause) ProtoMessage() {}
+
+func (x *Pause) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Pause.ProtoReflect.Descriptor instead.
+func (*Pause) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Pause) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *Pause) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Pause) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+// PauseIdentityRequest names an identity.
+type PauseIdentityRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity to pause.
+	Identity      string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseIdentityRequest) Reset() {
+	*x = PauseIdentityRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseIdentityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseIdentityRequest) ProtoMessage() {}
+
+func (x *PauseIdentityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseIdentityRequest.ProtoReflect.Descriptor instead.
+func (*PauseIdentityRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *PauseIdentityRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+// PauseIdentityResponse returns the pause.
+type PauseIdentityResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pause as recorded.
+	Pause         *Pause `protobuf:"bytes,1,opt,name=pause,proto3" json:"pause,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseIdentityResponse) Reset() {
+	*x = PauseIdentityResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseIdentityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseIdentityResponse) ProtoMessage() {}
+
+func (x *PauseIdentityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseIdentityResponse.ProtoReflect.Descriptor instead.
+func (*PauseIdentityResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *PauseIdentityResponse) GetPause() *Pause {
+	if x != nil {
+		return x.Pause
+	}
+	return nil
+}
+
+// ResumeIdentityRequest names an identity.
+type ResumeIdentityRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity to resume.
+	Identity      string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeIdentityRequest) Reset() {
+	*x = ResumeIdentityRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeIdentityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeIdentityRequest) ProtoMessage() {}
+
+func (x *ResumeIdentityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeIdentityRequest.ProtoReflect.Descriptor instead.
+func (*ResumeIdentityRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ResumeIdentityRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+// ResumeIdentityResponse is empty.
+type ResumeIdentityResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeIdentityResponse) Reset() {
+	*x = ResumeIdentityResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeIdentityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeIdentityResponse) ProtoMessage() {}
+
+func (x *ResumeIdentityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeIdentityResponse.ProtoReflect.Descriptor instead.
+func (*ResumeIdentityResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{44}
+}
+
+// PauseKindRequest names a kind.
+type PauseKindRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind to pause.
+	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseKindRequest) Reset() {
+	*x = PauseKindRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseKindRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseKindRequest) ProtoMessage() {}
+
+func (x *PauseKindRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseKindRequest.ProtoReflect.Descriptor instead.
+func (*PauseKindRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *PauseKindRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+// PauseKindResponse returns the pause.
+type PauseKindResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pause as recorded.
+	Pause         *Pause `protobuf:"bytes,1,opt,name=pause,proto3" json:"pause,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseKindResponse) Reset() {
+	*x = PauseKindResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseKindResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseKindResponse) ProtoMessage() {}
+
+func (x *PauseKindResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseKindResponse.ProtoReflect.Descriptor instead.
+func (*PauseKindResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *PauseKindResponse) GetPause() *Pause {
+	if x != nil {
+		return x.Pause
+	}
+	return nil
+}
+
+// ResumeKindRequest names a kind.
+type ResumeKindRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind to resume.
+	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeKindRequest) Reset() {
+	*x = ResumeKindRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeKindRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeKindRequest) ProtoMessage() {}
+
+func (x *ResumeKindRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeKindRequest.ProtoReflect.Descriptor instead.
+func (*ResumeKindRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ResumeKindRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+// ResumeKindResponse is empty.
+type ResumeKindResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeKindResponse) Reset() {
+	*x = ResumeKindResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeKindResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeKindResponse) ProtoMessage() {}
+
+func (x *ResumeKindResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeKindResponse.ProtoReflect.Descriptor instead.
+func (*ResumeKindResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{48}
+}
+
+// ListPausesRequest asks for every identity and kind pause.
+type ListPausesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPausesRequest) Reset() {
+	*x = ListPausesRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPausesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPausesRequest) ProtoMessage() {}
+
+func (x *ListPausesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPausesRequest.ProtoReflect.Descriptor instead.
+func (*ListPausesRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{49}
+}
+
+// ListPausesResponse lists the pauses in force.
+type ListPausesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pauses, identities first, then kinds, each by name.
+	Pauses        []*Pause `protobuf:"bytes,1,rep,name=pauses,proto3" json:"pauses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPausesResponse) Reset() {
+	*x = ListPausesResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPausesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPausesResponse) ProtoMessage() {}
+
+func (x *ListPausesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPausesResponse.ProtoReflect.Descriptor instead.
+func (*ListPausesResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ListPausesResponse) GetPauses() []*Pause {
+	if x != nil {
+		return x.Pauses
+	}
+	return nil
+}
+
+// PreviewTriggersRequest asks for coming fire times.
+type PreviewTriggersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// triggers as a TaskSpec would carry them (on_startup triggers make no
+	// fire times in a preview).
+	Triggers []*Trigger `protobuf:"bytes,1,rep,name=triggers,proto3" json:"triggers,omitempty"`
+	// calendars named here must exist; their exclusions apply.
+	Calendars []string `protobuf:"bytes,2,rep,name=calendars,proto3" json:"calendars,omitempty"`
+	// from is the instant to start after; unset is now.
+	From *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	// count of fire times, 1-1000; 0 means 10.
+	Count         int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewTriggersRequest) Reset() {
+	*x = PreviewTriggersRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewTriggersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewTriggersRequest) ProtoMessage() {}
+
+func (x *PreviewTriggersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewTriggersRequest.ProtoReflect.Descriptor instead.
+func (*PreviewTriggersRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *PreviewTriggersRequest) GetTriggers() []*Trigger {
+	if x != nil {
+		return x.Triggers
+	}
+	return nil
+}
+
+func (x *PreviewTriggersRequest) GetCalendars() []string {
+	if x != nil {
+		return x.Calendars
+	}
+	return nil
+}
+
+func (x *PreviewTriggersRequest) GetFrom() *timestamppb.Timestamp {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *PreviewTriggersRequest) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// PreviewTriggersResponse lists the fire times.
+type PreviewTriggersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// fire_times in order, each with the trigger that makes it.
+	FireTimes     []*PreviewFireTime `protobuf:"bytes,1,rep,name=fire_times,json=fireTimes,proto3" json:"fire_times,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewTriggersResponse) Reset() {
+	*x = PreviewTriggersResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewTriggersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewTriggersResponse) ProtoMessage() {}
+
+func (x *PreviewTriggersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewTriggersResponse.ProtoReflect.Descriptor instead.
+func (*PreviewTriggersResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *PreviewTriggersResponse) GetFireTimes() []*PreviewFireTime {
+	if x != nil {
+		return x.FireTimes
+	}
+	return nil
+}
+
+// PreviewFireTime is one coming fire time.
+type PreviewFireTime struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// at is the fire time (UTC).
+	At *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	// trigger is the index of the trigger in the request.
+	Trigger int32 `protobuf:"varint,2,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// local is the fire time in the trigger's time zone, RFC 3339.
+	Local         string `protobuf:"bytes,3,opt,name=local,proto3" json:"local,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PreviewFireTime) Reset() {
+	*x = PreviewFireTime{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PreviewFireTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PreviewFireTime) ProtoMessage() {}
+
+func (x *PreviewFireTime) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PreviewFireTime.ProtoReflect.Descriptor instead.
+func (*PreviewFireTime) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *PreviewFireTime) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *PreviewFireTime) GetTrigger() int32 {
+	if x != nil {
+		return x.Trigger
+	}
+	return 0
+}
+
+func (x *PreviewFireTime) GetLocal() string {
+	if x != nil {
+		return x.Local
+	}
+	return ""
+}
+
+// Date is a calendar day.
+type Date struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// year, e.g. 2026.
+	Year int32 `protobuf:"varint,1,opt,name=year,proto3" json:"year,omitempty"`
+	// month 1-12.
+	Month int32 `protobuf:"varint,2,opt,name=month,proto3" json:"month,omitempty"`
+	// day 1-31.
+	Day           int32 `protobuf:"varint,3,opt,name=day,proto3" json:"day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Date) Reset() {
+	*x = Date{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Date) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Date) ProtoMessage() {}
+
+func (x *Date) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Date.ProtoReflect.Descriptor instead.
+func (*Date) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *Date) GetYear() int32 {
+	if x != nil {
+		return x.Year
+	}
+	return 0
+}
+
+func (x *Date) GetMonth() int32 {
+	if x != nil {
+		return x.Month
+	}
+	return 0
+}
+
+func (x *Date) GetDay() int32 {
+	if x != nil {
+		return x.Day
+	}
+	return 0
+}
+
+// DatesCalendar excludes whole days (holidays).
+type DatesCalendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dates excluded, at most 1000.
+	Dates         []*Date `protobuf:"bytes,1,rep,name=dates,proto3" json:"dates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DatesCalendar) Reset() {
+	*x = DatesCalendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DatesCalendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DatesCalendar) ProtoMessage() {}
+
+func (x *DatesCalendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DatesCalendar.ProtoReflect.Descriptor instead.
+func (*DatesCalendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *DatesCalendar) GetDates() []*Date {
+	if x != nil {
+		return x.Dates
+	}
+	return nil
+}
+
+// AnnualCalendar excludes the same days every year (year ignored).
+type AnnualCalendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// days excluded; year must be 0.
+	Days          []*Date `protobuf:"bytes,1,rep,name=days,proto3" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnnualCalendar) Reset() {
+	*x = AnnualCalendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnnualCalendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnnualCalendar) ProtoMessage() {}
+
+func (x *AnnualCalendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnnualCalendar.ProtoReflect.Descriptor instead.
+func (*AnnualCalendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *AnnualCalendar) GetDays() []*Date {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+// MonthlyCalendar excludes days of every month.
+type MonthlyCalendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// days of the month, 1-31; -1 is the last day of the month.
+	Days          []int32 `protobuf:"varint,1,rep,packed,name=days,proto3" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MonthlyCalendar) Reset() {
+	*x = MonthlyCalendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MonthlyCalendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MonthlyCalendar) ProtoMessage() {}
+
+func (x *MonthlyCalendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MonthlyCalendar.ProtoReflect.Descriptor instead.
+func (*MonthlyCalendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *MonthlyCalendar) GetDays() []int32 {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+// WeeklyCalendar excludes days of every week.
+type WeeklyCalendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// days by name: MON TUE WED THU FRI SAT SUN.
+	Days          []string `protobuf:"bytes,1,rep,name=days,proto3" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WeeklyCalendar) Reset() {
+	*x = WeeklyCalendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WeeklyCalendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WeeklyCalendar) ProtoMessage() {}
+
+func (x *WeeklyCalendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WeeklyCalendar.ProtoReflect.Descriptor instead.
+func (*WeeklyCalendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *WeeklyCalendar) GetDays() []string {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+// DailyCalendar excludes one time window of every day.
+type DailyCalendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// start of the window, "HH:MM" or "HH:MM:SS", inclusive.
+	Start string `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// end of the window, "HH:MM" or "HH:MM:SS", exclusive; after start.
+	End string `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	// invert excludes everything but the window.
+	Invert        bool `protobuf:"varint,3,opt,name=invert,proto3" json:"invert,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DailyCalendar) Reset() {
+	*x = DailyCalendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DailyCalendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DailyCalendar) ProtoMessage() {}
+
+func (x *DailyCalendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DailyCalendar.ProtoReflect.Descriptor instead.
+func (*DailyCalendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *DailyCalendar) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *DailyCalendar) GetEnd() string {
+	if x != nil {
+		return x.End
+	}
+	return ""
+}
+
+func (x *DailyCalendar) GetInvert() bool {
+	if x != nil {
+		return x.Invert
+	}
+	return false
+}
+
+// CronCalendar excludes the seconds a cron expression matches.
+type CronCalendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// expression in the syntax of CronTrigger.
+	Expression    string `protobuf:"bytes,1,opt,name=expression,proto3" json:"expression,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CronCalendar) Reset() {
+	*x = CronCalendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CronCalendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CronCalendar) ProtoMessage() {}
+
+func (x *CronCalendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CronCalendar.ProtoReflect.Descriptor instead.
+func (*CronCalendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *CronCalendar) GetExpression() string {
+	if x != nil {
+		return x.Expression
+	}
+	return ""
+}
+
+// Calendar is a named exclusion calendar (docs/calendars.md).
+type Calendar struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is 1-128 bytes of letters, digits, '-', '_' and '.'.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// description for people.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// time_zone the days and times are read in; empty is UTC.
+	TimeZone string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	// base names another calendar whose exclusions this one adds to.
+	Base string `protobuf:"bytes,4,opt,name=base,proto3" json:"base,omitempty"`
+	// kind is the calendar's rule.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*Calendar_Dates
+	//	*Calendar_Annual
+	//	*Calendar_Monthly
+	//	*Calendar_Weekly
+	//	*Calendar_Daily
+	//	*Calendar_Cron
+	Kind isCalendar_Kind `protobuf_oneof:"kind"`
+	// revision is the calendar's etcd revision (output only).
+	Revision      int64 `protobuf:"varint,20,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Calendar) Reset() {
+	*x = Calendar{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Calendar) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Calendar) ProtoMessage() {}
+
+func (x *Calendar) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Calendar.ProtoReflect.Descriptor instead.
+func (*Calendar) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *Calendar) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Calendar) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Calendar) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Calendar) GetBase() string {
+	if x != nil {
+		return x.Base
+	}
+	return ""
+}
+
+func (x *Calendar) GetKind() isCalendar_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *Calendar) GetDates() *DatesCalendar {
+	if x != nil {
+		if x, ok := x.Kind.(*Calendar_Dates); ok {
+			return x.Dates
+		}
+	}
+	return nil
+}
+
+func (x *Calendar) GetAnnual() *AnnualCalendar {
+	if x != nil {
+		if x, ok := x.Kind.(*Calendar_Annual); ok {
+			return x.Annual
+		}
+	}
+	return nil
+}
+
+func (x *Calendar) GetMonthly() *MonthlyCalendar {
+	if x != nil {
+		if x, ok := x.Kind.(*Calendar_Monthly); ok {
+			return x.Monthly
+		}
+	}
+	return nil
+}
+
+func (x *Calendar) GetWeekly() *WeeklyCalendar {
+	if x != nil {
+		if x, ok := x.Kind.(*Calendar_Weekly); ok {
+			return x.Weekly
+		}
+	}
+	return nil
+}
+
+func (x *Calendar) GetDaily() *DailyCalendar {
+	if x != nil {
+		if x, ok := x.Kind.(*Calendar_Daily); ok {
+			return x.Daily
+		}
+	}
+	return nil
+}
+
+func (x *Calendar) GetCron() *CronCalendar {
+	if x != nil {
+		if x, ok := x.Kind.(*Calendar_Cron); ok {
+			return x.Cron
+		}
+	}
+	return nil
+}
+
+func (x *Calendar) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+type isCalendar_Kind interface {
+	isCalendar_Kind()
+}
+
+type Calendar_Dates struct {
+	// dates excludes listed days.
+	Dates *DatesCalendar `protobuf:"bytes,10,opt,name=dates,proto3,oneof"`
+}
+
+type Calendar_Annual struct {
+	// annual excludes the same days each year.
+	Annual *AnnualCalendar `protobuf:"bytes,11,opt,name=annual,proto3,oneof"`
+}
+
+type Calendar_Monthly struct {
+	// monthly excludes days of each month.
+	Monthly *MonthlyCalendar `protobuf:"bytes,12,opt,name=monthly,proto3,oneof"`
+}
+
+type Calendar_Weekly struct {
+	// weekly excludes days of each week.
+	Weekly *WeeklyCalendar `protobuf:"bytes,13,opt,name=weekly,proto3,oneof"`
+}
+
+type Calendar_Daily struct {
+	// daily excludes a time window each day.
+	Daily *DailyCalendar `protobuf:"bytes,14,opt,name=daily,proto3,oneof"`
+}
+
+type Calendar_Cron struct {
+	// cron excludes the seconds an expression matches.
+	Cron *CronCalendar `protobuf:"bytes,15,opt,name=cron,proto3,oneof"`
+}
+
+func (*Calendar_Dates) isCalendar_Kind() {}
+
+func (*Calendar_Annual) isCalendar_Kind() {}
+
+func (*Calendar_Monthly) isCalendar_Kind() {}
+
+func (*Calendar_Weekly) isCalendar_Kind() {}
+
+func (*Calendar_Daily) isCalendar_Kind() {}
+
+func (*Calendar_Cron) isCalendar_Kind() {}
+
+// CreateCalendarRequest stores a calendar.
+type CreateCalendarRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// calendar to store.
+	Calendar *Calendar `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	// replace overwrites an existing calendar of the same name.
+	Replace       bool `protobuf:"varint,2,opt,name=replace,proto3" json:"replace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCalendarRequest) Reset() {
+	*x = CreateCalendarRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCalendarRequest) ProtoMessage() {}
+
+func (x *CreateCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCalendarRequest.ProtoReflect.Descriptor instead.
+func (*CreateCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *CreateCalendarRequest) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+func (x *CreateCalendarRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+// CreateCalendarResponse returns the stored calendar.
+type CreateCalendarResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// calendar as stored.
+	Calendar      *Calendar `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCalendarResponse) Reset() {
+	*x = CreateCalendarResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCalendarResponse) ProtoMessage() {}
+
+func (x *CreateCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCalendarResponse.ProtoReflect.Descriptor instead.
+func (*CreateCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *CreateCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+// GetCalendarRequest names a calendar.
+type GetCalendarRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the calendar.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCalendarRequest) Reset() {
+	*x = GetCalendarRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCalendarRequest) ProtoMessage() {}
+
+func (x *GetCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCalendarRequest.ProtoReflect.Descriptor instead.
+func (*GetCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *GetCalendarRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// GetCalendarResponse returns a calendar.
+type GetCalendarResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// calendar found.
+	Calendar      *Calendar `protobuf:"bytes,1,opt,name=calendar,proto3" json:"calendar,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCalendarResponse) Reset() {
+	*x = GetCalendarResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCalendarResponse) ProtoMessage() {}
+
+func (x *GetCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCalendarResponse.ProtoReflect.Descriptor instead.
+func (*GetCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *GetCalendarResponse) GetCalendar() *Calendar {
+	if x != nil {
+		return x.Calendar
+	}
+	return nil
+}
+
+// ListCalendarsRequest asks for every calendar.
+type ListCalendarsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCalendarsRequest) Reset() {
+	*x = ListCalendarsRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCalendarsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCalendarsRequest) ProtoMessage() {}
+
+func (x *ListCalendarsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCalendarsRequest.ProtoReflect.Descriptor instead.
+func (*ListCalendarsRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{66}
+}
+
+// ListCalendarsResponse lists calendars by name.
+type ListCalendarsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// calendars stored.
+	Calendars     []*Calendar `protobuf:"bytes,1,rep,name=calendars,proto3" json:"calendars,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCalendarsResponse) Reset() {
+	*x = ListCalendarsResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCalendarsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCalendarsResponse) ProtoMessage() {}
+
+func (x *ListCalendarsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCalendarsResponse.ProtoReflect.Descriptor instead.
+func (*ListCalendarsResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ListCalendarsResponse) GetCalendars() []*Calendar {
+	if x != nil {
+		return x.Calendars
+	}
+	return nil
+}
+
+// DeleteCalendarRequest names a calendar.
+type DeleteCalendarRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name of the calendar.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCalendarRequest) Reset() {
+	*x = DeleteCalendarRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCalendarRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCalendarRequest) ProtoMessage() {}
+
+func (x *DeleteCalendarRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCalendarRequest.ProtoReflect.Descriptor instead.
+func (*DeleteCalendarRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *DeleteCalendarRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// DeleteCalendarResponse is empty.
+type DeleteCalendarResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCalendarResponse) Reset() {
+	*x = DeleteCalendarResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCalendarResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCalendarResponse) ProtoMessage() {}
+
+func (x *DeleteCalendarResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCalendarResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCalendarResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{69}
+}
+
+// Event is one step of a task's life as streamed to clients.
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type of the event.
+	Type EventType `protobuf:"varint,1,opt,name=type,proto3,enum=taskd.v1.EventType" json:"type,omitempty"`
+	// time the event happened.
+	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// node where it happened.
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// identity of the task (or of the identity event).
+	Identity string `protobuf:"bytes,4,opt,name=identity,proto3" json:"identity,omitempty"`
+	// task_id; empty for an identity or kind event.
+	TaskId string `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// kind of the task (or of a kind pause).
+	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	// run_number of the run, if the event belongs to one.
+	RunNumber int64 `protobuf:"varint,7,opt,name=run_number,json=runNumber,proto3" json:"run_number,omitempty"`
+	// attempt of the run.
+	Attempt int32 `protobuf:"varint,8,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// fence of the run, "<epoch>.<revision>".
+	Fence string `protobuf:"bytes,9,opt,name=fence,proto3" json:"fence,omitempty"`
+	// outcome of a finished run.
+	Outcome Outcome `protobuf:"varint,10,opt,name=outcome,proto3,enum=taskd.v1.Outcome" json:"outcome,omitempty"`
+	// message of the run or of the event.
+	Message string `protobuf:"bytes,11,opt,name=message,proto3" json:"message,omitempty"`
+	// next fire time (NEXT_SCHEDULED, RETRYING).
+	Next *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=next,proto3" json:"next,omitempty"`
+	// count of fire times a MISFIRED event stands for.
+	Count int64 `protobuf:"varint,13,opt,name=count,proto3" json:"count,omitempty"`
+	// trigger index that fired the run (-1 when none).
+	Trigger int32 `protobuf:"varint,14,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	// cursor resumes a watch after this event.
+	Cursor        string `protobuf:"bytes,15,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *Event) GetType() EventType {
+	if x != nil {
+		return x.Type
+	}
+	return EventType_EVENT_TYPE_UNSPECIFIED
+}
+
+func (x *Event) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Event) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Event) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *Event) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Event) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Event) GetRunNumber() int64 {
+	if x != nil {
+		return x.RunNumber
+	}
+	return 0
+}
+
+func (x *Event) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Event) GetFence() string {
+	if x != nil {
+		return x.Fence
+	}
+	return ""
+}
+
+func (x *Event) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *Event) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Event) GetNext() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+func (x *Event) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *Event) GetTrigger() int32 {
+	if x != nil {
+		return x.Trigger
+	}
+	return 0
+}
+
+func (x *Event) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// WatchEventsRequest is a filter and a starting point. Empty filter fields
+// match everything.
+type WatchEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity to match.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// task_id to match (with identity).
+	TaskId string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// kind to match.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// node to match.
+	Node string `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	// types to match.
+	Types []EventType `protobuf:"varint,5,rep,packed,name=types,proto3,enum=taskd.v1.EventType" json:"types,omitempty"`
+	// cursor of the last event seen; empty starts with events from now on.
+	Cursor        string `protobuf:"bytes,6,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEventsRequest) Reset() {
+	*x = WatchEventsRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEventsRequest) ProtoMessage() {}
+
+func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
+func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *WatchEventsRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *WatchEventsRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *WatchEventsRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *WatchEventsRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *WatchEventsRequest) GetTypes() []EventType {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *WatchEventsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// WatchEventsResponse carries events in order.
+type WatchEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// events, in order for each task.
+	Events        []*Event `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEventsResponse) Reset() {
+	*x = WatchEventsResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEventsResponse) ProtoMessage() {}
+
+func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
+func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *WatchEventsResponse) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
 	}
 	return nil
 }
@@ -2481,10 +5098,24 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x125\n" +
 	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12,\n" +
 	"\x03end\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\x03R\x05count\"w\n" +
+	"\x05count\x18\x04 \x01(\x03R\x05count\"\xaa\x01\n" +
+	"\vCronTrigger\x12\x1e\n" +
+	"\n" +
+	"expression\x18\x01 \x01(\tR\n" +
+	"expression\x12\x1b\n" +
+	"\ttime_zone\x18\x02 \x01(\tR\btimeZone\x120\n" +
+	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
+	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x12\n" +
+	"\x10OnStartupTrigger\"\xa8\x02\n" +
 	"\aTrigger\x12+\n" +
 	"\x04once\x18\x01 \x01(\v2\x15.taskd.v1.OnceTriggerH\x00R\x04once\x127\n" +
-	"\bperiodic\x18\x02 \x01(\v2\x19.taskd.v1.PeriodicTriggerH\x00R\bperiodicB\x06\n" +
+	"\bperiodic\x18\x02 \x01(\v2\x19.taskd.v1.PeriodicTriggerH\x00R\bperiodic\x12+\n" +
+	"\x04cron\x18\x03 \x01(\v2\x15.taskd.v1.CronTriggerH\x00R\x04cron\x12;\n" +
+	"\n" +
+	"on_startup\x18\x04 \x01(\v2\x1a.taskd.v1.OnStartupTriggerH\x00R\tonStartup\x121\n" +
+	"\amisfire\x18\n" +
+	" \x01(\x0e2\x17.taskd.v1.MisfirePolicyR\amisfire\x12\x12\n" +
+	"\x04name\x18\v \x01(\tR\x04nameB\x06\n" +
 	"\x04kind\"k\n" +
 	"\aBackoff\x123\n" +
 	"\ainitial\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\ainitial\x12+\n" +
@@ -2522,7 +5153,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"started_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xa7\x03\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xbc\x04\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
 	"\x04spec\x18\x02 \x01(\v2\x12.taskd.v1.TaskSpecR\x04spec\x12)\n" +
@@ -2536,7 +5167,11 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\vfinished_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x1a\n" +
 	"\brevision\x18\n" +
-	" \x01(\x03R\brevision\"\xa7\x03\n" +
+	" \x01(\x03R\brevision\x12\x16\n" +
+	"\x06paused\x18\v \x01(\bR\x06paused\x12\x1b\n" +
+	"\tpaused_by\x18\f \x03(\tR\bpausedBy\x12B\n" +
+	"\x0fnext_fire_times\x18\r \x03(\v2\x1a.google.protobuf.TimestampR\rnextFireTimes\x12\x1a\n" +
+	"\bmisfires\x18\x0e \x01(\x03R\bmisfires\"\xe4\x03\n" +
 	"\x03Run\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -2552,7 +5187,9 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x05fence\x18\n" +
 	" \x01(\tR\x05fence\x12\x16\n" +
 	"\x06manual\x18\v \x01(\bR\x06manual\x12\x1a\n" +
-	"\brecovery\x18\f \x01(\bR\brecovery\"\xff\x01\n" +
+	"\brecovery\x18\f \x01(\bR\brecovery\x12\x18\n" +
+	"\atrigger\x18\r \x01(\x05R\atrigger\x12!\n" +
+	"\ftrigger_name\x18\x0e \x01(\tR\vtriggerName\"\xff\x01\n" +
 	"\bIdentity\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x16\n" +
 	"\x06mapped\x18\x02 \x01(\bR\x06mapped\x12\x12\n" +
@@ -2587,12 +5224,19 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\"5\n" +
 	"\x0fGetTaskResponse\x12\"\n" +
-	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"j\n" +
+	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"\xba\x02\n" +
 	"\x10ListTasksRequest\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"a\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12+\n" +
+	"\x06states\x18\x04 \x03(\x0e2\x13.taskd.v1.TaskStateR\x06states\x12\x12\n" +
+	"\x04kind\x18\x05 \x01(\tR\x04kind\x12>\n" +
+	"\x06labels\x18\x06 \x03(\v2&.taskd.v1.ListTasksRequest.LabelsEntryR\x06labels\x12\x12\n" +
+	"\x04node\x18\a \x01(\tR\x04node\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"a\n" +
 	"\x11ListTasksResponse\x12$\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x0e.taskd.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"H\n" +
@@ -2626,7 +5270,133 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x11DrainNodeResponse\x12\"\n" +
 	"\x04node\x18\x01 \x01(\v2\x0e.taskd.v1.NodeR\x04node\"9\n" +
 	"\x11ListNodesResponse\x12$\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x0e.taskd.v1.NodeR\x05nodes*H\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x0e.taskd.v1.NodeR\x05nodes\"\x8c\x01\n" +
+	"\x11UpdateTaskRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12&\n" +
+	"\x04spec\x18\x03 \x01(\v2\x12.taskd.v1.TaskSpecR\x04spec\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\"8\n" +
+	"\x12UpdateTaskResponse\x12\"\n" +
+	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"G\n" +
+	"\x10PauseTaskRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\"7\n" +
+	"\x11PauseTaskResponse\x12\"\n" +
+	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"H\n" +
+	"\x11ResumeTaskRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\"8\n" +
+	"\x12ResumeTaskResponse\x12\"\n" +
+	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"i\n" +
+	"\x05Pause\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x120\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"2\n" +
+	"\x14PauseIdentityRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\">\n" +
+	"\x15PauseIdentityResponse\x12%\n" +
+	"\x05pause\x18\x01 \x01(\v2\x0f.taskd.v1.PauseR\x05pause\"3\n" +
+	"\x15ResumeIdentityRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\"\x18\n" +
+	"\x16ResumeIdentityResponse\"&\n" +
+	"\x10PauseKindRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\":\n" +
+	"\x11PauseKindResponse\x12%\n" +
+	"\x05pause\x18\x01 \x01(\v2\x0f.taskd.v1.PauseR\x05pause\"'\n" +
+	"\x11ResumeKindRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x14\n" +
+	"\x12ResumeKindResponse\"\x13\n" +
+	"\x11ListPausesRequest\"=\n" +
+	"\x12ListPausesResponse\x12'\n" +
+	"\x06pauses\x18\x01 \x03(\v2\x0f.taskd.v1.PauseR\x06pauses\"\xab\x01\n" +
+	"\x16PreviewTriggersRequest\x12-\n" +
+	"\btriggers\x18\x01 \x03(\v2\x11.taskd.v1.TriggerR\btriggers\x12\x1c\n" +
+	"\tcalendars\x18\x02 \x03(\tR\tcalendars\x12.\n" +
+	"\x04from\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12\x14\n" +
+	"\x05count\x18\x04 \x01(\x05R\x05count\"S\n" +
+	"\x17PreviewTriggersResponse\x128\n" +
+	"\n" +
+	"fire_times\x18\x01 \x03(\v2\x19.taskd.v1.PreviewFireTimeR\tfireTimes\"m\n" +
+	"\x0fPreviewFireTime\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x18\n" +
+	"\atrigger\x18\x02 \x01(\x05R\atrigger\x12\x14\n" +
+	"\x05local\x18\x03 \x01(\tR\x05local\"B\n" +
+	"\x04Date\x12\x12\n" +
+	"\x04year\x18\x01 \x01(\x05R\x04year\x12\x14\n" +
+	"\x05month\x18\x02 \x01(\x05R\x05month\x12\x10\n" +
+	"\x03day\x18\x03 \x01(\x05R\x03day\"5\n" +
+	"\rDatesCalendar\x12$\n" +
+	"\x05dates\x18\x01 \x03(\v2\x0e.taskd.v1.DateR\x05dates\"4\n" +
+	"\x0eAnnualCalendar\x12\"\n" +
+	"\x04days\x18\x01 \x03(\v2\x0e.taskd.v1.DateR\x04days\"%\n" +
+	"\x0fMonthlyCalendar\x12\x12\n" +
+	"\x04days\x18\x01 \x03(\x05R\x04days\"$\n" +
+	"\x0eWeeklyCalendar\x12\x12\n" +
+	"\x04days\x18\x01 \x03(\tR\x04days\"O\n" +
+	"\rDailyCalendar\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\tR\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\tR\x03end\x12\x16\n" +
+	"\x06invert\x18\x03 \x01(\bR\x06invert\".\n" +
+	"\fCronCalendar\x12\x1e\n" +
+	"\n" +
+	"expression\x18\x01 \x01(\tR\n" +
+	"expression\"\xc4\x03\n" +
+	"\bCalendar\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\x12\x12\n" +
+	"\x04base\x18\x04 \x01(\tR\x04base\x12/\n" +
+	"\x05dates\x18\n" +
+	" \x01(\v2\x17.taskd.v1.DatesCalendarH\x00R\x05dates\x122\n" +
+	"\x06annual\x18\v \x01(\v2\x18.taskd.v1.AnnualCalendarH\x00R\x06annual\x125\n" +
+	"\amonthly\x18\f \x01(\v2\x19.taskd.v1.MonthlyCalendarH\x00R\amonthly\x122\n" +
+	"\x06weekly\x18\r \x01(\v2\x18.taskd.v1.WeeklyCalendarH\x00R\x06weekly\x12/\n" +
+	"\x05daily\x18\x0e \x01(\v2\x17.taskd.v1.DailyCalendarH\x00R\x05daily\x12,\n" +
+	"\x04cron\x18\x0f \x01(\v2\x16.taskd.v1.CronCalendarH\x00R\x04cron\x12\x1a\n" +
+	"\brevision\x18\x14 \x01(\x03R\brevisionB\x06\n" +
+	"\x04kind\"a\n" +
+	"\x15CreateCalendarRequest\x12.\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x12.taskd.v1.CalendarR\bcalendar\x12\x18\n" +
+	"\areplace\x18\x02 \x01(\bR\areplace\"H\n" +
+	"\x16CreateCalendarResponse\x12.\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x12.taskd.v1.CalendarR\bcalendar\"(\n" +
+	"\x12GetCalendarRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"E\n" +
+	"\x13GetCalendarResponse\x12.\n" +
+	"\bcalendar\x18\x01 \x01(\v2\x12.taskd.v1.CalendarR\bcalendar\"\x16\n" +
+	"\x14ListCalendarsRequest\"I\n" +
+	"\x15ListCalendarsResponse\x120\n" +
+	"\tcalendars\x18\x01 \x03(\v2\x12.taskd.v1.CalendarR\tcalendars\"+\n" +
+	"\x15DeleteCalendarRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
+	"\x16DeleteCalendarResponse\"\xcb\x03\n" +
+	"\x05Event\x12'\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x13.taskd.v1.EventTypeR\x04type\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x1a\n" +
+	"\bidentity\x18\x04 \x01(\tR\bidentity\x12\x17\n" +
+	"\atask_id\x18\x05 \x01(\tR\x06taskId\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x1d\n" +
+	"\n" +
+	"run_number\x18\a \x01(\x03R\trunNumber\x12\x18\n" +
+	"\aattempt\x18\b \x01(\x05R\aattempt\x12\x14\n" +
+	"\x05fence\x18\t \x01(\tR\x05fence\x12+\n" +
+	"\aoutcome\x18\n" +
+	" \x01(\x0e2\x11.taskd.v1.OutcomeR\aoutcome\x12\x18\n" +
+	"\amessage\x18\v \x01(\tR\amessage\x12.\n" +
+	"\x04next\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04next\x12\x14\n" +
+	"\x05count\x18\r \x01(\x03R\x05count\x12\x18\n" +
+	"\atrigger\x18\x0e \x01(\x05R\atrigger\x12\x16\n" +
+	"\x06cursor\x18\x0f \x01(\tR\x06cursor\"\xb4\x01\n" +
+	"\x12WatchEventsRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x12)\n" +
+	"\x05types\x18\x05 \x03(\x0e2\x13.taskd.v1.EventTypeR\x05types\x12\x16\n" +
+	"\x06cursor\x18\x06 \x01(\tR\x06cursor\">\n" +
+	"\x13WatchEventsResponse\x12'\n" +
+	"\x06events\x18\x01 \x03(\v2\x0f.taskd.v1.EventR\x06events*H\n" +
 	"\x05Scope\x12\x15\n" +
 	"\x11SCOPE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSCOPE_IDENTITY\x10\x01\x12\x14\n" +
@@ -2635,7 +5405,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x1aMISFIRE_POLICY_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cMISFIRE_POLICY_FIRE_ONCE_NOW\x10\x01\x12\x17\n" +
 	"\x13MISFIRE_POLICY_SKIP\x10\x02\x12\x1b\n" +
-	"\x17MISFIRE_POLICY_FIRE_ALL\x10\x03*\xba\x01\n" +
+	"\x17MISFIRE_POLICY_FIRE_ALL\x10\x03*\xd1\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TASK_STATE_SCHEDULED\x10\x01\x12\x16\n" +
@@ -2643,7 +5413,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x13TASK_STATE_RETRYING\x10\x03\x12\x18\n" +
 	"\x14TASK_STATE_COMPLETED\x10\x04\x12\x13\n" +
 	"\x0fTASK_STATE_DEAD\x10\x05\x12\x17\n" +
-	"\x13TASK_STATE_CANCELED\x10\x06*\xa3\x01\n" +
+	"\x13TASK_STATE_CANCELED\x10\x06\x12\x15\n" +
+	"\x11TASK_STATE_PAUSED\x10\a*\xa3\x01\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
@@ -2657,7 +5428,29 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x13NODE_STATE_STARTING\x10\x01\x12\x16\n" +
 	"\x12NODE_STATE_RUNNING\x10\x02\x12\x17\n" +
 	"\x13NODE_STATE_DRAINING\x10\x03\x12\x16\n" +
-	"\x12NODE_STATE_STOPPED\x10\x042\xb0\x06\n" +
+	"\x12NODE_STATE_STOPPED\x10\x04*\xfc\x03\n" +
+	"\tEventType\x12\x1a\n" +
+	"\x16EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14EVENT_TYPE_SCHEDULED\x10\x01\x12\x14\n" +
+	"\x10EVENT_TYPE_FIRED\x10\x02\x12\x15\n" +
+	"\x11EVENT_TYPE_VETOED\x10\x03\x12\x16\n" +
+	"\x12EVENT_TYPE_STARTED\x10\x04\x12\x18\n" +
+	"\x14EVENT_TYPE_SUCCEEDED\x10\x05\x12\x15\n" +
+	"\x11EVENT_TYPE_FAILED\x10\x06\x12\x16\n" +
+	"\x12EVENT_TYPE_DROPPED\x10\a\x12\x1a\n" +
+	"\x16EVENT_TYPE_INTERRUPTED\x10\b\x12\x17\n" +
+	"\x13EVENT_TYPE_RETRYING\x10\t\x12\x1d\n" +
+	"\x19EVENT_TYPE_NEXT_SCHEDULED\x10\n" +
+	"\x12\x18\n" +
+	"\x14EVENT_TYPE_FINALIZED\x10\v\x12\x13\n" +
+	"\x0fEVENT_TYPE_DEAD\x10\f\x12\x17\n" +
+	"\x13EVENT_TYPE_MISFIRED\x10\r\x12\x17\n" +
+	"\x13EVENT_TYPE_CANCELED\x10\x0e\x12\x15\n" +
+	"\x11EVENT_TYPE_PAUSED\x10\x0f\x12\x16\n" +
+	"\x12EVENT_TYPE_RESUMED\x10\x10\x12\x14\n" +
+	"\x10EVENT_TYPE_MOVED\x10\x11\x12\x19\n" +
+	"\x15EVENT_TYPE_HANDED_OFF\x10\x12\x12\x16\n" +
+	"\x12EVENT_TYPE_UPDATED\x10\x132\xf5\x0e\n" +
 	"\vTaskService\x12M\n" +
 	"\fScheduleTask\x12\x1d.taskd.v1.ScheduleTaskRequest\x1a\x1e.taskd.v1.ScheduleTaskResponse\x12P\n" +
 	"\rScheduleTasks\x12\x1e.taskd.v1.ScheduleTasksRequest\x1a\x1f.taskd.v1.ScheduleTasksResponse\x12>\n" +
@@ -2671,7 +5464,25 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\vGetIdentity\x12\x1c.taskd.v1.GetIdentityRequest\x1a\x1d.taskd.v1.GetIdentityResponse\x12D\n" +
 	"\tListNodes\x12\x1a.taskd.v1.ListNodesRequest\x1a\x1b.taskd.v1.ListNodesResponse\x12M\n" +
 	"\fMoveIdentity\x12\x1d.taskd.v1.MoveIdentityRequest\x1a\x1e.taskd.v1.MoveIdentityResponse\x12D\n" +
-	"\tDrainNode\x12\x1a.taskd.v1.DrainNodeRequest\x1a\x1b.taskd.v1.DrainNodeResponseB\x8a\x01\n" +
+	"\tDrainNode\x12\x1a.taskd.v1.DrainNodeRequest\x1a\x1b.taskd.v1.DrainNodeResponse\x12G\n" +
+	"\n" +
+	"UpdateTask\x12\x1b.taskd.v1.UpdateTaskRequest\x1a\x1c.taskd.v1.UpdateTaskResponse\x12D\n" +
+	"\tPauseTask\x12\x1a.taskd.v1.PauseTaskRequest\x1a\x1b.taskd.v1.PauseTaskResponse\x12G\n" +
+	"\n" +
+	"ResumeTask\x12\x1b.taskd.v1.ResumeTaskRequest\x1a\x1c.taskd.v1.ResumeTaskResponse\x12P\n" +
+	"\rPauseIdentity\x12\x1e.taskd.v1.PauseIdentityRequest\x1a\x1f.taskd.v1.PauseIdentityResponse\x12S\n" +
+	"\x0eResumeIdentity\x12\x1f.taskd.v1.ResumeIdentityRequest\x1a .taskd.v1.ResumeIdentityResponse\x12D\n" +
+	"\tPauseKind\x12\x1a.taskd.v1.PauseKindRequest\x1a\x1b.taskd.v1.PauseKindResponse\x12G\n" +
+	"\n" +
+	"ResumeKind\x12\x1b.taskd.v1.ResumeKindRequest\x1a\x1c.taskd.v1.ResumeKindResponse\x12G\n" +
+	"\n" +
+	"ListPauses\x12\x1b.taskd.v1.ListPausesRequest\x1a\x1c.taskd.v1.ListPausesResponse\x12V\n" +
+	"\x0fPreviewTriggers\x12 .taskd.v1.PreviewTriggersRequest\x1a!.taskd.v1.PreviewTriggersResponse\x12S\n" +
+	"\x0eCreateCalendar\x12\x1f.taskd.v1.CreateCalendarRequest\x1a .taskd.v1.CreateCalendarResponse\x12J\n" +
+	"\vGetCalendar\x12\x1c.taskd.v1.GetCalendarRequest\x1a\x1d.taskd.v1.GetCalendarResponse\x12P\n" +
+	"\rListCalendars\x12\x1e.taskd.v1.ListCalendarsRequest\x1a\x1f.taskd.v1.ListCalendarsResponse\x12S\n" +
+	"\x0eDeleteCalendar\x12\x1f.taskd.v1.DeleteCalendarRequest\x1a .taskd.v1.DeleteCalendarResponse\x12L\n" +
+	"\vWatchEvents\x12\x1c.taskd.v1.WatchEventsRequest\x1a\x1d.taskd.v1.WatchEventsResponse0\x01B\x8a\x01\n" +
 	"\fcom.taskd.v1B\n" +
 	"TaskdProtoP\x01Z-github.com/taskd/taskd/proto/taskd/v1;taskdv1\xa2\x02\x03TXX\xaa\x02\bTaskd.V1\xca\x02\bTaskd\\V1\xe2\x02\x14Taskd\\V1\\GPBMetadata\xea\x02\tTaskd::V1b\x06proto3"
 
@@ -2687,123 +5498,232 @@ func file_taskd_v1_taskd_proto_rawDescGZIP() []byte {
 	return file_taskd_v1_taskd_proto_rawDescData
 }
 
-var file_taskd_v1_taskd_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_taskd_v1_taskd_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_taskd_v1_taskd_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_taskd_v1_taskd_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_taskd_v1_taskd_proto_goTypes = []any{
-	(Scope)(0),                    // 0: taskd.v1.Scope
-	(MisfirePolicy)(0),            // 1: taskd.v1.MisfirePolicy
-	(TaskState)(0),                // 2: taskd.v1.TaskState
-	(Outcome)(0),                  // 3: taskd.v1.Outcome
-	(NodeState)(0),                // 4: taskd.v1.NodeState
-	(*OnceTrigger)(nil),           // 5: taskd.v1.OnceTrigger
-	(*PeriodicTrigger)(nil),       // 6: taskd.v1.PeriodicTrigger
-	(*Trigger)(nil),               // 7: taskd.v1.Trigger
-	(*Backoff)(nil),               // 8: taskd.v1.Backoff
-	(*TaskSpec)(nil),              // 9: taskd.v1.TaskSpec
-	(*RunSummary)(nil),            // 10: taskd.v1.RunSummary
-	(*Task)(nil),                  // 11: taskd.v1.Task
-	(*Run)(nil),                   // 12: taskd.v1.Run
-	(*Identity)(nil),              // 13: taskd.v1.Identity
-	(*Node)(nil),                  // 14: taskd.v1.Node
-	(*ScheduleTaskRequest)(nil),   // 15: taskd.v1.ScheduleTaskRequest
-	(*ScheduleTaskResponse)(nil),  // 16: taskd.v1.ScheduleTaskResponse
-	(*ScheduleTasksRequest)(nil),  // 17: taskd.v1.ScheduleTasksRequest
-	(*ScheduleTasksResponse)(nil), // 18: taskd.v1.ScheduleTasksResponse
-	(*GetTaskRequest)(nil),        // 19: taskd.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),       // 20: taskd.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),      // 21: taskd.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),     // 22: taskd.v1.ListTasksResponse
-	(*CancelTaskRequest)(nil),     // 23: taskd.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),    // 24: taskd.v1.CancelTaskResponse
-	(*RunTaskNowRequest)(nil),     // 25: taskd.v1.RunTaskNowRequest
-	(*RunTaskNowResponse)(nil),    // 26: taskd.v1.RunTaskNowResponse
-	(*ListRunsRequest)(nil),       // 27: taskd.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),      // 28: taskd.v1.ListRunsResponse
-	(*GetIdentityRequest)(nil),    // 29: taskd.v1.GetIdentityRequest
-	(*GetIdentityResponse)(nil),   // 30: taskd.v1.GetIdentityResponse
-	(*ListNodesRequest)(nil),      // 31: taskd.v1.ListNodesRequest
-	(*MoveIdentityRequest)(nil),   // 32: taskd.v1.MoveIdentityRequest
-	(*MoveIdentityResponse)(nil),  // 33: taskd.v1.MoveIdentityResponse
-	(*DrainNodeRequest)(nil),      // 34: taskd.v1.DrainNodeRequest
-	(*DrainNodeResponse)(nil),     // 35: taskd.v1.DrainNodeResponse
-	(*ListNodesResponse)(nil),     // 36: taskd.v1.ListNodesResponse
-	nil,                           // 37: taskd.v1.TaskSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 39: google.protobuf.Duration
+	(Scope)(0),                      // 0: taskd.v1.Scope
+	(MisfirePolicy)(0),              // 1: taskd.v1.MisfirePolicy
+	(TaskState)(0),                  // 2: taskd.v1.TaskState
+	(Outcome)(0),                    // 3: taskd.v1.Outcome
+	(NodeState)(0),                  // 4: taskd.v1.NodeState
+	(EventType)(0),                  // 5: taskd.v1.EventType
+	(*OnceTrigger)(nil),             // 6: taskd.v1.OnceTrigger
+	(*PeriodicTrigger)(nil),         // 7: taskd.v1.PeriodicTrigger
+	(*CronTrigger)(nil),             // 8: taskd.v1.CronTrigger
+	(*OnStartupTrigger)(nil),        // 9: taskd.v1.OnStartupTrigger
+	(*Trigger)(nil),                 // 10: taskd.v1.Trigger
+	(*Backoff)(nil),                 // 11: taskd.v1.Backoff
+	(*TaskSpec)(nil),                // 12: taskd.v1.TaskSpec
+	(*RunSummary)(nil),              // 13: taskd.v1.RunSummary
+	(*Task)(nil),                    // 14: taskd.v1.Task
+	(*Run)(nil),                     // 15: taskd.v1.Run
+	(*Identity)(nil),                // 16: taskd.v1.Identity
+	(*Node)(nil),                    // 17: taskd.v1.Node
+	(*ScheduleTaskRequest)(nil),     // 18: taskd.v1.ScheduleTaskRequest
+	(*ScheduleTaskResponse)(nil),    // 19: taskd.v1.ScheduleTaskResponse
+	(*ScheduleTasksRequest)(nil),    // 20: taskd.v1.ScheduleTasksRequest
+	(*ScheduleTasksResponse)(nil),   // 21: taskd.v1.ScheduleTasksResponse
+	(*GetTaskRequest)(nil),          // 22: taskd.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),         // 23: taskd.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),        // 24: taskd.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),       // 25: taskd.v1.ListTasksResponse
+	(*CancelTaskRequest)(nil),       // 26: taskd.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),      // 27: taskd.v1.CancelTaskResponse
+	(*RunTaskNowRequest)(nil),       // 28: taskd.v1.RunTaskNowRequest
+	(*RunTaskNowResponse)(nil),      // 29: taskd.v1.RunTaskNowResponse
+	(*ListRunsRequest)(nil),         // 30: taskd.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),        // 31: taskd.v1.ListRunsResponse
+	(*GetIdentityRequest)(nil),      // 32: taskd.v1.GetIdentityRequest
+	(*GetIdentityResponse)(nil),     // 33: taskd.v1.GetIdentityResponse
+	(*ListNodesRequest)(nil),        // 34: taskd.v1.ListNodesRequest
+	(*MoveIdentityRequest)(nil),     // 35: taskd.v1.MoveIdentityRequest
+	(*MoveIdentityResponse)(nil),    // 36: taskd.v1.MoveIdentityResponse
+	(*DrainNodeRequest)(nil),        // 37: taskd.v1.DrainNodeRequest
+	(*DrainNodeResponse)(nil),       // 38: taskd.v1.DrainNodeResponse
+	(*ListNodesResponse)(nil),       // 39: taskd.v1.ListNodesResponse
+	(*UpdateTaskRequest)(nil),       // 40: taskd.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),      // 41: taskd.v1.UpdateTaskResponse
+	(*PauseTaskRequest)(nil),        // 42: taskd.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),       // 43: taskd.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),       // 44: taskd.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),      // 45: taskd.v1.ResumeTaskResponse
+	(*Pause)(nil),                   // 46: taskd.v1.Pause
+	(*PauseIdentityRequest)(nil),    // 47: taskd.v1.PauseIdentityRequest
+	(*PauseIdentityResponse)(nil),   // 48: taskd.v1.PauseIdentityResponse
+	(*ResumeIdentityRequest)(nil),   // 49: taskd.v1.ResumeIdentityRequest
+	(*ResumeIdentityResponse)(nil),  // 50: taskd.v1.ResumeIdentityResponse
+	(*PauseKindRequest)(nil),        // 51: taskd.v1.PauseKindRequest
+	(*PauseKindResponse)(nil),       // 52: taskd.v1.PauseKindResponse
+	(*ResumeKindRequest)(nil),       // 53: taskd.v1.ResumeKindRequest
+	(*ResumeKindResponse)(nil),      // 54: taskd.v1.ResumeKindResponse
+	(*ListPausesRequest)(nil),       // 55: taskd.v1.ListPausesRequest
+	(*ListPausesResponse)(nil),      // 56: taskd.v1.ListPausesResponse
+	(*PreviewTriggersRequest)(nil),  // 57: taskd.v1.PreviewTriggersRequest
+	(*PreviewTriggersResponse)(nil), // 58: taskd.v1.PreviewTriggersResponse
+	(*PreviewFireTime)(nil),         // 59: taskd.v1.PreviewFireTime
+	(*Date)(nil),                    // 60: taskd.v1.Date
+	(*DatesCalendar)(nil),           // 61: taskd.v1.DatesCalendar
+	(*AnnualCalendar)(nil),          // 62: taskd.v1.AnnualCalendar
+	(*MonthlyCalendar)(nil),         // 63: taskd.v1.MonthlyCalendar
+	(*WeeklyCalendar)(nil),          // 64: taskd.v1.WeeklyCalendar
+	(*DailyCalendar)(nil),           // 65: taskd.v1.DailyCalendar
+	(*CronCalendar)(nil),            // 66: taskd.v1.CronCalendar
+	(*Calendar)(nil),                // 67: taskd.v1.Calendar
+	(*CreateCalendarRequest)(nil),   // 68: taskd.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),  // 69: taskd.v1.CreateCalendarResponse
+	(*GetCalendarRequest)(nil),      // 70: taskd.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),     // 71: taskd.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),    // 72: taskd.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),   // 73: taskd.v1.ListCalendarsResponse
+	(*DeleteCalendarRequest)(nil),   // 74: taskd.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),  // 75: taskd.v1.DeleteCalendarResponse
+	(*Event)(nil),                   // 76: taskd.v1.Event
+	(*WatchEventsRequest)(nil),      // 77: taskd.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),     // 78: taskd.v1.WatchEventsResponse
+	nil,                             // 79: taskd.v1.TaskSpec.LabelsEntry
+	nil,                             // 80: taskd.v1.ListTasksRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 81: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 82: google.protobuf.Duration
 }
 var file_taskd_v1_taskd_proto_depIdxs = []int32{
-	38, // 0: taskd.v1.OnceTrigger.at:type_name -> google.protobuf.Timestamp
-	39, // 1: taskd.v1.OnceTrigger.delay:type_name -> google.protobuf.Duration
-	38, // 2: taskd.v1.PeriodicTrigger.start:type_name -> google.protobuf.Timestamp
-	39, // 3: taskd.v1.PeriodicTrigger.interval:type_name -> google.protobuf.Duration
-	38, // 4: taskd.v1.PeriodicTrigger.end:type_name -> google.protobuf.Timestamp
-	5,  // 5: taskd.v1.Trigger.once:type_name -> taskd.v1.OnceTrigger
-	6,  // 6: taskd.v1.Trigger.periodic:type_name -> taskd.v1.PeriodicTrigger
-	39, // 7: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
-	39, // 8: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
-	7,  // 9: taskd.v1.TaskSpec.triggers:type_name -> taskd.v1.Trigger
-	0,  // 10: taskd.v1.TaskSpec.scope:type_name -> taskd.v1.Scope
-	1,  // 11: taskd.v1.TaskSpec.misfire:type_name -> taskd.v1.MisfirePolicy
-	8,  // 12: taskd.v1.TaskSpec.backoff:type_name -> taskd.v1.Backoff
-	39, // 13: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
-	37, // 14: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
-	3,  // 15: taskd.v1.RunSummary.outcome:type_name -> taskd.v1.Outcome
-	38, // 16: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
-	38, // 17: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
-	9,  // 18: taskd.v1.Task.spec:type_name -> taskd.v1.TaskSpec
-	2,  // 19: taskd.v1.Task.state:type_name -> taskd.v1.TaskState
-	38, // 20: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	38, // 21: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
-	10, // 22: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
-	38, // 23: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
-	38, // 24: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
-	38, // 25: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	38, // 26: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	3,  // 27: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
-	38, // 28: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
-	4,  // 29: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
-	38, // 30: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	38, // 31: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
-	9,  // 32: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
-	11, // 33: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
-	9,  // 34: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
-	11, // 35: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
-	11, // 36: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
-	11, // 37: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
-	11, // 38: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
-	11, // 39: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
-	12, // 40: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
-	13, // 41: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
-	13, // 42: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
-	14, // 43: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
-	14, // 44: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
-	15, // 45: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
-	17, // 46: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
-	19, // 47: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
-	21, // 48: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
-	23, // 49: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
-	25, // 50: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
-	27, // 51: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
-	29, // 52: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
-	31, // 53: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
-	32, // 54: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
-	34, // 55: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
-	16, // 56: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
-	18, // 57: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
-	20, // 58: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
-	22, // 59: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
-	24, // 60: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
-	26, // 61: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
-	28, // 62: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
-	30, // 63: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
-	36, // 64: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
-	33, // 65: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
-	35, // 66: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
-	56, // [56:67] is the sub-list for method output_type
-	45, // [45:56] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	81,  // 0: taskd.v1.OnceTrigger.at:type_name -> google.protobuf.Timestamp
+	82,  // 1: taskd.v1.OnceTrigger.delay:type_name -> google.protobuf.Duration
+	81,  // 2: taskd.v1.PeriodicTrigger.start:type_name -> google.protobuf.Timestamp
+	82,  // 3: taskd.v1.PeriodicTrigger.interval:type_name -> google.protobuf.Duration
+	81,  // 4: taskd.v1.PeriodicTrigger.end:type_name -> google.protobuf.Timestamp
+	81,  // 5: taskd.v1.CronTrigger.start:type_name -> google.protobuf.Timestamp
+	81,  // 6: taskd.v1.CronTrigger.end:type_name -> google.protobuf.Timestamp
+	6,   // 7: taskd.v1.Trigger.once:type_name -> taskd.v1.OnceTrigger
+	7,   // 8: taskd.v1.Trigger.periodic:type_name -> taskd.v1.PeriodicTrigger
+	8,   // 9: taskd.v1.Trigger.cron:type_name -> taskd.v1.CronTrigger
+	9,   // 10: taskd.v1.Trigger.on_startup:type_name -> taskd.v1.OnStartupTrigger
+	1,   // 11: taskd.v1.Trigger.misfire:type_name -> taskd.v1.MisfirePolicy
+	82,  // 12: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
+	82,  // 13: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
+	10,  // 14: taskd.v1.TaskSpec.triggers:type_name -> taskd.v1.Trigger
+	0,   // 15: taskd.v1.TaskSpec.scope:type_name -> taskd.v1.Scope
+	1,   // 16: taskd.v1.TaskSpec.misfire:type_name -> taskd.v1.MisfirePolicy
+	11,  // 17: taskd.v1.TaskSpec.backoff:type_name -> taskd.v1.Backoff
+	82,  // 18: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
+	79,  // 19: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
+	3,   // 20: taskd.v1.RunSummary.outcome:type_name -> taskd.v1.Outcome
+	81,  // 21: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 22: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
+	12,  // 23: taskd.v1.Task.spec:type_name -> taskd.v1.TaskSpec
+	2,   // 24: taskd.v1.Task.state:type_name -> taskd.v1.TaskState
+	81,  // 25: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	81,  // 26: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
+	13,  // 27: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
+	81,  // 28: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
+	81,  // 29: taskd.v1.Task.next_fire_times:type_name -> google.protobuf.Timestamp
+	81,  // 30: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
+	81,  // 31: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 32: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	3,   // 33: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
+	81,  // 34: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
+	4,   // 35: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
+	81,  // 36: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 37: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
+	12,  // 38: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
+	14,  // 39: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
+	12,  // 40: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
+	14,  // 41: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 42: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
+	2,   // 43: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
+	80,  // 44: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
+	14,  // 45: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 46: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 47: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
+	15,  // 48: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
+	16,  // 49: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
+	16,  // 50: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
+	17,  // 51: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
+	17,  // 52: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
+	12,  // 53: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
+	14,  // 54: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 55: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 56: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
+	81,  // 57: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
+	46,  // 58: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
+	46,  // 59: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
+	46,  // 60: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
+	10,  // 61: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
+	81,  // 62: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
+	59,  // 63: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
+	81,  // 64: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
+	60,  // 65: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
+	60,  // 66: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
+	61,  // 67: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
+	62,  // 68: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
+	63,  // 69: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
+	64,  // 70: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
+	65,  // 71: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
+	66,  // 72: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
+	67,  // 73: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
+	67,  // 74: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	67,  // 75: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	67,  // 76: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
+	5,   // 77: taskd.v1.Event.type:type_name -> taskd.v1.EventType
+	81,  // 78: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,   // 79: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
+	81,  // 80: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
+	5,   // 81: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
+	76,  // 82: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
+	18,  // 83: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
+	20,  // 84: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
+	22,  // 85: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
+	24,  // 86: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
+	26,  // 87: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
+	28,  // 88: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
+	30,  // 89: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
+	32,  // 90: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
+	34,  // 91: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
+	35,  // 92: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
+	37,  // 93: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
+	40,  // 94: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
+	42,  // 95: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
+	44,  // 96: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
+	47,  // 97: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
+	49,  // 98: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
+	51,  // 99: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
+	53,  // 100: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
+	55,  // 101: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
+	57,  // 102: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
+	68,  // 103: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
+	70,  // 104: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
+	72,  // 105: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
+	74,  // 106: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
+	77,  // 107: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
+	19,  // 108: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
+	21,  // 109: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
+	23,  // 110: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
+	25,  // 111: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
+	27,  // 112: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
+	29,  // 113: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
+	31,  // 114: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
+	33,  // 115: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
+	39,  // 116: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
+	36,  // 117: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
+	38,  // 118: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
+	41,  // 119: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
+	43,  // 120: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
+	45,  // 121: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
+	48,  // 122: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
+	50,  // 123: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
+	52,  // 124: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
+	54,  // 125: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
+	56,  // 126: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
+	58,  // 127: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
+	69,  // 128: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
+	71,  // 129: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
+	73,  // 130: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
+	75,  // 131: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
+	78,  // 132: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
+	108, // [108:133] is the sub-list for method output_type
+	83,  // [83:108] is the sub-list for method input_type
+	83,  // [83:83] is the sub-list for extension type_name
+	83,  // [83:83] is the sub-list for extension extendee
+	0,   // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_taskd_v1_taskd_proto_init() }
@@ -2811,18 +5731,28 @@ func file_taskd_v1_taskd_proto_init() {
 	if File_taskd_v1_taskd_proto != nil {
 		return
 	}
-	file_taskd_v1_taskd_proto_msgTypes[2].OneofWrappers = []any{
+	file_taskd_v1_taskd_proto_msgTypes[4].OneofWrappers = []any{
 		(*Trigger_Once)(nil),
 		(*Trigger_Periodic)(nil),
+		(*Trigger_Cron)(nil),
+		(*Trigger_OnStartup)(nil),
 	}
-	file_taskd_v1_taskd_proto_msgTypes[4].OneofWrappers = []any{}
+	file_taskd_v1_taskd_proto_msgTypes[6].OneofWrappers = []any{}
+	file_taskd_v1_taskd_proto_msgTypes[61].OneofWrappers = []any{
+		(*Calendar_Dates)(nil),
+		(*Calendar_Annual)(nil),
+		(*Calendar_Monthly)(nil),
+		(*Calendar_Weekly)(nil),
+		(*Calendar_Daily)(nil),
+		(*Calendar_Cron)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskd_v1_taskd_proto_rawDesc), len(file_taskd_v1_taskd_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   33,
+			NumEnums:      6,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

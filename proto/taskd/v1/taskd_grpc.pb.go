@@ -23,17 +23,31 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TaskService_ScheduleTask_FullMethodName  = "/taskd.v1.TaskService/ScheduleTask"
-	TaskService_ScheduleTasks_FullMethodName = "/taskd.v1.TaskService/ScheduleTasks"
-	TaskService_GetTask_FullMethodName       = "/taskd.v1.TaskService/GetTask"
-	TaskService_ListTasks_FullMethodName     = "/taskd.v1.TaskService/ListTasks"
-	TaskService_CancelTask_FullMethodName    = "/taskd.v1.TaskService/CancelTask"
-	TaskService_RunTaskNow_FullMethodName    = "/taskd.v1.TaskService/RunTaskNow"
-	TaskService_ListRuns_FullMethodName      = "/taskd.v1.TaskService/ListRuns"
-	TaskService_GetIdentity_FullMethodName   = "/taskd.v1.TaskService/GetIdentity"
-	TaskService_ListNodes_FullMethodName     = "/taskd.v1.TaskService/ListNodes"
-	TaskService_MoveIdentity_FullMethodName  = "/taskd.v1.TaskService/MoveIdentity"
-	TaskService_DrainNode_FullMethodName     = "/taskd.v1.TaskService/DrainNode"
+	TaskService_ScheduleTask_FullMethodName    = "/taskd.v1.TaskService/ScheduleTask"
+	TaskService_ScheduleTasks_FullMethodName   = "/taskd.v1.TaskService/ScheduleTasks"
+	TaskService_GetTask_FullMethodName         = "/taskd.v1.TaskService/GetTask"
+	TaskService_ListTasks_FullMethodName       = "/taskd.v1.TaskService/ListTasks"
+	TaskService_CancelTask_FullMethodName      = "/taskd.v1.TaskService/CancelTask"
+	TaskService_RunTaskNow_FullMethodName      = "/taskd.v1.TaskService/RunTaskNow"
+	TaskService_ListRuns_FullMethodName        = "/taskd.v1.TaskService/ListRuns"
+	TaskService_GetIdentity_FullMethodName     = "/taskd.v1.TaskService/GetIdentity"
+	TaskService_ListNodes_FullMethodName       = "/taskd.v1.TaskService/ListNodes"
+	TaskService_MoveIdentity_FullMethodName    = "/taskd.v1.TaskService/MoveIdentity"
+	TaskService_DrainNode_FullMethodName       = "/taskd.v1.TaskService/DrainNode"
+	TaskService_UpdateTask_FullMethodName      = "/taskd.v1.TaskService/UpdateTask"
+	TaskService_PauseTask_FullMethodName       = "/taskd.v1.TaskService/PauseTask"
+	TaskService_ResumeTask_FullMethodName      = "/taskd.v1.TaskService/ResumeTask"
+	TaskService_PauseIdentity_FullMethodName   = "/taskd.v1.TaskService/PauseIdentity"
+	TaskService_ResumeIdentity_FullMethodName  = "/taskd.v1.TaskService/ResumeIdentity"
+	TaskService_PauseKind_FullMethodName       = "/taskd.v1.TaskService/PauseKind"
+	TaskService_ResumeKind_FullMethodName      = "/taskd.v1.TaskService/ResumeKind"
+	TaskService_ListPauses_FullMethodName      = "/taskd.v1.TaskService/ListPauses"
+	TaskService_PreviewTriggers_FullMethodName = "/taskd.v1.TaskService/PreviewTriggers"
+	TaskService_CreateCalendar_FullMethodName  = "/taskd.v1.TaskService/CreateCalendar"
+	TaskService_GetCalendar_FullMethodName     = "/taskd.v1.TaskService/GetCalendar"
+	TaskService_ListCalendars_FullMethodName   = "/taskd.v1.TaskService/ListCalendars"
+	TaskService_DeleteCalendar_FullMethodName  = "/taskd.v1.TaskService/DeleteCalendar"
+	TaskService_WatchEvents_FullMethodName     = "/taskd.v1.TaskService/WatchEvents"
 )
 
 // TaskServiceClient is the client API for TaskService service.
@@ -77,6 +91,43 @@ type TaskServiceClient interface {
 	// --drain-timeout for runs in flight, hands every identity to other
 	// RUNNING nodes, then stops.
 	DrainNode(ctx context.Context, in *DrainNodeRequest, opts ...grpc.CallOption) (*DrainNodeResponse, error)
+	// UpdateTask replaces an existing task's triggers, calendars, payload,
+	// priority or retry settings, keeping its id, history and data. It is
+	// conditional on the revision the caller read (ABORTED if the task changed
+	// since); a run in flight finishes under the old spec.
+	UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*UpdateTaskResponse, error)
+	// PauseTask stops a task from starting runs; its triggers are kept. What
+	// comes due while paused is handled on resume by its misfire policy.
+	PauseTask(ctx context.Context, in *PauseTaskRequest, opts ...grpc.CallOption) (*PauseTaskResponse, error)
+	// ResumeTask lifts a PauseTask.
+	ResumeTask(ctx context.Context, in *ResumeTaskRequest, opts ...grpc.CallOption) (*ResumeTaskResponse, error)
+	// PauseIdentity pauses every task of an identity, present and future.
+	PauseIdentity(ctx context.Context, in *PauseIdentityRequest, opts ...grpc.CallOption) (*PauseIdentityResponse, error)
+	// ResumeIdentity lifts a PauseIdentity.
+	ResumeIdentity(ctx context.Context, in *ResumeIdentityRequest, opts ...grpc.CallOption) (*ResumeIdentityResponse, error)
+	// PauseKind pauses every task of a kind in the cluster, present and future.
+	PauseKind(ctx context.Context, in *PauseKindRequest, opts ...grpc.CallOption) (*PauseKindResponse, error)
+	// ResumeKind lifts a PauseKind.
+	ResumeKind(ctx context.Context, in *ResumeKindRequest, opts ...grpc.CallOption) (*ResumeKindResponse, error)
+	// ListPauses lists the identity and kind pauses in force.
+	ListPauses(ctx context.Context, in *ListPausesRequest, opts ...grpc.CallOption) (*ListPausesResponse, error)
+	// PreviewTriggers returns the next fire times a set of triggers and
+	// calendars would make from an instant, without scheduling anything.
+	PreviewTriggers(ctx context.Context, in *PreviewTriggersRequest, opts ...grpc.CallOption) (*PreviewTriggersResponse, error)
+	// CreateCalendar stores a named exclusion calendar (replace=true
+	// overwrites one of the same name).
+	CreateCalendar(ctx context.Context, in *CreateCalendarRequest, opts ...grpc.CallOption) (*CreateCalendarResponse, error)
+	// GetCalendar returns one calendar.
+	GetCalendar(ctx context.Context, in *GetCalendarRequest, opts ...grpc.CallOption) (*GetCalendarResponse, error)
+	// ListCalendars returns every calendar by name.
+	ListCalendars(ctx context.Context, in *ListCalendarsRequest, opts ...grpc.CallOption) (*ListCalendarsResponse, error)
+	// DeleteCalendar removes a calendar no task and no calendar uses
+	// (FAILED_PRECONDITION naming a user otherwise).
+	DeleteCalendar(ctx context.Context, in *DeleteCalendarRequest, opts ...grpc.CallOption) (*DeleteCalendarResponse, error)
+	// WatchEvents streams task events matching a filter, in order for each
+	// task, from any node. A cursor from an earlier event resumes after it
+	// while it is within the retention window (OUT_OF_RANGE once it is not).
+	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEventsResponse], error)
 }
 
 type taskServiceClient struct {
@@ -197,6 +248,155 @@ func (c *taskServiceClient) DrainNode(ctx context.Context, in *DrainNodeRequest,
 	return out, nil
 }
 
+func (c *taskServiceClient) UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*UpdateTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateTaskResponse)
+	err := c.cc.Invoke(ctx, TaskService_UpdateTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) PauseTask(ctx context.Context, in *PauseTaskRequest, opts ...grpc.CallOption) (*PauseTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseTaskResponse)
+	err := c.cc.Invoke(ctx, TaskService_PauseTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) ResumeTask(ctx context.Context, in *ResumeTaskRequest, opts ...grpc.CallOption) (*ResumeTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeTaskResponse)
+	err := c.cc.Invoke(ctx, TaskService_ResumeTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) PauseIdentity(ctx context.Context, in *PauseIdentityRequest, opts ...grpc.CallOption) (*PauseIdentityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseIdentityResponse)
+	err := c.cc.Invoke(ctx, TaskService_PauseIdentity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) ResumeIdentity(ctx context.Context, in *ResumeIdentityRequest, opts ...grpc.CallOption) (*ResumeIdentityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeIdentityResponse)
+	err := c.cc.Invoke(ctx, TaskService_ResumeIdentity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) PauseKind(ctx context.Context, in *PauseKindRequest, opts ...grpc.CallOption) (*PauseKindResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseKindResponse)
+	err := c.cc.Invoke(ctx, TaskService_PauseKind_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) ResumeKind(ctx context.Context, in *ResumeKindRequest, opts ...grpc.CallOption) (*ResumeKindResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeKindResponse)
+	err := c.cc.Invoke(ctx, TaskService_ResumeKind_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) ListPauses(ctx context.Context, in *ListPausesRequest, opts ...grpc.CallOption) (*ListPausesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPausesResponse)
+	err := c.cc.Invoke(ctx, TaskService_ListPauses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) PreviewTriggers(ctx context.Context, in *PreviewTriggersRequest, opts ...grpc.CallOption) (*PreviewTriggersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PreviewTriggersResponse)
+	err := c.cc.Invoke(ctx, TaskService_PreviewTriggers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) CreateCalendar(ctx context.Context, in *CreateCalendarRequest, opts ...grpc.CallOption) (*CreateCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCalendarResponse)
+	err := c.cc.Invoke(ctx, TaskService_CreateCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) GetCalendar(ctx context.Context, in *GetCalendarRequest, opts ...grpc.CallOption) (*GetCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetCalendarResponse)
+	err := c.cc.Invoke(ctx, TaskService_GetCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) ListCalendars(ctx context.Context, in *ListCalendarsRequest, opts ...grpc.CallOption) (*ListCalendarsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCalendarsResponse)
+	err := c.cc.Invoke(ctx, TaskService_ListCalendars_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) DeleteCalendar(ctx context.Context, in *DeleteCalendarRequest, opts ...grpc.CallOption) (*DeleteCalendarResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCalendarResponse)
+	err := c.cc.Invoke(ctx, TaskService_DeleteCalendar_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEventsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TaskService_ServiceDesc.Streams[0], TaskService_WatchEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchEventsRequest, WatchEventsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TaskService_WatchEventsClient = grpc.ServerStreamingClient[WatchEventsResponse]
+
 // TaskServiceServer is the server API for TaskService service.
 // All implementations must embed UnimplementedTaskServiceServer
 // for forward compatibility.
@@ -238,6 +438,43 @@ type TaskServiceServer interface {
 	// --drain-timeout for runs in flight, hands every identity to other
 	// RUNNING nodes, then stops.
 	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
+	// UpdateTask replaces an existing task's triggers, calendars, payload,
+	// priority or retry settings, keeping its id, history and data. It is
+	// conditional on the revision the caller read (ABORTED if the task changed
+	// since); a run in flight finishes under the old spec.
+	UpdateTask(context.Context, *UpdateTaskRequest) (*UpdateTaskResponse, error)
+	// PauseTask stops a task from starting runs; its triggers are kept. What
+	// comes due while paused is handled on resume by its misfire policy.
+	PauseTask(context.Context, *PauseTaskRequest) (*PauseTaskResponse, error)
+	// ResumeTask lifts a PauseTask.
+	ResumeTask(context.Context, *ResumeTaskRequest) (*ResumeTaskResponse, error)
+	// PauseIdentity pauses every task of an identity, present and future.
+	PauseIdentity(context.Context, *PauseIdentityRequest) (*PauseIdentityResponse, error)
+	// ResumeIdentity lifts a PauseIdentity.
+	ResumeIdentity(context.Context, *ResumeIdentityRequest) (*ResumeIdentityResponse, error)
+	// PauseKind pauses every task of a kind in the cluster, present and future.
+	PauseKind(context.Context, *PauseKindRequest) (*PauseKindResponse, error)
+	// ResumeKind lifts a PauseKind.
+	ResumeKind(context.Context, *ResumeKindRequest) (*ResumeKindResponse, error)
+	// ListPauses lists the identity and kind pauses in force.
+	ListPauses(context.Context, *ListPausesRequest) (*ListPausesResponse, error)
+	// PreviewTriggers returns the next fire times a set of triggers and
+	// calendars would make from an instant, without scheduling anything.
+	PreviewTriggers(context.Context, *PreviewTriggersRequest) (*PreviewTriggersResponse, error)
+	// CreateCalendar stores a named exclusion calendar (replace=true
+	// overwrites one of the same name).
+	CreateCalendar(context.Context, *CreateCalendarRequest) (*CreateCalendarResponse, error)
+	// GetCalendar returns one calendar.
+	GetCalendar(context.Context, *GetCalendarRequest) (*GetCalendarResponse, error)
+	// ListCalendars returns every calendar by name.
+	ListCalendars(context.Context, *ListCalendarsRequest) (*ListCalendarsResponse, error)
+	// DeleteCalendar removes a calendar no task and no calendar uses
+	// (FAILED_PRECONDITION naming a user otherwise).
+	DeleteCalendar(context.Context, *DeleteCalendarRequest) (*DeleteCalendarResponse, error)
+	// WatchEvents streams task events matching a filter, in order for each
+	// task, from any node. A cursor from an earlier event resumes after it
+	// while it is within the retention window (OUT_OF_RANGE once it is not).
+	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsResponse]) error
 	mustEmbedUnimplementedTaskServiceServer()
 }
 
@@ -280,6 +517,48 @@ func (UnimplementedTaskServiceServer) MoveIdentity(context.Context, *MoveIdentit
 }
 func (UnimplementedTaskServiceServer) DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DrainNode not implemented")
+}
+func (UnimplementedTaskServiceServer) UpdateTask(context.Context, *UpdateTaskRequest) (*UpdateTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateTask not implemented")
+}
+func (UnimplementedTaskServiceServer) PauseTask(context.Context, *PauseTaskRequest) (*PauseTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseTask not implemented")
+}
+func (UnimplementedTaskServiceServer) ResumeTask(context.Context, *ResumeTaskRequest) (*ResumeTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeTask not implemented")
+}
+func (UnimplementedTaskServiceServer) PauseIdentity(context.Context, *PauseIdentityRequest) (*PauseIdentityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseIdentity not implemented")
+}
+func (UnimplementedTaskServiceServer) ResumeIdentity(context.Context, *ResumeIdentityRequest) (*ResumeIdentityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeIdentity not implemented")
+}
+func (UnimplementedTaskServiceServer) PauseKind(context.Context, *PauseKindRequest) (*PauseKindResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseKind not implemented")
+}
+func (UnimplementedTaskServiceServer) ResumeKind(context.Context, *ResumeKindRequest) (*ResumeKindResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResumeKind not implemented")
+}
+func (UnimplementedTaskServiceServer) ListPauses(context.Context, *ListPausesRequest) (*ListPausesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPauses not implemented")
+}
+func (UnimplementedTaskServiceServer) PreviewTriggers(context.Context, *PreviewTriggersRequest) (*PreviewTriggersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PreviewTriggers not implemented")
+}
+func (UnimplementedTaskServiceServer) CreateCalendar(context.Context, *CreateCalendarRequest) (*CreateCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCalendar not implemented")
+}
+func (UnimplementedTaskServiceServer) GetCalendar(context.Context, *GetCalendarRequest) (*GetCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetCalendar not implemented")
+}
+func (UnimplementedTaskServiceServer) ListCalendars(context.Context, *ListCalendarsRequest) (*ListCalendarsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCalendars not implemented")
+}
+func (UnimplementedTaskServiceServer) DeleteCalendar(context.Context, *DeleteCalendarRequest) (*DeleteCalendarResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCalendar not implemented")
+}
+func (UnimplementedTaskServiceServer) WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchEvents not implemented")
 }
 func (UnimplementedTaskServiceServer) mustEmbedUnimplementedTaskServiceServer() {}
 func (UnimplementedTaskServiceServer) testEmbeddedByValue()                     {}
@@ -500,6 +779,251 @@ func _TaskService_DrainNode_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskService_UpdateTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).UpdateTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_UpdateTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).UpdateTask(ctx, req.(*UpdateTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_PauseTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).PauseTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_PauseTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).PauseTask(ctx, req.(*PauseTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_ResumeTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ResumeTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ResumeTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ResumeTask(ctx, req.(*ResumeTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_PauseIdentity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseIdentityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).PauseIdentity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_PauseIdentity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).PauseIdentity(ctx, req.(*PauseIdentityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_ResumeIdentity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeIdentityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ResumeIdentity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ResumeIdentity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ResumeIdentity(ctx, req.(*ResumeIdentityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_PauseKind_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseKindRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).PauseKind(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_PauseKind_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).PauseKind(ctx, req.(*PauseKindRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_ResumeKind_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeKindRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ResumeKind(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ResumeKind_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ResumeKind(ctx, req.(*ResumeKindRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_ListPauses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPausesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ListPauses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ListPauses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ListPauses(ctx, req.(*ListPausesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_PreviewTriggers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PreviewTriggersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).PreviewTriggers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_PreviewTriggers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).PreviewTriggers(ctx, req.(*PreviewTriggersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_CreateCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).CreateCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_CreateCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).CreateCalendar(ctx, req.(*CreateCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_GetCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).GetCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_GetCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).GetCalendar(ctx, req.(*GetCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_ListCalendars_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCalendarsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ListCalendars(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ListCalendars_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ListCalendars(ctx, req.(*ListCalendarsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_DeleteCalendar_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCalendarRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).DeleteCalendar(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_DeleteCalendar_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).DeleteCalendar(ctx, req.(*DeleteCalendarRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_WatchEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TaskServiceServer).WatchEvents(m, &grpc.GenericServerStream[WatchEventsRequest, WatchEventsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TaskService_WatchEventsServer = grpc.ServerStreamingServer[WatchEventsResponse]
+
 // TaskService_ServiceDesc is the grpc.ServiceDesc for TaskService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -551,7 +1075,65 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DrainNode",
 			Handler:    _TaskService_DrainNode_Handler,
 		},
+		{
+			MethodName: "UpdateTask",
+			Handler:    _TaskService_UpdateTask_Handler,
+		},
+		{
+			MethodName: "PauseTask",
+			Handler:    _TaskService_PauseTask_Handler,
+		},
+		{
+			MethodName: "ResumeTask",
+			Handler:    _TaskService_ResumeTask_Handler,
+		},
+		{
+			MethodName: "PauseIdentity",
+			Handler:    _TaskService_PauseIdentity_Handler,
+		},
+		{
+			MethodName: "ResumeIdentity",
+			Handler:    _TaskService_ResumeIdentity_Handler,
+		},
+		{
+			MethodName: "PauseKind",
+			Handler:    _TaskService_PauseKind_Handler,
+		},
+		{
+			MethodName: "ResumeKind",
+			Handler:    _TaskService_ResumeKind_Handler,
+		},
+		{
+			MethodName: "ListPauses",
+			Handler:    _TaskService_ListPauses_Handler,
+		},
+		{
+			MethodName: "PreviewTriggers",
+			Handler:    _TaskService_PreviewTriggers_Handler,
+		},
+		{
+			MethodName: "CreateCalendar",
+			Handler:    _TaskService_CreateCalendar_Handler,
+		},
+		{
+			MethodName: "GetCalendar",
+			Handler:    _TaskService_GetCalendar_Handler,
+		},
+		{
+			MethodName: "ListCalendars",
+			Handler:    _TaskService_ListCalendars_Handler,
+		},
+		{
+			MethodName: "DeleteCalendar",
+			Handler:    _TaskService_DeleteCalendar_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchEvents",
+			Handler:       _TaskService_WatchEvents_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "taskd/v1/taskd.proto",
 }

@@ -108,3 +108,33 @@ func (k Keys) EveryRun(taskID, node string, seq int64) string {
 func (k Keys) SplitEvery(key string) (id, taskID string, err error) {
 	return k.split(key, "every/")
 }
+
+// Pauses is the prefix of the identity and kind pauses in force
+// (taskdv1.Pause values); every node follows it.
+func (k Keys) Pauses() string { return k.prefix + "pause/" }
+
+// PauseIdentity is the key whose presence pauses every task of an identity.
+// A start of one of its tasks compares that it is absent.
+func (k Keys) PauseIdentity(id string) string {
+	return k.prefix + "pause/identity/" + identity.Encode(id)
+}
+
+// PauseKind is the key whose presence pauses every task of a kind.
+func (k Keys) PauseKind(kind string) string { return k.prefix + "pause/kind/" + identity.Encode(kind) }
+
+// SplitPause parses a pause key: exactly one of id and kind is set.
+func (k Keys) SplitPause(key string) (id, kind string, err error) {
+	rest, ok := strings.CutPrefix(key, k.Pauses())
+	if !ok {
+		return "", "", fmt.Errorf("key %q is not a pause key", key)
+	}
+	if enc, ok := strings.CutPrefix(rest, "identity/"); ok {
+		id, err = identity.Decode(enc)
+		return id, "", err
+	}
+	if enc, ok := strings.CutPrefix(rest, "kind/"); ok {
+		kind, err = identity.Decode(enc)
+		return "", kind, err
+	}
+	return "", "", fmt.Errorf("key %q is not a pause key", key)
+}

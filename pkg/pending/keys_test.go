@@ -166,3 +166,22 @@ func BenchmarkTaskKey(b *testing.B) {
 		})
 	}
 }
+
+func TestPauseKeysRoundTrip(t *testing.T) {
+	k := NewKeys("/taskd/")
+	for _, name := range []string{"a", "user/1", "kind.with.dots", "%2F", "x y"} {
+		id, kind, err := k.SplitPause(k.PauseIdentity(name))
+		if err != nil || id != name || kind != "" {
+			t.Fatalf("SplitPause(PauseIdentity(%q)) = %q, %q, %v", name, id, kind, err)
+		}
+		id, kind, err = k.SplitPause(k.PauseKind(name))
+		if err != nil || kind != name || id != "" {
+			t.Fatalf("SplitPause(PauseKind(%q)) = %q, %q, %v", name, id, kind, err)
+		}
+	}
+	for _, bad := range []string{"/taskd/pause/", "/taskd/pause/other/x", "/taskd/task/x", "/taskd/pause/identity/%zz"} {
+		if _, _, err := k.SplitPause(bad); err == nil {
+			t.Fatalf("SplitPause(%q) accepted", bad)
+		}
+	}
+}

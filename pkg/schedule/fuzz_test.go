@@ -65,12 +65,12 @@ func FuzzTrigger(f *testing.F) {
 			var prev time.Time
 			prevOK, ended := false, false
 			for k := from; k < from+8 && k >= from; k++ {
-				at, ok := FireAt(tr, k)
+				at, ok := fireAt(tr, k)
 				if ok && ended {
-					t.Fatalf("FireAt(%v, %d) = %v after fire time %d did not exist", tr, k, at, k-1)
+					t.Fatalf("fireAt(%v, %d) = %v after fire time %d did not exist", tr, k, at, k-1)
 				}
 				if ok && prevOK && at.Before(prev) {
-					t.Fatalf("FireAt(%v, %d) = %v is before fire time %d, %v", tr, k, at, k-1, prev)
+					t.Fatalf("fireAt(%v, %d) = %v is before fire time %d, %v", tr, k, at, k-1, prev)
 				}
 				if !ok && k >= 0 {
 					ended = true
@@ -82,7 +82,7 @@ func FuzzTrigger(f *testing.F) {
 		var lastRun time.Time
 		ran := false
 		for i := 0; i < 16; i++ {
-			p := Due(tr, fired, now, threshold, taskdv1.MisfirePolicy(policy), maxCatchUp)
+			p := dueIdx(tr, fired, now, threshold, taskdv1.MisfirePolicy(policy), maxCatchUp)
 			if p.Fired < fired || p.Misfired < 0 {
 				t.Fatalf("Due(%v, fired %d, now %v) = %+v: progress back or negative misfires", tr, fired, now, p)
 			}
@@ -91,7 +91,7 @@ func FuzzTrigger(f *testing.F) {
 				// after the misfired ones dropped.
 				found := false
 				for _, k := range []int64{fired, fired + p.Misfired} {
-					at, ok := FireAt(tr, k)
+					at, ok := fireAt(tr, k)
 					found = found || (ok && k < p.Fired && at.Equal(p.Fire))
 				}
 				if !found {

@@ -121,12 +121,12 @@ func TestFireAt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := FireAt(tt.trig, tt.k)
+			got, ok := fireAt(tt.trig, tt.k)
 			if ok != tt.wantOK || !got.Equal(tt.want) {
-				t.Fatalf("FireAt(k=%d) = %v, %v; want %v, %v", tt.k, got, ok, tt.want, tt.wantOK)
+				t.Fatalf("fireAt(k=%d) = %v, %v; want %v, %v", tt.k, got, ok, tt.want, tt.wantOK)
 			}
 			if ok && got.Before(base.AddDate(-200, 0, 0)) && tt.name != "once at before epoch" {
-				t.Fatalf("FireAt(k=%d) = %v: wrapped around", tt.k, got)
+				t.Fatalf("fireAt(k=%d) = %v: wrapped around", tt.k, got)
 			}
 		})
 	}
@@ -137,14 +137,14 @@ func TestFireAt(t *testing.T) {
 func TestFireAtMonotonic(t *testing.T) {
 	for _, iv := range []time.Duration{time.Millisecond, 7 * time.Millisecond, time.Second, 90 * time.Minute} {
 		trig := every(iv)
-		prev, _ := FireAt(trig, 0)
+		prev, _ := fireAt(trig, 0)
 		for k := int64(1); k < 2000; k++ {
-			got, ok := FireAt(trig, k)
+			got, ok := fireAt(trig, k)
 			if !ok {
-				t.Fatalf("iv %v: FireAt(%d) not ok", iv, k)
+				t.Fatalf("iv %v: fireAt(%d) not ok", iv, k)
 			}
 			if got.Sub(prev) != iv {
-				t.Fatalf("iv %v: FireAt(%d)-FireAt(%d) = %v", iv, k, k-1, got.Sub(prev))
+				t.Fatalf("iv %v: fireAt(%d)-fireAt(%d) = %v", iv, k, k-1, got.Sub(prev))
 			}
 			prev = got
 		}
@@ -187,105 +187,105 @@ func TestDue(t *testing.T) {
 		now        time.Time
 		policy     taskdv1.MisfirePolicy
 		maxCatchUp int
-		want       Plan
+		want       idxPlan
 	}{
 		// On time: within the threshold runs and advances by exactly one,
 		// whatever the policy, even when later fire times have also passed.
-		{"on time exactly", p10, 0, base, skip, 100, Plan{Run: true, Fire: base, Fired: 1}},
-		{"on time, later k", p10, 7, at(70 * s), skip, 100, Plan{Run: true, Fire: at(70 * s), Fired: 8}},
-		{"early (before fire)", p10, 0, at(-s), skip, 100, Plan{Run: true, Fire: base, Fired: 1}},
-		{"late by 1ms", p10, 0, at(time.Millisecond), skip, 100, Plan{Run: true, Fire: base, Fired: 1}},
-		{"late by exactly threshold", p10, 0, at(threshold), skip, 100, Plan{Run: true, Fire: base, Fired: 1}},
-		{"late by threshold, FIRE_ALL", p10, 0, at(threshold), fireAll, 100, Plan{Run: true, Fire: base, Fired: 1}},
-		{"late by threshold, FIRE_ONCE_NOW", p10, 0, at(threshold), onceNow, 100, Plan{Run: true, Fire: base, Fired: 1}},
-		{"once on time", onceAtBase, 0, at(5 * s), unspecified, 100, Plan{Run: true, Fire: base, Fired: 1}},
+		{"on time exactly", p10, 0, base, skip, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
+		{"on time, later k", p10, 7, at(70 * s), skip, 100, idxPlan{Run: true, Fire: at(70 * s), Fired: 8}},
+		{"early (before fire)", p10, 0, at(-s), skip, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
+		{"late by 1ms", p10, 0, at(time.Millisecond), skip, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
+		{"late by exactly threshold", p10, 0, at(threshold), skip, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
+		{"late by threshold, FIRE_ALL", p10, 0, at(threshold), fireAll, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
+		{"late by threshold, FIRE_ONCE_NOW", p10, 0, at(threshold), onceNow, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
+		{"once on time", onceAtBase, 0, at(5 * s), unspecified, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
 
 		// SKIP: on to the first fire time after now; every passed one is
 		// counted as misfired and none runs.
 		{"SKIP 1ns past threshold", p10, 0, at(threshold + 1), skip, 100,
-			Plan{Fired: 7, Misfired: 7, Late: true}}, // k=0..6 (0s..60s) passed, next k=7 at 70s
+			idxPlan{Fired: 7, Misfired: 7, Late: true}}, // k=0..6 (0s..60s) passed, next k=7 at 70s
 		{"SKIP now between fire times", p10, 0, at(95 * s), skip, 100,
-			Plan{Fired: 10, Misfired: 10, Late: true}},
+			idxPlan{Fired: 10, Misfired: 10, Late: true}},
 		{"SKIP now exactly on a fire time", p10, 0, at(100 * s), skip, 100,
-			Plan{Fired: 11, Misfired: 11, Late: true}}, // "after now": k=10 at 100s is passed
+			idxPlan{Fired: 11, Misfired: 11, Late: true}}, // "after now": k=10 at 100s is passed
 		{"SKIP from mid progress", p10, 3, at(95 * s), skip, 100,
-			Plan{Fired: 10, Misfired: 7, Late: true}},
+			idxPlan{Fired: 10, Misfired: 7, Late: true}},
 		{"SKIP ignores maxCatchUp", p10, 0, at(95 * s), skip, 1,
-			Plan{Fired: 10, Misfired: 10, Late: true}},
+			idxPlan{Fired: 10, Misfired: 10, Late: true}},
 		{"SKIP once", onceAtBase, 0, at(time.Hour), skip, 100,
-			Plan{Fired: 1, Misfired: 1, Late: true}},
+			idxPlan{Fired: 1, Misfired: 1, Late: true}},
 		{"SKIP end not reached", end1h, 0, at(95 * s), skip, 100,
-			Plan{Fired: 10, Misfired: 10, Late: true}},
+			idxPlan{Fired: 10, Misfired: 10, Late: true}},
 
 		// FIRE_ONCE_NOW: one run (of the first missed time) for all of them,
 		// then on past now.
 		{"FIRE_ONCE_NOW periodic", p10, 0, at(95 * s), onceNow, 100,
-			Plan{Run: true, Fire: base, Fired: 10, Misfired: 9, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 10, Misfired: 9, Late: true}},
 		{"FIRE_ONCE_NOW from mid progress", p10, 3, at(95 * s), onceNow, 100,
-			Plan{Run: true, Fire: at(30 * s), Fired: 10, Misfired: 6, Late: true}},
+			idxPlan{Run: true, Fire: at(30 * s), Fired: 10, Misfired: 6, Late: true}},
 		{"FIRE_ONCE_NOW on a fire time", p10, 0, at(100 * s), onceNow, 100,
-			Plan{Run: true, Fire: base, Fired: 11, Misfired: 10, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 11, Misfired: 10, Late: true}},
 		{"FIRE_ONCE_NOW once", onceAtBase, 0, at(time.Hour), onceNow, 100,
-			Plan{Run: true, Fire: base, Fired: 1, Misfired: 0, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 1, Misfired: 0, Late: true}},
 
 		// FIRE_ALL: one run per missed time, oldest first; beyond maxCatchUp
 		// the oldest are dropped.
 		{"FIRE_ALL within cap", p10, 0, at(95 * s), fireAll, 100,
-			Plan{Run: true, Fire: base, Fired: 1, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 1, Late: true}},
 		{"FIRE_ALL exactly cap", p10, 0, at(95 * s), fireAll, 10,
-			Plan{Run: true, Fire: base, Fired: 1, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 1, Late: true}},
 		{"FIRE_ALL one over cap", p10, 0, at(95 * s), fireAll, 9,
-			Plan{Run: true, Fire: at(10 * s), Fired: 2, Misfired: 1, Late: true}},
+			idxPlan{Run: true, Fire: at(10 * s), Fired: 2, Misfired: 1, Late: true}},
 		{"FIRE_ALL cap 3 of 10", p10, 0, at(95 * s), fireAll, 3,
-			Plan{Run: true, Fire: at(70 * s), Fired: 8, Misfired: 7, Late: true}},
+			idxPlan{Run: true, Fire: at(70 * s), Fired: 8, Misfired: 7, Late: true}},
 		{"FIRE_ALL cap 0 means 1", p10, 0, at(95 * s), fireAll, 0,
-			Plan{Run: true, Fire: at(90 * s), Fired: 10, Misfired: 9, Late: true}},
+			idxPlan{Run: true, Fire: at(90 * s), Fired: 10, Misfired: 9, Late: true}},
 		{"FIRE_ALL cap negative means 1", p10, 0, at(95 * s), fireAll, -5,
-			Plan{Run: true, Fire: at(90 * s), Fired: 10, Misfired: 9, Late: true}},
+			idxPlan{Run: true, Fire: at(90 * s), Fired: 10, Misfired: 9, Late: true}},
 		{"FIRE_ALL once", onceAtBase, 0, at(time.Hour), fireAll, 100,
-			Plan{Run: true, Fire: base, Fired: 1, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 1, Late: true}},
 
 		// UNSPECIFIED takes the kind's default (contract §4.4); so does a value
 		// this version does not know.
 		{"UNSPECIFIED periodic is SKIP", p10, 0, at(95 * s), unspecified, 100,
-			Plan{Fired: 10, Misfired: 10, Late: true}},
+			idxPlan{Fired: 10, Misfired: 10, Late: true}},
 		{"UNSPECIFIED once is FIRE_ONCE_NOW", onceAtBase, 0, at(time.Hour), unspecified, 100,
-			Plan{Run: true, Fire: base, Fired: 1, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 1, Late: true}},
 		{"unknown policy periodic is SKIP", p10, 0, at(95 * s), taskdv1.MisfirePolicy(99), 100,
-			Plan{Fired: 10, Misfired: 10, Late: true}},
+			idxPlan{Fired: 10, Misfired: 10, Late: true}},
 		{"unknown policy once is FIRE_ONCE_NOW", onceAtBase, 0, at(time.Hour), taskdv1.MisfirePolicy(99), 100,
-			Plan{Run: true, Fire: base, Fired: 1, Late: true}},
+			idxPlan{Run: true, Fire: base, Fired: 1, Late: true}},
 
 		// Count or end exhausted during the catch-up: progress stops at the
 		// trigger's last fire time and only existing ones are counted.
 		{"count exhausted, SKIP", count5, 2, at(time.Hour), skip, 100,
-			Plan{Fired: 5, Misfired: 3, Late: true}},
+			idxPlan{Fired: 5, Misfired: 3, Late: true}},
 		{"count exhausted, FIRE_ONCE_NOW", count5, 2, at(time.Hour), onceNow, 100,
-			Plan{Run: true, Fire: at(20 * s), Fired: 5, Misfired: 2, Late: true}},
+			idxPlan{Run: true, Fire: at(20 * s), Fired: 5, Misfired: 2, Late: true}},
 		{"count exhausted, FIRE_ALL within cap", count5, 2, at(time.Hour), fireAll, 100,
-			Plan{Run: true, Fire: at(20 * s), Fired: 3, Late: true}},
+			idxPlan{Run: true, Fire: at(20 * s), Fired: 3, Late: true}},
 		{"count exhausted, FIRE_ALL cap 1", count5, 2, at(time.Hour), fireAll, 1,
-			Plan{Run: true, Fire: at(40 * s), Fired: 5, Misfired: 2, Late: true}},
+			idxPlan{Run: true, Fire: at(40 * s), Fired: 5, Misfired: 2, Late: true}},
 		{"count exhausted, last one", count5, 4, at(time.Hour), skip, 100,
-			Plan{Fired: 5, Misfired: 1, Late: true}},
+			idxPlan{Fired: 5, Misfired: 1, Late: true}},
 		{"end exhausted (inclusive), SKIP", end40, 1, at(time.Hour), skip, 100,
-			Plan{Fired: 5, Misfired: 4, Late: true}}, // k=1..4; k=4 is at end (40s)
+			idxPlan{Fired: 5, Misfired: 4, Late: true}}, // k=1..4; k=4 is at end (40s)
 		{"end exhausted, FIRE_ONCE_NOW", end40, 1, at(time.Hour), onceNow, 100,
-			Plan{Run: true, Fire: at(10 * s), Fired: 5, Misfired: 3, Late: true}},
+			idxPlan{Run: true, Fire: at(10 * s), Fired: 5, Misfired: 3, Late: true}},
 		{"end exhausted, FIRE_ALL cap 2", end40, 0, at(time.Hour), fireAll, 2,
-			Plan{Run: true, Fire: at(30 * s), Fired: 4, Misfired: 3, Late: true}},
+			idxPlan{Run: true, Fire: at(30 * s), Fired: 4, Misfired: 3, Late: true}},
 
 		// Nothing left: the plan is empty and progress unchanged.
-		{"count done", count5, 5, at(time.Hour), skip, 100, Plan{Fired: 5}},
-		{"end done", end40, 5, at(time.Hour), skip, 100, Plan{Fired: 5}},
-		{"once done", onceAtBase, 1, at(time.Hour), unspecified, 100, Plan{Fired: 1}},
-		{"once without at", once(nil), 0, at(time.Hour), unspecified, 100, Plan{}},
-		{"no kind", &taskdv1.Trigger{}, 3, at(time.Hour), unspecified, 100, Plan{Fired: 3}},
-		{"negative progress", p10, -1, at(time.Hour), unspecified, 100, Plan{Fired: -1}},
+		{"count done", count5, 5, at(time.Hour), skip, 100, idxPlan{Fired: 5}},
+		{"end done", end40, 5, at(time.Hour), skip, 100, idxPlan{Fired: 5}},
+		{"once done", onceAtBase, 1, at(time.Hour), unspecified, 100, idxPlan{Fired: 1}},
+		{"once without at", once(nil), 0, at(time.Hour), unspecified, 100, idxPlan{}},
+		{"no kind", &taskdv1.Trigger{}, 3, at(time.Hour), unspecified, 100, idxPlan{Fired: 3}},
+		{"negative progress", p10, -1, at(time.Hour), unspecified, 100, idxPlan{Fired: -1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Due(tt.trig, tt.fired, tt.now, threshold, tt.policy, tt.maxCatchUp)
+			got := dueIdx(tt.trig, tt.fired, tt.now, threshold, tt.policy, tt.maxCatchUp)
 			if got.Run != tt.want.Run || !got.Fire.Equal(tt.want.Fire) || got.Fired != tt.want.Fired ||
 				got.Misfired != tt.want.Misfired || got.Late != tt.want.Late {
 				t.Fatalf("Due(fired=%d, now=base+%v, %v, cap %d) =\n\t%+v\nwant\n\t%+v",
@@ -297,11 +297,11 @@ func TestDue(t *testing.T) {
 }
 
 // checkPlan checks the invariants every plan keeps.
-func checkPlan(t *testing.T, trig *taskdv1.Trigger, fired int64, now time.Time, p Plan) {
+func checkPlan(t *testing.T, trig *taskdv1.Trigger, fired int64, now time.Time, p idxPlan) {
 	t.Helper()
-	fire, ok := FireAt(trig, fired)
+	fire, ok := fireAt(trig, fired)
 	if !ok {
-		if p != (Plan{Fired: fired}) {
+		if p != (idxPlan{Fired: fired}) {
 			t.Fatalf("no fire time %d, yet plan %+v", fired, p)
 		}
 		return
@@ -320,14 +320,14 @@ func checkPlan(t *testing.T, trig *taskdv1.Trigger, fired int64, now time.Time, 
 		t.Fatalf("Late = %v, fire time is %v behind now", p.Late, now.Sub(fire))
 	}
 	// Every fire time consumed exists.
-	if _, ok := FireAt(trig, p.Fired-1); !ok {
+	if _, ok := fireAt(trig, p.Fired-1); !ok {
 		t.Fatalf("progress %d passes the trigger's last fire time", p.Fired)
 	}
 	if p.Run {
 		// The fire time run is one of those consumed.
 		found := false
 		for k := fired; k < p.Fired && k < fired+1_000_000; k++ {
-			if f, _ := FireAt(trig, k); f.Equal(p.Fire) {
+			if f, _ := fireAt(trig, k); f.Equal(p.Fire) {
 				found = true
 				break
 			}
@@ -343,7 +343,7 @@ func checkPlan(t *testing.T, trig *taskdv1.Trigger, fired int64, now time.Time, 
 		return
 	}
 	// A late plan never consumes a fire time that is still to come.
-	if last, _ := FireAt(trig, p.Fired-1); last.After(now) {
+	if last, _ := fireAt(trig, p.Fired-1); last.After(now) {
 		t.Fatalf("late plan consumed future fire time %d (%v)", p.Fired-1, last)
 	}
 }
@@ -369,12 +369,12 @@ func TestDueInvariants(t *testing.T) {
 		}
 		fired := int64(r.IntN(600))
 		now := base.Add(time.Duration(r.Int64N(int64(2000 * iv))))
-		if f, ok := FireAt(trig, fired); ok && f.After(now) {
+		if f, ok := fireAt(trig, fired); ok && f.After(now) {
 			now = f.Add(time.Duration(r.Int64N(int64(3 * threshold)))) // Due's precondition: due by now
 		}
 		policy := policies[r.IntN(len(policies))]
 		maxCatchUp := r.IntN(150)
-		p := Due(trig, fired, now, threshold, policy, maxCatchUp)
+		p := dueIdx(trig, fired, now, threshold, policy, maxCatchUp)
 		checkPlan(t, trig, fired, now, p)
 		if !p.Late {
 			continue
@@ -385,7 +385,7 @@ func TestDueInvariants(t *testing.T) {
 		}
 		switch eff {
 		case skip, onceNow:
-			if next, ok := FireAt(trig, p.Fired); ok && !next.After(now) {
+			if next, ok := fireAt(trig, p.Fired); ok && !next.After(now) {
 				t.Fatalf("case %d: %v left fire time %d (%v) at or before now %v", i, eff, p.Fired, next, now)
 			}
 		case fireAll:
@@ -394,7 +394,7 @@ func TestDueInvariants(t *testing.T) {
 				// remain to run up to now.
 				left := int64(0)
 				for k := p.Fired - 1; ; k++ {
-					f, ok := FireAt(trig, k)
+					f, ok := fireAt(trig, k)
 					if !ok || f.After(now) {
 						break
 					}
@@ -419,7 +419,7 @@ func dispatch(t *testing.T, trig *taskdv1.Trigger, fired int64, now, until time.
 		if steps > 1_000_000 {
 			t.Fatal("dispatcher does not terminate")
 		}
-		fire, ok := FireAt(trig, fired)
+		fire, ok := fireAt(trig, fired)
 		if !ok {
 			break
 		}
@@ -429,7 +429,7 @@ func dispatch(t *testing.T, trig *taskdv1.Trigger, fired int64, now, until time.
 			}
 			now = fire // the timer fires exactly on time
 		}
-		p := Due(trig, fired, now, threshold, policy, maxCatchUp)
+		p := dueIdx(trig, fired, now, threshold, policy, maxCatchUp)
 		checkPlan(t, trig, fired, now, p)
 		if p.Run {
 			startedAt = append(startedAt, now)
@@ -524,11 +524,11 @@ func TestFireAllCatchUpOneByOne(t *testing.T) {
 	fired := int64(0)
 	var fires []time.Time
 	for {
-		f, ok := FireAt(trig, fired)
+		f, ok := fireAt(trig, fired)
 		if !ok || f.After(now) {
 			break
 		}
-		p := Due(trig, fired, now, threshold, fireAll, 100)
+		p := dueIdx(trig, fired, now, threshold, fireAll, 100)
 		if !p.Run {
 			t.Fatalf("FIRE_ALL plan without a run: %+v", p)
 		}
@@ -663,7 +663,7 @@ func BenchmarkFireAt(b *testing.B) {
 	trig := periodic(per{start: ts(base), interval: durationpb.New(time.Second),
 		end: ts(at(1000 * time.Hour)), count: 1 << 40})
 	for i := 0; b.Loop(); i++ {
-		if _, ok := FireAt(trig, int64(i&0xffff)); !ok {
+		if _, ok := fireAt(trig, int64(i&0xffff)); !ok {
 			b.Fatal("no fire time")
 		}
 	}
@@ -684,7 +684,7 @@ func BenchmarkDue(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if p := Due(trig, 1000, c.now, threshold, c.policy, 100); p.Fired <= 1000 {
+				if p := dueIdx(trig, 1000, c.now, threshold, c.policy, 100); p.Fired <= 1000 {
 					b.Fatal("no progress")
 				}
 			}

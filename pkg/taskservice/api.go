@@ -128,10 +128,12 @@ func (a *API) GetTask(ctx context.Context, req *taskdv1.GetTaskRequest) (*taskdv
 	return &taskdv1.GetTaskResponse{Task: t}, nil
 }
 
-// ListTasks returns a page of an identity's tasks.
+// ListTasks returns a page of tasks: of one identity, or of the cluster.
 func (a *API) ListTasks(ctx context.Context, req *taskdv1.ListTasksRequest) (*taskdv1.ListTasksResponse, error) {
-	if err := checkIdentity("identity", req.Identity); err != nil {
-		return nil, err
+	if req.Identity != "" {
+		if err := checkIdentity("identity", req.Identity); err != nil {
+			return nil, err
+		}
 	}
 	size := int(req.PageSize)
 	switch {
@@ -140,10 +142,14 @@ func (a *API) ListTasks(ctx context.Context, req *taskdv1.ListTasksRequest) (*ta
 	case size < 0 || size > 1000:
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("page_size: is %d, must be 1-1000 (0 means 100)", size))
 	}
-	if req.PageToken != "" && !pending.ValidTaskID(req.PageToken) {
-		return nil, status.Error(codes.InvalidArgument, "page_token: is not a token from a previous response")
+	for i, s := range req.States {
+		if _, ok := taskdv1.TaskState_name[int32(s)]; !ok || s == taskdv1.TaskState_TASK_STATE_UNSPECIFIED {
+			return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("states[%d]: unknown state %d", i, s))
+		}
 	}
-	tasks, next, err := a.node.ListTasks(ctx, req.Identity, size, req.PageToken)
+	tasks, next, err := a.node.ListTasks(ctx, TaskFilter{
+		Identity: req.Identity, States: req.States, Kind: req.Kind, Labels: req.Labels, Node: req.Node,
+	}, size, req.PageToken)
 	if err != nil {
 		return nil, toStatus(err)
 	}

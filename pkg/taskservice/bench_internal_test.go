@@ -44,7 +44,7 @@ func benchRecord() *storev1.TaskRecord {
 			Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(now)}}}}},
 		State: taskdv1.TaskState_TASK_STATE_SCHEDULED, CreatedAt: timestamppb.New(now),
 	}
-	initTriggers(rec)
+	initTriggers(rec, nil)
 	return rec
 }
 
@@ -55,7 +55,7 @@ func BenchmarkRunStateMachine(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now := time.Now()
-		p := planStart(rec, "n1", "inc", 7, now, time.Minute, 100)
+		p := planStart(rec, "n1", "inc", 7, timing{now: now, threshold: time.Minute, maxCatchUp: 100})
 		done := cloneRec(p.rec)
 		hist, _ := applyResult(done, p.marker, runResult{outcome: taskdv1.Outcome_OUTCOME_SUCCESS, started: now, ended: now}, "n1", 0.5)
 		if _, err := encodeBoth(p.rec, done, hist); err != nil {

@@ -182,11 +182,16 @@ func (n *Node) reschedLocked(e *entry) {
 		return
 	}
 	e.awaitSince, e.recheckAt = time.Time{}, time.Time{}
-	at, purge, ok := dueTime(rec, n.cfg.Retention, now)
+	at, purge, ok := dueTime(rec, n.cfg.Retention, n.timingLocked(rec, now))
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
 		return
 	}
+	if !purge && n.pausedByLocked(rec, e.ident.name) != nil {
+		n.parkLocked(e)
+		return
+	}
+	delete(n.pauses.parked, e)
 	e.purge = purge
 	n.queue.set(e, at)
 	e.freeze()
@@ -228,6 +233,10 @@ func (n *Node) start(e *entry) func() {
 	}
 	cur, snap := e.record(), n.snapLocked(e)
 	now := time.Now()
+	var tm timing
+	if cur != nil {
+		tm = n.timingLocked(cur, now)
+	}
 	if cur == nil {
 		e.running = false
 		n.reschedLocked(e)
@@ -239,9 +248,10 @@ func (n *Node) start(e *entry) func() {
 		n.resolveMarker(e, cur, snap)
 		return nil
 	}
-	if at, purge, ok := dueTime(cur, n.cfg.Retention, now); !ok || purge || at.After(now) {
+	if at, purge, ok := dueTime(cur, n.cfg.Retention, tm); !ok || purge || at.After(now) ||
+		n.pausedByLocked(cur, st.name) != nil {
 		e.running = false
-		n.reschedLocked(e)
+		n.reschedLocked(e) // (parks a paused entry)
 		n.mu.Unlock()
 		return nil
 	}
@@ -264,7 +274,7 @@ func (n *Node) start(e *entry) func() {
 	}
 	n.mu.Unlock()
 
-	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, now, n.cfg.MisfireThreshold, n.cfg.MaxCatchUp)
+	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
 	rev, record, ok := n.writeStart(e, p, snap)
 	if !ok {
 		n.abortFlight(f, e)
@@ -333,8 +343,15 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 			return 0, nil, false
 		}
 		ctx, cancel := n.startCtx()
-		resp, err := n.cli.Txn(ctx).If(n.everyFence(e, snap.rev, snap.progRev)...).Then(put).Commit()
+		kind := p.rec.GetSpec().GetKind()
+		resp, err := n.cli.Txn(ctx).If(append(n.everyFence(e, snap.rev, snap.progRev), n.pauseFence(st.name, kind)...)...).
+			Then(put).Else(n.pauseElse(st.name, kind)...).Commit()
 		cancel()
+		if err == nil && !resp.Succeeded && n.learnPausesFrom(st.name, kind,
+			(*clientv3.GetResponse)(resp.Responses[0].GetResponseRange()), (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange())) {
+			n.putBack(e) // parks it: the pause is known now
+			return 0, nil, false
+		}
 		if err != nil || !resp.Succeeded {
 			if err != nil {
 				n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
@@ -364,11 +381,14 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 	// registration is gone, or was renewed under a new lease since, must not
 	// start runs planned under the old one, whatever its own clock says.
 	ctx, cancel := n.startCtx()
+	// And on the pauses of its identity and kind (pauses.go).
+	kind := p.rec.GetSpec().GetKind()
 	out := n.batch.do(ctx,
-		append(n.runFence(st.name, e.id, snap.epoch, snap.rev),
+		append(append(n.runFence(st.name, e.id, snap.epoch, snap.rev),
 			clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(snap.lease))),
+			n.pauseFence(st.name, kind)...),
 		[]clientv3.Op{put},
-		append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)))
+		append(append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)), n.pauseElse(st.name, kind)...))
 	cancel()
 	if out.err != nil {
 		// If the write was applied after all, the next attempt's compare
@@ -380,6 +400,11 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 		return 0, nil, false
 	}
 	if !out.ok {
+		if len(out.els) > 4 && n.learnPausesFrom(st.name, kind,
+			(*clientv3.GetResponse)(out.els[3].GetResponseRange()), (*clientv3.GetResponse)(out.els[4].GetResponseRange())) {
+			n.putBack(e) // parks it: the pause is known now
+			return 0, nil, false
+		}
 		n.conflict(e, snap.epoch, out.els)
 		return 0, nil, false
 	}
@@ -438,6 +463,15 @@ func (n *Node) runFence(id, taskID string, epoch, rev int64) []clientv3.Cmp {
 // runElse reads, when the fence fails, what failed it.
 func (n *Node) runElse(id, taskID string) []clientv3.Op {
 	return []clientv3.Op{clientv3.OpGet(n.idmap.Keys().Mapping(id)), clientv3.OpGet(n.keys.Task(id, taskID))}
+}
+
+// putBack puts back an entry that did not start, at its due time (or
+// parked, if paused).
+func (n *Node) putBack(e *entry) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e.running = false
+	n.reschedLocked(e)
 }
 
 // settleNotStarted puts back an entry whose start failed, to try again later.
@@ -500,6 +534,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
+	delete(n.pauses.parked, e)
 	if e.ident.tasks[e.id] == e {
 		delete(e.ident.tasks, e.id)
 	}
@@ -541,6 +576,7 @@ func (n *Node) dropIdentityLocked(st *identState) {
 	st.lost = true
 	for _, e := range st.tasks {
 		n.queue.remove(e)
+		delete(n.pauses.parked, e)
 		e.counted = false
 	}
 	st.startQ = nil

@@ -29,6 +29,13 @@ const (
 	EventMoved EventType = "MOVED"
 	// EventHandedOff: this node picked up a handoff entry.
 	EventHandedOff EventType = "HANDED_OFF"
+	// EventPaused and EventResumed: a pause of a task (TaskID set), an
+	// identity (Identity set alone) or a kind (Kind set alone) came into
+	// force or was lifted, on the node that recorded it.
+	EventPaused  EventType = "PAUSED"
+	EventResumed EventType = "RESUMED"
+	// EventUpdated: UpdateTask replaced the task's spec.
+	EventUpdated EventType = "UPDATED"
 )
 
 // Event is one step, as listeners see it.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -30,17 +31,20 @@ import (
 // revision).
 
 // mergeEvery is this node's view of an EVERY_NODE task.
-func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.EveryNodeProgress, now time.Time) *storev1.TaskRecord {
+func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.EveryNodeProgress, now time.Time, cals schedule.Exclusions) *storev1.TaskRecord {
 	rec := cloneRec(shared)
 	rec.RunCount, rec.Attempt, rec.LastRun, rec.Running, rec.RetryAt = 0, 0, nil, nil, nil
 	rec.PendingFire, rec.PendingTrigger, rec.HistorySeq, rec.RecoveryPending, rec.Misfires = nil, 0, 0, nil, 0
 	if prog == nil {
-		initTriggers(rec)
+		initTriggers(rec, cals)
 	} else {
 		p := proto.Clone(prog).(*storev1.EveryNodeProgress)
 		rec.Triggers, rec.RunCount, rec.Attempt, rec.LastRun = p.Triggers, p.RunCount, p.Attempt, p.LastRun
 		rec.Running, rec.RetryAt, rec.PendingFire, rec.PendingTrigger = p.Running, p.RetryAt, p.PendingFire, p.PendingTrigger
 		rec.HistorySeq, rec.RecoveryPending, rec.Misfires = p.HistorySeq, p.RecoveryPending, p.Misfires
+		if p.SpecVersion != shared.SpecVersion {
+			rec.Triggers = updatedTriggers(p.Triggers, p.SpecVersion, shared, cals)
+		}
 	}
 	rec.ManualRequested = shared.ManualRequested && (prog == nil || sharedRev > prog.ManualServedRev)
 	if shared.State != taskdv1.TaskState_TASK_STATE_CANCELED {
@@ -53,12 +57,28 @@ func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.Every
 	return rec
 }
 
+// updatedTriggers is a node's trigger progress on an EVERY_NODE task
+// after UpdateTask changed it: a trigger set since the progress's version
+// starts afresh, as on a newly scheduled task; one no update changed keeps
+// its progress.
+func updatedTriggers(old []*storev1.TriggerState, oldVersion int64, shared *storev1.TaskRecord, cals schedule.Exclusions) []*storev1.TriggerState {
+	fresh := &storev1.TaskRecord{Spec: shared.Spec}
+	initTriggers(fresh, cals)
+	for i := range fresh.Triggers {
+		if i < len(old) && i < len(shared.TriggerVersions) && shared.TriggerVersions[i] <= oldVersion {
+			fresh.Triggers[i] = old[i]
+		}
+	}
+	return fresh.Triggers
+}
+
 // splitEvery takes this node's progress out of a merged record.
 func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProgress {
 	return &storev1.EveryNodeProgress{
 		Triggers: rec.Triggers, RunCount: rec.RunCount, LastRun: rec.LastRun, Running: rec.Running,
 		Attempt: rec.Attempt, RetryAt: rec.RetryAt, PendingFire: rec.PendingFire, PendingTrigger: rec.PendingTrigger,
 		HistorySeq: rec.HistorySeq, RecoveryPending: rec.RecoveryPending, ManualServedRev: servedRev, Misfires: rec.Misfires,
+		SpecVersion: rec.SpecVersion,
 	}
 }
 
@@ -185,7 +205,7 @@ func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mv
 	}
 	e.rev = sharedRev
 	e.shared = shared
-	e.rec = mergeEvery(shared, sharedRev, e.prog, time.Now())
+	e.rec = mergeEvery(shared, sharedRev, e.prog, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
 	if n.inFlightLocked(e.ref()) {
 		// This node's run is in flight: its commit settles the marker.
 		e.running = true

@@ -73,7 +73,8 @@ type Node struct {
 
 	voter    *vote.Voter
 	batch    *batcher
-	draining bool // no run starts; identities are being handed away
+	draining bool     // no run starts; identities are being handed away
+	pauses   pauseSet // identity and kind pauses in force (pauses.go)
 
 	kindsMu sync.Mutex // guards the cluster's kinds, cached
 	kinds   map[string]bool
@@ -106,6 +107,7 @@ func New(cfg Config) (*Node, error) {
 		leaseWake:    make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
 		slots:        make(chan struct{}, cfg.Workers),
+		pauses:       newPauseSet(),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
@@ -176,6 +178,15 @@ func (n *Node) Start(ctx context.Context) error {
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
 	n.loops.Go("lease", n.leaseLoop)
+	// Pauses are known before any task is queued.
+	var pauseRev int64
+	if err := n.startStep(ctx, "load pauses", func() (err error) {
+		pauseRev, err = n.loadPauses(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	n.loops.Go("pauses", func(ctx context.Context) { n.pauseLoop(ctx, pauseRev) })
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.adoptOwned(ctx) }); err != nil {
 		return err
 	}
@@ -189,6 +200,17 @@ func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	n.state = taskdv1.NodeState_NODE_STATE_RUNNING
 	n.dispatchStart = time.Now()
+	// On-start-up triggers come due with the dispatch start: the tasks
+	// loaded before it that wait for nothing else are looked at again.
+	for _, idents := range []map[string]*identState{n.idents, n.every} {
+		for _, st := range idents {
+			for _, e := range st.tasks {
+				if e.idx < 0 && !e.running {
+					n.reschedLocked(e)
+				}
+			}
+		}
+	}
 	n.mu.Unlock()
 	if err := n.startStep(ctx, "publish RUNNING", func() error { return n.publish(ctx) }); err != nil {
 		return err

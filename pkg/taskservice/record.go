@@ -27,26 +27,50 @@ func cloneRec(r *storev1.TaskRecord) *storev1.TaskRecord { return proto.Clone(r)
 
 func ts(t time.Time) *timestamppb.Timestamp { return timestamppb.New(t) }
 
-// initTriggers sets the trigger states of a new record.
-func initTriggers(rec *storev1.TaskRecord) {
+// timing is what the record's state machine reads besides the record: the
+// clock, the dispatching node's start, the misfire settings and the task's
+// calendars.
+type timing struct {
+	now time.Time
+	// dispatchStart is when this node began dispatching (zero before it is
+	// RUNNING, and for views that fire nothing): on-start-up triggers fire
+	// once per dispatch start.
+	dispatchStart time.Time
+	threshold     time.Duration
+	maxCatchUp    int
+	cals          schedule.Exclusions // nil: the task lists no calendar
+}
+
+// initTriggers sets the trigger states of a new record: each trigger's
+// first fire time that no calendar of the task excludes.
+func initTriggers(rec *storev1.TaskRecord, cals schedule.Exclusions) {
 	rec.Triggers = make([]*storev1.TriggerState, len(rec.Spec.Triggers))
 	for i, t := range rec.Spec.Triggers {
 		st := &storev1.TriggerState{}
-		if at, ok := schedule.FireAt(t, 0); ok {
+		if at, ok := schedule.First(t, cals); ok {
 			st.Next = ts(at)
 		}
 		rec.Triggers[i] = st
 	}
 }
 
-// nextTrigger returns the trigger with the earliest next fire time.
-func nextTrigger(rec *storev1.TaskRecord) (idx int, at time.Time, ok bool) {
+// nextTrigger returns the trigger with the earliest next fire time. An
+// on-start-up trigger counts when it is due on a node that began
+// dispatching at dispatchStart: its fire time is that start (or the task's
+// creation, if later).
+func nextTrigger(rec *storev1.TaskRecord, dispatchStart time.Time) (idx int, at time.Time, ok bool) {
 	idx = -1
 	for i, st := range rec.Triggers {
-		if st.GetNext() == nil {
+		var t time.Time
+		switch {
+		case st.GetNext() != nil:
+			t = st.Next.AsTime()
+		case i < len(rec.GetSpec().GetTriggers()) && schedule.IsOnStartup(rec.Spec.Triggers[i]) &&
+			!dispatchStart.IsZero() && schedule.OnStartupDue(optTime(st.GetLastStart()), dispatchStart):
+			t = maxTime(dispatchStart, rec.GetCreatedAt().AsTime())
+		default:
 			continue
 		}
-		t := st.Next.AsTime()
 		if idx < 0 || t.Before(at) {
 			idx, at = i, t
 		}
@@ -54,9 +78,30 @@ func nextTrigger(rec *storev1.TaskRecord) (idx int, at time.Time, ok bool) {
 	return idx, at, idx >= 0
 }
 
+// hasFuture reports whether the record's triggers can fire again: one has
+// a next fire time, or it has an on-start-up trigger (which fires at every
+// start, so such a task never completes on its own).
+func hasFuture(rec *storev1.TaskRecord) bool {
+	for i, st := range rec.Triggers {
+		if st.GetNext() != nil || (i < len(rec.GetSpec().GetTriggers()) && schedule.IsOnStartup(rec.Spec.Triggers[i])) {
+			return true
+		}
+	}
+	return false
+}
+
+// optTime is the time t holds, zero for unset.
+func optTime(t *timestamppb.Timestamp) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.AsTime()
+}
+
 // dueTime is when the record next needs the node: a run, or (purge) the end
 // of its retention; ok is false when it needs nothing (a DEAD task).
-func dueTime(rec *storev1.TaskRecord, retention time.Duration, now time.Time) (at time.Time, purge, ok bool) {
+func dueTime(rec *storev1.TaskRecord, retention time.Duration, tm timing) (at time.Time, purge, ok bool) {
+	now := tm.now
 	if rec.ManualRequested && rec.State != taskdv1.TaskState_TASK_STATE_CANCELED {
 		return now, false, true
 	}
@@ -72,7 +117,7 @@ func dueTime(rec *storev1.TaskRecord, retention time.Duration, now time.Time) (a
 	if rec.RetryAt != nil {
 		return rec.RetryAt.AsTime(), false, true
 	}
-	_, at, ok = nextTrigger(rec)
+	_, at, ok = nextTrigger(rec, tm.dispatchStart)
 	return at, false, ok
 }
 
@@ -90,7 +135,7 @@ func settle(rec *storev1.TaskRecord, now time.Time) {
 	case rec.RecoveryPending != nil || rec.ManualRequested:
 		rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
 	default:
-		if _, _, ok := nextTrigger(rec); ok {
+		if hasFuture(rec) {
 			rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
 		} else {
 			rec.State = taskdv1.TaskState_TASK_STATE_COMPLETED
@@ -115,8 +160,8 @@ type startPlan struct {
 
 // planStart decides what a due record does now and returns the record to
 // write before the handler is called (its run marker set).
-func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, now time.Time,
-	threshold time.Duration, maxCatchUp int) startPlan {
+func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing) startPlan {
+	now := tm.now
 	rec := cloneRec(cur)
 	p := startPlan{rec: rec, run: true}
 	trigger := int32(-1)
@@ -137,16 +182,35 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, now time.
 		p.runNumber, p.fire, p.attempt = rec.RunCount, rec.PendingFire.AsTime(), int(rec.Attempt)
 		trigger = rec.PendingTrigger
 	default:
-		i, _, ok := nextTrigger(rec)
+		i, due, ok := nextTrigger(rec, tm.dispatchStart)
 		if !ok {
 			p.run = false
 			return p
 		}
-		plan := schedule.Due(rec.Spec.Triggers[i], rec.Triggers[i].Fired, now, threshold, rec.Spec.Misfire, maxCatchUp)
-		rec.Triggers[i].Fired = plan.Fired
-		rec.Triggers[i].Next = nil
-		if at, ok := schedule.FireAt(rec.Spec.Triggers[i], plan.Fired); ok {
-			rec.Triggers[i].Next = ts(at)
+		tr, st := rec.Spec.Triggers[i], rec.Triggers[i]
+		startup := schedule.IsOnStartup(tr)
+		if !startup && tm.cals != nil && tm.cals.Excludes(due) {
+			// A calendar created or replaced since this fire time was
+			// computed excludes it: skipped, not misfired.
+			st.Next = nil
+			if at, ok := schedule.Next(tr, due, tm.cals); ok {
+				st.Next = ts(at)
+			}
+			p.run = false
+			settle(rec, now)
+			return p
+		}
+		plan := schedule.Due(tr, due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
+		st.Next = nil
+		if plan.NextOK && !startup {
+			st.Next = ts(plan.Next)
+		}
+		st.Fired += plan.Misfired // fire times consumed: those misfired and the one run
+		if plan.Run {
+			st.Fired++
+		}
+		if startup {
+			st.LastStart = ts(now)
 		}
 		rec.Misfires += plan.Misfired
 		p.misfired = plan.Misfired
@@ -225,6 +289,10 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 		Fence:     res.fence.String(),
 		Manual:    m.Manual,
 		Recovery:  res.recovery,
+		Trigger:   m.Trigger,
+	}
+	if ts := rec.GetSpec().GetTriggers(); m.Trigger >= 0 && int(m.Trigger) < len(ts) {
+		run.TriggerName = ts[m.Trigger].GetName()
 	}
 	rec.LastRun = &taskdv1.RunSummary{
 		RunNumber: m.RunNumber, Outcome: res.outcome, StartedAt: run.StartedAt,

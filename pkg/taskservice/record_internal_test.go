@@ -54,14 +54,14 @@ func newRecord(mod func(*taskdv1.TaskSpec), trig ...*taskdv1.Trigger) *storev1.T
 		mod(s)
 	}
 	rec := &storev1.TaskRecord{Id: "T1", Spec: s, State: stScheduled, CreatedAt: timestamppb.New(rt0.Add(-time.Hour))}
-	initTriggers(rec)
+	initTriggers(rec, nil)
 	return rec
 }
 
 // mustStart plans a start at now and fails unless it runs.
 func mustStart(t *testing.T, rec *storev1.TaskRecord, now time.Time) startPlan {
 	t.Helper()
-	p := planStart(rec, rNode, rInc, rEpoch, now, rThreshold, rMaxCatchUp)
+	p := planStart(rec, rNode, rInc, rEpoch, timing{now: now, threshold: rThreshold, maxCatchUp: rMaxCatchUp})
 	if !p.run || p.marker == nil || p.rec.Running != p.marker || p.rec.State != stRunning {
 		t.Fatalf("planStart at %s: run %v marker %v state %s: want a started run", now, p.run, p.marker, p.rec.GetState())
 	}
@@ -121,7 +121,7 @@ func TestPlanStartDueTriggers(t *testing.T) {
 			rec := newRecord(nil, tc.trig)
 			rec.Triggers[0].Fired = tc.fired
 			rec.Triggers[0].Next = nil
-			if at, ok := schedule.FireAt(tc.trig, tc.fired); ok {
+			if at, ok := fireNumber(tc.trig, tc.fired); ok {
 				rec.Triggers[0].Next = timestamppb.New(at)
 			}
 			rec.RunCount = tc.fired
@@ -180,11 +180,11 @@ func TestPlanStartTrustsItsCallerOnTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := tc.rec()
-			due, _, ok := dueTime(rec, 0, rt0)
+			due, _, ok := dueTime(rec, 0, timing{now: rt0})
 			if !ok || !due.After(rt0) {
 				t.Fatalf("dueTime %s (%v): the record should not be due at %s", due, ok, rt0)
 			}
-			p := planStart(rec, rNode, rInc, rEpoch, rt0, rThreshold, rMaxCatchUp)
+			p := planStart(rec, rNode, rInc, rEpoch, timing{now: rt0, threshold: rThreshold, maxCatchUp: rMaxCatchUp})
 			if p.run && p.marker.StartedAt.AsTime().Before(due) {
 				t.Logf("planStart at %s started a run due at %s (fire %s): callers must check dueTime first", rt0, due, p.fire)
 			}
@@ -234,7 +234,7 @@ func TestPlanStartMisfires(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecord(func(s *taskdv1.TaskSpec) { s.Misfire = tc.policy }, tc.trig)
-			p := planStart(rec, rNode, rInc, rEpoch, now, rThreshold, tc.maxCatchUp)
+			p := planStart(rec, rNode, rInc, rEpoch, timing{now: now, threshold: rThreshold, maxCatchUp: tc.maxCatchUp})
 			if p.run != tc.wantRun {
 				t.Fatalf("run %v, want %v", p.run, tc.wantRun)
 			}
@@ -280,7 +280,7 @@ func TestFireAllCatchesUpInOrder(t *testing.T) {
 		}
 		now = now.Add(time.Millisecond)
 	}
-	if at, _, _ := dueTime(rec, 0, now); !at.Equal(rt0.Add(6 * time.Minute)) {
+	if at, _, _ := dueTime(rec, 0, timing{now: now}); !at.Equal(rt0.Add(6 * time.Minute)) {
 		t.Fatalf("after catching up the task is due at %s, want the next period %s", at, rt0.Add(6*time.Minute))
 	}
 }
@@ -431,7 +431,7 @@ func TestApplyResultOutcomes(t *testing.T) {
 				t.Errorf("last_run %v, want run %d %s", rec.LastRun, p.runNumber, tc.wantOutcome)
 			}
 			// The event says what the next due time is about.
-			at, purge, ok := dueTime(rec, time.Hour, end)
+			at, purge, ok := dueTime(rec, time.Hour, timing{now: end})
 			switch tc.wantEvent {
 			case EventRetryScheduled:
 				if !ok || purge || !at.Equal(tc.wantRetryAt) {
@@ -481,7 +481,7 @@ func TestRetryBackoffUntilDead(t *testing.T) {
 						t.Fatalf("after attempt %d: state %s event %s retry_at %s finished_at %s, want DEAD",
 							attempt, rec.State, ev, fmtTS(rec.RetryAt), fmtTS(rec.FinishedAt))
 					}
-					if _, _, ok := dueTime(rec, time.Hour, res.ended); ok {
+					if _, _, ok := dueTime(rec, time.Hour, timing{now: res.ended}); ok {
 						t.Fatalf("a DEAD task is due again")
 					}
 					return
@@ -549,7 +549,7 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 			if run.Outcome != taskdv1.Outcome_OUTCOME_WARNING || run.Message == "" {
 				t.Errorf("history %v: want a WARNING saying it snoozed", run)
 			}
-			if at, _, _ := dueTime(rec, 0, end); !at.Equal(want) {
+			if at, _, _ := dueTime(rec, 0, timing{now: end}); !at.Equal(want) {
 				t.Errorf("due at %s, want %s", at, want)
 			}
 			again := mustStart(t, rec, want)
@@ -598,7 +598,7 @@ func TestRecoveryKeepsTheRunNumber(t *testing.T) {
 	if rec.RecoveryPending == nil || rec.RecoveryPending.RunNumber != 1 {
 		t.Fatalf("recovery_pending %v, want run 1", rec.RecoveryPending)
 	}
-	if at, _, _ := dueTime(rec, 0, rt0.Add(2*time.Second)); !at.Equal(rt0) {
+	if at, _, _ := dueTime(rec, 0, timing{now: rt0.Add(2 * time.Second)}); !at.Equal(rt0) {
 		t.Fatalf("due at %s, want the interrupted fire time %s (at once)", at, rt0)
 	}
 	r := mustStart(t, rec, rt0.Add(2*time.Second))
@@ -633,7 +633,7 @@ func TestManualRunsLeaveAttemptsAlone(t *testing.T) {
 	retryAt := rec.RetryAt.AsTime()
 	rec.ManualRequested = true // RunTaskNow
 	now := rt0.Add(2 * time.Second)
-	if at, _, _ := dueTime(rec, 0, now); !at.Equal(now) {
+	if at, _, _ := dueTime(rec, 0, timing{now: now}); !at.Equal(now) {
 		t.Fatalf("a requested manual run is due at %s, want now %s", at, now)
 	}
 	m := mustStart(t, rec, now)
@@ -814,7 +814,7 @@ func TestDueTime(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			at, purge, ok := dueTime(tc.rec(), retention, now)
+			at, purge, ok := dueTime(tc.rec(), retention, timing{now: now})
 			if ok != tc.wantOK || purge != tc.wantPurge || (ok && !at.Equal(tc.wantAt)) {
 				t.Fatalf("dueTime = %s, purge %v, ok %v; want %s, %v, %v", at, purge, ok, tc.wantAt, tc.wantPurge, tc.wantOK)
 			}
@@ -874,4 +874,13 @@ func TestResolveStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fireNumber returns fire time k (0-based) of trig.
+func fireNumber(trig *taskdv1.Trigger, k int64) (time.Time, bool) {
+	at, ok := schedule.First(trig, nil)
+	for i := int64(0); ok && i < k; i++ {
+		at, ok = schedule.Next(trig, at, nil)
+	}
+	return at, ok
 }

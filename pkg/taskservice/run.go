@@ -282,7 +282,7 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 				// node's progress; its rev stays the shared record's.
 				n.mu.Lock()
 				e.prog, e.progRev = np, rev
-				e.rec = mergeEvery(shared, sharedRev, np, time.Now())
+				e.rec = mergeEvery(shared, sharedRev, np, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
 				n.mu.Unlock()
 				return nil
 			},
@@ -343,7 +343,7 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		n.mu.Lock()
 		e.shared, e.rev = fresh, c.rev
 		n.mu.Unlock()
-		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now())
+		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.calendarsOf(fresh.GetSpec().GetCalendars()))
 		return true
 	}
 	owner, oerr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
@@ -434,7 +434,7 @@ func (n *Node) emitNext(ev Event, rec *storev1.TaskRecord) {
 	case EventRetryScheduled:
 		ev.Next = rec.GetRetryAt().AsTime()
 	case EventNextScheduled:
-		if at, _, ok := dueTime(rec, 0, time.Now()); ok {
+		if at, _, ok := dueTime(rec, 0, n.timing(rec, time.Now())); ok {
 			ev.Next = at
 		}
 	}

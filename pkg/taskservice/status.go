@@ -18,7 +18,8 @@ import (
 // touchLocked recounts e for its identity's vote: a task counts while it
 // is queued for a run or running. Caller holds n.mu.
 func (n *Node) touchLocked(e *entry) {
-	want := !e.gone && !e.ident.lost && !e.purge && (e.running || e.idx >= 0)
+	_, parked := n.pauses.parked[e] // a paused task is still pending
+	want := !e.gone && !e.ident.lost && !e.purge && (e.running || e.idx >= 0 || parked)
 	if want == e.counted {
 		return
 	}

@@ -60,7 +60,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		id := r.Spec.Identity
 		if r.Spec.NonDurable {
 			n.addLocal(r)
-			out[i] = Scheduled{Task: toTask(r, 0)}
+			out[i] = Scheduled{Task: n.view(r, 0)}
 			continue
 		}
 		if k := r.Spec.IdempotencyKey; k != "" {
@@ -275,7 +275,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 				for _, i := range p.live {
 					b, _ := pending.Encode(recs[i])
 					n.installEvery(p.g.id, b, rev, nil, false)
-					out[i] = Scheduled{Task: toTask(recs[i], rev)}
+					out[i] = Scheduled{Task: n.view(recs[i], rev)}
 				}
 				continue
 			}
@@ -287,7 +287,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 				n.addOwned(p.g.id, epoch, p.live, recs, rev)
 			}
 			for _, i := range p.live {
-				out[i] = Scheduled{Task: toTask(recs[i], rev)}
+				out[i] = Scheduled{Task: n.view(recs[i], rev)}
 			}
 		}
 		return nil
@@ -295,13 +295,30 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 }
 
 // newRecord resolves a spec into a new task record: delays become times,
-// a periodic start defaults to one interval from now, recovery defaults on.
+// a periodic start defaults to one interval from now, a cron start to now,
+// recovery defaults on.
 func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord {
 	spec := proto.Clone(s).(*taskdv1.TaskSpec)
 	if spec.RequestsRecovery == nil {
 		t := true
 		spec.RequestsRecovery = &t
 	}
+	resolveTriggers(spec, now)
+	rec := &storev1.TaskRecord{
+		Id:        n.ids.New(),
+		Spec:      spec,
+		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
+		CreatedAt: timestamppb.New(now),
+	}
+	initTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
+	settle(rec, now)
+	return rec
+}
+
+// resolveTriggers makes a spec's triggers absolute as of now: delays
+// become times, a periodic start defaults to one interval from now, a cron
+// start to now (a cron trigger has no past).
+func resolveTriggers(spec *taskdv1.TaskSpec, now time.Time) {
 	for _, t := range spec.Triggers {
 		switch k := t.Kind.(type) {
 		case *taskdv1.Trigger_Once:
@@ -313,17 +330,12 @@ func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord
 			if k.Periodic.Start == nil {
 				k.Periodic.Start = timestamppb.New(now.Add(k.Periodic.Interval.AsDuration()))
 			}
+		case *taskdv1.Trigger_Cron:
+			if k.Cron.Start == nil {
+				k.Cron.Start = timestamppb.New(now)
+			}
 		}
 	}
-	rec := &storev1.TaskRecord{
-		Id:        n.ids.New(),
-		Spec:      spec,
-		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
-		CreatedAt: timestamppb.New(now),
-	}
-	initTriggers(rec)
-	settle(rec, now)
-	return rec
 }
 
 // resolveIdempotent answers, from etcd, the tasks whose idempotency key is
@@ -340,7 +352,7 @@ func (n *Node) resolveIdempotent(ctx context.Context, id string, live []int, rec
 			var f pending.Found
 			f, ok, err = n.store.Find(cctx, id, taskID)
 			if err == nil && ok {
-				out[i] = Scheduled{Task: toTask(f.Rec, f.Rev), Existing: true}
+				out[i] = Scheduled{Task: n.view(f.Rec, f.Rev), Existing: true}
 			}
 		}
 		cancel()
@@ -527,7 +539,7 @@ func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {
 // GetTask returns one task.
 func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
 	if rec, ok := n.localTask(id, taskID); ok {
-		return toTask(rec, 0), nil
+		return n.view(rec, 0), nil
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
@@ -538,28 +550,9 @@ func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, e
 	if !ok {
 		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 	}
-	return toTask(f.Rec, f.Rev), nil
-}
-
-// ListTasks returns a page of an identity's durable tasks in creation order.
-// Non-durable tasks are not listed (they exist only on the node that took
-// them; GetTask there shows one).
-func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
-	var out []*taskdv1.Task
-	cctx, cancel := n.etcdCtx(ctx)
-	defer cancel()
-	tasks, more, err := n.store.ListBoth(cctx, id, pageToken, pageSize)
-	if err != nil {
-		return nil, "", err
-	}
-	for _, t := range tasks {
-		out = append(out, toTask(t.Rec, t.Rev))
-	}
-	next := ""
-	if more && len(tasks) > 0 {
-		next = tasks[len(tasks)-1].Rec.Id
-	}
-	return out, next, nil
+	t := n.view(f.Rec, f.Rev)
+	t.NextFireTimes = n.upcoming(f.Rec, 5)
+	return t, nil
 }
 
 // updateTask applies change to a task's record in a Txn guarded by its
@@ -567,8 +560,14 @@ func (n *Node) ListTasks(ctx context.Context, id string, pageSize int, pageToken
 // another node owns the identity, the same Txn writes it a handoff entry
 // for the task, so it sees the change at once (contract §3.6).
 func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*storev1.TaskRecord) error) (*taskdv1.Task, error) {
+	return n.updateTaskAt(ctx, id, taskID, func(rec *storev1.TaskRecord, _ int64) error { return change(rec) })
+}
+
+// updateTaskAt is updateTask whose change also sees the revision of the
+// record it changes (0 for a non-durable task).
+func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(*storev1.TaskRecord, int64) error) (*taskdv1.Task, error) {
 	if rec, ok := n.localTask(id, taskID); ok {
-		if err := change(rec); err != nil {
+		if err := change(rec, 0); err != nil {
 			return nil, err
 		}
 		n.mu.Lock()
@@ -579,7 +578,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			e.rec.State, e.rec.ManualRequested = rec.State, rec.ManualRequested
 		}
 		n.mu.Unlock()
-		return toTask(rec, 0), nil
+		return n.view(rec, 0), nil
 	}
 	for {
 		cctx, cancel := n.etcdCtx(ctx)
@@ -593,7 +592,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 		}
 		rec := cloneRec(st.Rec)
-		if err := change(rec); err != nil {
+		if err := change(rec, st.Rev); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -642,7 +641,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 		rev := resp.Header.Revision
 		if st.Every {
 			n.installEvery(id, b, rev, nil, false)
-			return toTask(rec, rev), nil
+			return n.view(rec, rev), nil
 		}
 		applied := false
 		n.mu.Lock()
@@ -665,7 +664,7 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 			// handoff entry tells it, so it reads the identity again.
 			n.repair(id)
 		}
-		return toTask(rec, rev), nil
+		return n.view(rec, rev), nil
 	}
 }
 
@@ -791,9 +790,23 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 		LastRun:    rec.LastRun,
 		FinishedAt: rec.FinishedAt,
 		Revision:   rev,
+		Misfires:   rec.Misfires,
 	}
-	if at, purge, ok := dueTime(rec, 0, time.Now()); ok && !purge && rec.Running == nil {
+	if at, purge, ok := dueTime(rec, 0, timing{now: time.Now()}); ok && !purge && rec.Running == nil {
 		t.NextFireTime = timestamppb.New(at)
+	}
+	return t
+}
+
+// view is the API view of a record as this node sees it: toTask, with the
+// pauses in force.
+func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
+	t := toTask(rec, rev)
+	n.mu.Lock()
+	t.PausedBy = n.pausedByLocked(rec, rec.GetSpec().GetIdentity())
+	n.mu.Unlock()
+	if t.Paused = len(t.PausedBy) > 0; t.Paused && !isFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
+		t.State = taskdv1.TaskState_TASK_STATE_PAUSED
 	}
 	return t
 }

@@ -1,11 +1,16 @@
 package taskservice
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/schedule"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -14,6 +19,8 @@ const (
 	MaxKindLen           = 128
 	MaxBatch             = 100
 	MaxTriggers          = 16
+	MaxCalendarsPerTask  = 16
+	MaxTriggerNameLen    = 64
 	MaxLabels            = 64
 	MaxLabelKeyLen       = 128
 	MaxLabelValueLen     = 1024
@@ -52,13 +59,8 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	if err := identity.Validate(s.Identity); err != nil {
 		return invalid(field+".identity", "%s", err.Error())
 	}
-	switch {
-	case s.Kind == "":
-		return invalid(field+".kind", "must not be empty")
-	case len(s.Kind) > MaxKindLen:
-		return invalid(field+".kind", "is %d bytes, the limit is %d", len(s.Kind), MaxKindLen)
-	case !utf8.ValidString(s.Kind):
-		return invalid(field+".kind", "is not valid UTF-8")
+	if err := validateKind(field+".kind", s.Kind); err != nil {
+		return err
 	}
 	switch s.Scope {
 	case taskdv1.Scope_SCOPE_IDENTITY:
@@ -83,10 +85,8 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	if len(s.Triggers) > MaxTriggers {
 		return invalid(field+".triggers", "has %d triggers, the limit is %d", len(s.Triggers), MaxTriggers)
 	}
-	for i, t := range s.Triggers {
-		if err := validateTrigger(fmt.Sprintf("%s.triggers[%d]", field, i), t); err != nil {
-			return err
-		}
+	if err := validateTriggers(field+".triggers", s.Triggers); err != nil {
+		return err
 	}
 	if _, ok := taskdv1.MisfirePolicy_name[int32(s.Misfire)]; !ok {
 		return invalid(field+".misfire", "unknown value %d", s.Misfire)
@@ -111,8 +111,8 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	if s.AllowOverlap {
 		return &UnimplementedError{Field: field + ".allow_overlap", Reason: "overlapping runs are not supported yet; a recurring task never overlaps itself"}
 	}
-	if len(s.Calendars) > 0 {
-		return &UnimplementedError{Field: field + ".calendars", Reason: "calendars arrive in a later release; leave empty"}
+	if err := n.validateCalendarRefs(field+".calendars", s.Calendars); err != nil {
+		return err
 	}
 	if len(s.Labels) > MaxLabels {
 		return invalid(field+".labels", "has %d labels, the limit is %d", len(s.Labels), MaxLabels)
@@ -140,6 +140,19 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	return nil
 }
 
+// validateKind checks a kind name.
+func validateKind(field, kind string) error {
+	switch {
+	case kind == "":
+		return invalid(field, "must not be empty")
+	case len(kind) > MaxKindLen:
+		return invalid(field, "is %d bytes, the limit is %d", len(kind), MaxKindLen)
+	case !utf8.ValidString(kind):
+		return invalid(field, "is not valid UTF-8")
+	}
+	return nil
+}
+
 type durationLike interface{ AsDuration() time.Duration }
 
 func checkDuration[D interface {
@@ -157,7 +170,35 @@ func checkDuration[D interface {
 	return nil
 }
 
+// validateTriggers checks a task's triggers (also those of a preview).
+func validateTriggers(field string, ts []*taskdv1.Trigger) error {
+	names := map[string]int{}
+	for i, t := range ts {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := validateTrigger(f, t); err != nil {
+			return err
+		}
+		if t.Name == "" {
+			continue
+		}
+		if j, dup := names[t.Name]; dup {
+			return invalid(f+".name", "%q is also the name of %s[%d]", t.Name, field, j)
+		}
+		names[t.Name] = i
+	}
+	return nil
+}
+
 func validateTrigger(field string, t *taskdv1.Trigger) error {
+	if t == nil {
+		return invalid(field, "is required")
+	}
+	if _, ok := taskdv1.MisfirePolicy_name[int32(t.Misfire)]; !ok {
+		return invalid(field+".misfire", "unknown value %d", t.Misfire)
+	}
+	if len(t.Name) > MaxTriggerNameLen || !utf8.ValidString(t.Name) {
+		return invalid(field+".name", "must be at most %d bytes of UTF-8", MaxTriggerNameLen)
+	}
 	switch k := t.GetKind().(type) {
 	case *taskdv1.Trigger_Once:
 		o := k.Once
@@ -186,22 +227,42 @@ func validateTrigger(field string, t *taskdv1.Trigger) error {
 		if p.Count < 0 {
 			return invalid(field+".periodic.count", "is %d, must not be negative", p.Count)
 		}
-		if p.Start != nil {
-			if err := p.Start.CheckValid(); err != nil {
-				return invalid(field+".periodic.start", "%s", err.Error())
-			}
+		return checkWindow(field+".periodic", p.Start, p.End)
+	case *taskdv1.Trigger_Cron:
+		c := k.Cron
+		if c.Expression == "" {
+			return invalid(field+".cron.expression", "is required, e.g. \"0 30 2 ? * MON-FRI\" (docs/cron.md)")
 		}
-		if p.End != nil {
-			if err := p.End.CheckValid(); err != nil {
-				return invalid(field+".periodic.end", "%s", err.Error())
+		if _, err := schedule.CronExpression(c.Expression, c.TimeZone); err != nil {
+			var ze *schedule.ZoneError
+			if errors.As(err, &ze) {
+				return invalid(field+".cron.time_zone", "%s", err.Error())
 			}
-			if p.Start != nil && p.End.AsTime().Before(p.Start.AsTime()) {
-				return invalid(field+".periodic.end", "is before periodic.start")
-			}
+			return invalid(field+".cron.expression", "%s", err.Error())
 		}
+		return checkWindow(field+".cron", c.Start, c.End)
+	case *taskdv1.Trigger_OnStartup:
 		return nil
 	case nil:
-		return invalid(field, "names no trigger kind (once or periodic)")
+		return invalid(field, "names no trigger kind (once, periodic, cron or on_startup)")
 	}
 	return invalid(field, "unknown trigger kind")
+}
+
+// checkWindow checks a trigger's optional start and end.
+func checkWindow(field string, start, end *timestamppb.Timestamp) error {
+	if start != nil {
+		if err := start.CheckValid(); err != nil {
+			return invalid(field+".start", "%s", err.Error())
+		}
+	}
+	if end != nil {
+		if err := end.CheckValid(); err != nil {
+			return invalid(field+".end", "%s", err.Error())
+		}
+		if start != nil && end.AsTime().Before(start.AsTime()) {
+			return invalid(field+".end", "is before %s.start", field[strings.LastIndex(field, ".")+1:])
+		}
+	}
+	return nil
 }

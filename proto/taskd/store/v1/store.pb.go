@@ -27,13 +27,20 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// TriggerState is the progress of one trigger of a task.
+// TriggerState is the progress of one trigger of a task. Progress is a
+// time: the next fire time; the one after it is computed from it. (Records
+// of the first release also carry fired, a count nothing reads any more.)
 type TriggerState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// next is the trigger's next fire time; unset when it has no more.
+	// next is the trigger's next fire time; unset when it has no more (and
+	// always for an on-start-up trigger, whose firing depends on the node).
 	Next *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=next,proto3" json:"next,omitempty"`
 	// fired counts the fire times this trigger has produced.
-	Fired         int64 `protobuf:"varint,2,opt,name=fired,proto3" json:"fired,omitempty"`
+	Fired int64 `protobuf:"varint,2,opt,name=fired,proto3" json:"fired,omitempty"`
+	// last_start is when the last run this trigger fired started (or was
+	// skipped by its misfire policy): an on-start-up trigger fires again on a
+	// node whose dispatch started after it.
+	LastStart     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_start,json=lastStart,proto3" json:"last_start,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -80,6 +87,13 @@ func (x *TriggerState) GetFired() int64 {
 		return x.Fired
 	}
 	return 0
+}
+
+func (x *TriggerState) GetLastStart() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastStart
+	}
+	return nil
 }
 
 // RunMarker records a run in flight, written before the handler is called
@@ -238,9 +252,18 @@ type TaskRecord struct {
 	// misfires counts misfired fire times.
 	Misfires int64 `protobuf:"varint,16,opt,name=misfires,proto3" json:"misfires,omitempty"`
 	// history_seq numbers the task's run history entries.
-	HistorySeq    int64 `protobuf:"varint,17,opt,name=history_seq,json=historySeq,proto3" json:"history_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HistorySeq int64 `protobuf:"varint,17,opt,name=history_seq,json=historySeq,proto3" json:"history_seq,omitempty"`
+	// paused_at is set while the task itself is paused (PauseTask).
+	PausedAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=paused_at,json=pausedAt,proto3" json:"paused_at,omitempty"`
+	// spec_version counts UpdateTask calls that replaced the triggers: an
+	// EVERY_NODE node's progress of an older version starts its triggers
+	// afresh.
+	SpecVersion int64 `protobuf:"varint,19,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	// trigger_versions holds, per trigger, the spec_version that set it: an
+	// EVERY_NODE node keeps its progress on a trigger no update changed.
+	TriggerVersions []int64 `protobuf:"varint,20,rep,packed,name=trigger_versions,json=triggerVersions,proto3" json:"trigger_versions,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -390,6 +413,27 @@ func (x *TaskRecord) GetHistorySeq() int64 {
 		return x.HistorySeq
 	}
 	return 0
+}
+
+func (x *TaskRecord) GetPausedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PausedAt
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetSpecVersion() int64 {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetTriggerVersions() []int64 {
+	if x != nil {
+		return x.TriggerVersions
+	}
+	return nil
 }
 
 // RunRecord is one entry of a task's run history.
@@ -934,7 +978,9 @@ type EveryNodeProgress struct {
 	// RunTaskNow this node served.
 	ManualServedRev int64 `protobuf:"varint,11,opt,name=manual_served_rev,json=manualServedRev,proto3" json:"manual_served_rev,omitempty"`
 	// misfires counts this node's misfired fire times.
-	Misfires      int64 `protobuf:"varint,12,opt,name=misfires,proto3" json:"misfires,omitempty"`
+	Misfires int64 `protobuf:"varint,12,opt,name=misfires,proto3" json:"misfires,omitempty"`
+	// spec_version is the shared record's spec_version the triggers follow.
+	SpecVersion   int64 `protobuf:"varint,13,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1053,14 +1099,23 @@ func (x *EveryNodeProgress) GetMisfires() int64 {
 	return 0
 }
 
+func (x *EveryNodeProgress) GetSpecVersion() int64 {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return 0
+}
+
 var File_taskd_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\n" +
-	"\x1ataskd/store/v1/store.proto\x12\x0etaskd.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14taskd/v1/taskd.proto\"T\n" +
+	"\x1ataskd/store/v1/store.proto\x12\x0etaskd.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14taskd/v1/taskd.proto\"\x8f\x01\n" +
 	"\fTriggerState\x12.\n" +
 	"\x04next\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04next\x12\x14\n" +
-	"\x05fired\x18\x02 \x01(\x03R\x05fired\"\xb6\x02\n" +
+	"\x05fired\x18\x02 \x01(\x03R\x05fired\x129\n" +
+	"\n" +
+	"last_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tlastStart\"\xb6\x02\n" +
 	"\tRunMarker\x12\x1d\n" +
 	"\n" +
 	"run_number\x18\x01 \x01(\x03R\trunNumber\x12\x12\n" +
@@ -1072,7 +1127,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\atrigger\x18\x06 \x01(\x05R\atrigger\x12\x16\n" +
 	"\x06manual\x18\a \x01(\bR\x06manual\x12\x18\n" +
 	"\aattempt\x18\b \x01(\x05R\aattempt\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\x8b\x06\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\x92\a\n" +
 	"\n" +
 	"TaskRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
@@ -1095,7 +1150,10 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x10recovery_pending\x18\x0f \x01(\v2\x19.taskd.store.v1.RunMarkerR\x0frecoveryPending\x12\x1a\n" +
 	"\bmisfires\x18\x10 \x01(\x03R\bmisfires\x12\x1f\n" +
 	"\vhistory_seq\x18\x11 \x01(\x03R\n" +
-	"historySeq\",\n" +
+	"historySeq\x127\n" +
+	"\tpaused_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\x12!\n" +
+	"\fspec_version\x18\x13 \x01(\x03R\vspecVersion\x12)\n" +
+	"\x10trigger_versions\x18\x14 \x03(\x03R\x0ftriggerVersions\",\n" +
 	"\tRunRecord\x12\x1f\n" +
 	"\x03run\x18\x01 \x01(\v2\r.taskd.v1.RunR\x03run\"?\n" +
 	"\aMapping\x12\x12\n" +
@@ -1141,7 +1199,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x120\n" +
-	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xb8\x04\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xdb\x04\n" +
 	"\x11EveryNodeProgress\x128\n" +
 	"\btriggers\x18\x01 \x03(\v2\x1c.taskd.store.v1.TriggerStateR\btriggers\x12\x1b\n" +
 	"\trun_count\x18\x02 \x01(\x03R\brunCount\x12/\n" +
@@ -1156,7 +1214,8 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x10recovery_pending\x18\n" +
 	" \x01(\v2\x19.taskd.store.v1.RunMarkerR\x0frecoveryPending\x12*\n" +
 	"\x11manual_served_rev\x18\v \x01(\x03R\x0fmanualServedRev\x12\x1a\n" +
-	"\bmisfires\x18\f \x01(\x03R\bmisfiresB\xaf\x01\n" +
+	"\bmisfires\x18\f \x01(\x03R\bmisfires\x12!\n" +
+	"\fspec_version\x18\r \x01(\x03R\vspecVersionB\xaf\x01\n" +
 	"\x12com.taskd.store.v1B\n" +
 	"StoreProtoP\x01Z3github.com/taskd/taskd/proto/taskd/store/v1;storev1\xa2\x02\x03TSX\xaa\x02\x0eTaskd.Store.V1\xca\x02\x0eTaskd\\Store\\V1\xe2\x02\x1aTaskd\\Store\\V1\\GPBMetadata\xea\x02\x10Taskd::Store::V1b\x06proto3"
 
@@ -1194,38 +1253,40 @@ var file_taskd_store_v1_store_proto_goTypes = []any{
 }
 var file_taskd_store_v1_store_proto_depIdxs = []int32{
 	10, // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
-	10, // 1: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
-	10, // 2: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
-	11, // 3: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
-	12, // 4: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
-	10, // 5: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: taskd.store.v1.TaskRecord.triggers:type_name -> taskd.store.v1.TriggerState
-	10, // 7: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
-	10, // 8: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
-	1,  // 9: taskd.store.v1.TaskRecord.running:type_name -> taskd.store.v1.RunMarker
-	13, // 10: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
-	10, // 11: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
-	1,  // 12: taskd.store.v1.TaskRecord.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	14, // 13: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
-	15, // 14: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
-	10, // 15: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
-	10, // 16: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
-	16, // 17: taskd.store.v1.ForwardedResult.outcome:type_name -> taskd.v1.Outcome
-	10, // 18: taskd.store.v1.ForwardedResult.started_at:type_name -> google.protobuf.Timestamp
-	10, // 19: taskd.store.v1.ForwardedResult.ended_at:type_name -> google.protobuf.Timestamp
-	10, // 20: taskd.store.v1.ForwardedResult.snooze:type_name -> google.protobuf.Timestamp
-	10, // 21: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
-	0,  // 22: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
-	13, // 23: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
-	1,  // 24: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
-	10, // 25: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
-	10, // 26: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
-	1,  // 27: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	10, // 1: taskd.store.v1.TriggerState.last_start:type_name -> google.protobuf.Timestamp
+	10, // 2: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
+	10, // 3: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
+	11, // 4: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
+	12, // 5: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
+	10, // 6: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
+	0,  // 7: taskd.store.v1.TaskRecord.triggers:type_name -> taskd.store.v1.TriggerState
+	10, // 8: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
+	10, // 9: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
+	1,  // 10: taskd.store.v1.TaskRecord.running:type_name -> taskd.store.v1.RunMarker
+	13, // 11: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
+	10, // 12: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
+	1,  // 13: taskd.store.v1.TaskRecord.recovery_pending:type_name -> taskd.store.v1.RunMarker
+	10, // 14: taskd.store.v1.TaskRecord.paused_at:type_name -> google.protobuf.Timestamp
+	14, // 15: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
+	15, // 16: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
+	10, // 17: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
+	10, // 18: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
+	16, // 19: taskd.store.v1.ForwardedResult.outcome:type_name -> taskd.v1.Outcome
+	10, // 20: taskd.store.v1.ForwardedResult.started_at:type_name -> google.protobuf.Timestamp
+	10, // 21: taskd.store.v1.ForwardedResult.ended_at:type_name -> google.protobuf.Timestamp
+	10, // 22: taskd.store.v1.ForwardedResult.snooze:type_name -> google.protobuf.Timestamp
+	10, // 23: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
+	0,  // 24: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
+	13, // 25: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
+	1,  // 26: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
+	10, // 27: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
+	10, // 28: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
+	1,  // 29: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_taskd_store_v1_store_proto_init() }

@@ -1,0 +1,111 @@
+package taskservice
+
+import (
+	"context"
+	"time"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// checkTaskRef checks the identity and task id of a request naming one task.
+func checkTaskRef(id, taskID string) error {
+	if err := checkIdentity("identity", id); err != nil {
+		return err
+	}
+	return checkTaskID(taskID)
+}
+
+// PauseTask pauses one task.
+func (a *API) PauseTask(ctx context.Context, req *taskdv1.PauseTaskRequest) (*taskdv1.PauseTaskResponse, error) {
+	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
+		return nil, err
+	}
+	t, err := a.node.PauseTask(ctx, req.Identity, req.TaskId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.PauseTaskResponse{Task: t}, nil
+}
+
+// ResumeTask resumes one task.
+func (a *API) ResumeTask(ctx context.Context, req *taskdv1.ResumeTaskRequest) (*taskdv1.ResumeTaskResponse, error) {
+	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
+		return nil, err
+	}
+	t, err := a.node.ResumeTask(ctx, req.Identity, req.TaskId)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ResumeTaskResponse{Task: t}, nil
+}
+
+// PauseIdentity pauses every task of an identity.
+func (a *API) PauseIdentity(ctx context.Context, req *taskdv1.PauseIdentityRequest) (*taskdv1.PauseIdentityResponse, error) {
+	p, err := a.node.PauseIdentity(ctx, req.Identity)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.PauseIdentityResponse{Pause: p}, nil
+}
+
+// ResumeIdentity lifts an identity pause.
+func (a *API) ResumeIdentity(ctx context.Context, req *taskdv1.ResumeIdentityRequest) (*taskdv1.ResumeIdentityResponse, error) {
+	if err := a.node.ResumeIdentity(ctx, req.Identity); err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ResumeIdentityResponse{}, nil
+}
+
+// PauseKind pauses every task of a kind.
+func (a *API) PauseKind(ctx context.Context, req *taskdv1.PauseKindRequest) (*taskdv1.PauseKindResponse, error) {
+	p, err := a.node.PauseKind(ctx, req.Kind)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.PauseKindResponse{Pause: p}, nil
+}
+
+// ResumeKind lifts a kind pause.
+func (a *API) ResumeKind(ctx context.Context, req *taskdv1.ResumeKindRequest) (*taskdv1.ResumeKindResponse, error) {
+	if err := a.node.ResumeKind(ctx, req.Kind); err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ResumeKindResponse{}, nil
+}
+
+// ListPauses lists the identity and kind pauses.
+func (a *API) ListPauses(ctx context.Context, _ *taskdv1.ListPausesRequest) (*taskdv1.ListPausesResponse, error) {
+	ps, err := a.node.ListPauses(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ListPausesResponse{Pauses: ps}, nil
+}
+
+// UpdateTask replaces a task's spec.
+func (a *API) UpdateTask(ctx context.Context, req *taskdv1.UpdateTaskRequest) (*taskdv1.UpdateTaskResponse, error) {
+	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
+		return nil, err
+	}
+	t, err := a.node.UpdateTask(ctx, req.Identity, req.TaskId, req.Spec, req.Revision)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.UpdateTaskResponse{Task: t}, nil
+}
+
+// PreviewTriggers lists coming fire times without scheduling anything.
+func (a *API) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewTriggersRequest) (*taskdv1.PreviewTriggersResponse, error) {
+	from := time.Now()
+	if req.From != nil {
+		if err := req.From.CheckValid(); err != nil {
+			return nil, toStatus(invalid("from", "%s", err.Error()))
+		}
+		from = req.From.AsTime()
+	}
+	fts, err := a.node.PreviewTriggers(ctx, req.Triggers, req.Calendars, from, int(req.Count))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.PreviewTriggersResponse{FireTimes: fts}, nil
+}

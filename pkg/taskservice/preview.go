@@ -1,0 +1,114 @@
+package taskservice
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/taskd/taskd/pkg/schedule"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Preview limits.
+const (
+	DefaultPreviewCount = 10
+	MaxPreviewCount     = 1000
+)
+
+// PreviewTriggers returns the first count fire times at or after from that
+// triggers make under the named calendars, merged in time order, without
+// scheduling anything. Triggers are resolved as ScheduleTask would resolve
+// them at from (a delay counts from it, a periodic trigger without a start
+// starts one interval after it, a cron trigger without a start at it). An
+// on-start-up trigger makes no fire time here.
+func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
+	if len(triggers) == 0 {
+		return nil, invalid("triggers", "needs at least one trigger")
+	}
+	if len(triggers) > MaxTriggers {
+		return nil, invalid("triggers", "has %d triggers, the limit is %d", len(triggers), MaxTriggers)
+	}
+	if err := validateTriggers("triggers", triggers); err != nil {
+		return nil, err
+	}
+	if err := n.validateCalendarRefs("calendars", calendars); err != nil {
+		return nil, err
+	}
+	switch {
+	case count == 0:
+		count = DefaultPreviewCount
+	case count < 0 || count > MaxPreviewCount:
+		return nil, invalid("count", "is %d, must be 1-%d (0 means %d)", count, MaxPreviewCount, DefaultPreviewCount)
+	}
+	cals := n.calendarsOf(calendars)
+	spec := &taskdv1.TaskSpec{Triggers: make([]*taskdv1.Trigger, len(triggers))}
+	for i, t := range triggers {
+		spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
+	}
+	resolveTriggers(spec, from)
+	next := make([]time.Time, len(triggers))
+	ok := make([]bool, len(triggers))
+	zones := make([]*time.Location, len(triggers))
+	for i, t := range spec.Triggers {
+		next[i], ok[i] = schedule.Next(t, from.Add(-time.Nanosecond), cals)
+		zones[i] = time.UTC
+		if c := t.GetCron(); c != nil {
+			zones[i], _ = schedule.Location(c.TimeZone) // validated above
+		}
+	}
+	var out []*taskdv1.PreviewFireTime
+	for len(out) < count && ctx.Err() == nil {
+		best := -1
+		for i := range next {
+			if ok[i] && (best < 0 || next[i].Before(next[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		at := next[best]
+		out = append(out, &taskdv1.PreviewFireTime{
+			At:      timestamppb.New(at),
+			Trigger: int32(best),
+			Local:   at.In(zones[best]).Format(time.RFC3339),
+		})
+		next[best], ok[best] = schedule.Next(spec.Triggers[best], at, cals)
+	}
+	return out, ctx.Err()
+}
+
+// upcoming returns up to k coming fire times of a stored task from its
+// triggers' progress, after calendars (the run in flight, retries and
+// manual runs aside).
+func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp {
+	if isFinal(rec.GetState()) {
+		return nil
+	}
+	cals := n.calendarsOf(rec.GetSpec().GetCalendars())
+	next := make([]time.Time, len(rec.GetTriggers()))
+	ok := make([]bool, len(next))
+	for i, st := range rec.GetTriggers() {
+		if st.GetNext() != nil && i < len(rec.GetSpec().GetTriggers()) {
+			next[i], ok[i] = st.Next.AsTime(), true
+		}
+	}
+	var out []*timestamppb.Timestamp
+	for len(out) < k {
+		best := -1
+		for i := range next {
+			if ok[i] && (best < 0 || next[i].Before(next[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out = append(out, timestamppb.New(next[best]))
+		next[best], ok[best] = schedule.Next(rec.Spec.Triggers[best], next[best], cals)
+	}
+	return out
+}

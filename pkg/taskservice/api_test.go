@@ -587,9 +587,24 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatal("the first task with a key came back as existing")
 	}
 
-	second := apiSpec("erin")
-	second.IdempotencyKey = "order-42"
-	second.Payload = []byte("second")
+	// The same key with another spec is refused naming what differs: not
+	// a silent success that drops the caller's new task.
+	differs := proto.Clone(first).(*taskdv1.TaskSpec)
+	differs.Payload = []byte("second")
+	_, err = c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: differs})
+	if status.Code(err) != codes.AlreadyExists || !strings.Contains(err.Error(), "task.idempotency_key") ||
+		!strings.Contains(err.Error(), "payload") || !strings.Contains(err.Error(), r1.Task.Id) {
+		t.Fatalf("same key, other payload: %v; want ALREADY_EXISTS naming the key, the task and payload", err)
+	}
+	differs = proto.Clone(first).(*taskdv1.TaskSpec)
+	differs.Triggers = []*taskdv1.Trigger{apiPeriodic(time.Hour)}
+	if _, err = c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: differs}); status.Code(err) != codes.AlreadyExists ||
+		!strings.Contains(err.Error(), "triggers[0]") {
+		t.Fatalf("same key, other trigger: %v; want ALREADY_EXISTS naming triggers[0]", err)
+	}
+
+	// A retry of the same request returns the first task.
+	second := proto.Clone(first).(*taskdv1.TaskSpec)
 	r2, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: second})
 	if err != nil {
 		t.Fatalf("second ScheduleTask: %v", err)
@@ -599,9 +614,6 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	if r2.Task.Id != r1.Task.Id {
 		t.Fatalf("the same key made a second task: %s, then %s", r1.Task.Id, r2.Task.Id)
-	}
-	if string(r2.Task.Spec.GetPayload()) != "first" {
-		t.Fatalf("the second call returned payload %q, want the first task's", r2.Task.Spec.GetPayload())
 	}
 	tasks := apiListAll(ctx, t, c, "erin")
 	if len(tasks) != 1 || tasks[0].Id != r1.Task.Id {

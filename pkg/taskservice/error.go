@@ -31,3 +31,8 @@ var ErrOutcomeUnknown = errors.New("the write's outcome is unknown (it may have 
 // time runs again, here once the lease is proven or on the identity's next
 // owner.
 var ErrLeaseNotProven = errors.New("not started: the node could not prove that its lease was live")
+
+// ErrAlreadyExists reports an idempotency key that already names a task
+// whose spec differs from the request's (ALREADY_EXISTS). The message
+// names the differing field.
+var ErrAlreadyExists = errors.New("already exists")

@@ -91,6 +91,19 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 	for i, j := range dupOf {
 		out[i] = Scheduled{Task: out[j].Task, Existing: true}
 	}
+	for i, s := range out {
+		if !s.Existing {
+			continue
+		}
+		if f := idemMismatch(specs[i], s.Task.GetSpec()); f != "" {
+			p := field
+			if len(specs) > 1 || field == "tasks" {
+				p = fmt.Sprintf("%s[%d]", field, i)
+			}
+			return nil, fmt.Errorf("%s.idempotency_key: %q already names task %s, whose %s differs from this request's; use another key for another task: %w",
+				p, specs[i].IdempotencyKey, s.Task.GetId(), f, ErrAlreadyExists)
+		}
+	}
 	return out, nil
 }
 

@@ -160,6 +160,9 @@ func (e *Expression) nextWall(from int64) (int64, bool) {
 	if w.year < MinYear {
 		w = wall{year: MinYear, month: 1, day: 1}
 	}
+	// The days of the month last looked at, kept while the search carries
+	// from seconds up to days within one month.
+	maskYear, maskMonth, days := 0, 0, uint32(0)
 	for {
 		if w.year > MaxYear {
 			return 0, false
@@ -179,7 +182,10 @@ func (e *Expression) nextWall(from int64) (int64, bool) {
 		if m != w.month {
 			w = wall{year: w.year, month: m, day: 1}
 		}
-		d := nextBit(uint64(e.dayMask(w.year, w.month)), w.day)
+		if w.year != maskYear || w.month != maskMonth {
+			maskYear, maskMonth, days = w.year, w.month, e.dayMask(w.year, w.month)
+		}
+		d := nextBit(uint64(days), w.day)
 		if d < 0 {
 			if w.month == 12 {
 				w = wall{year: w.year + 1, month: 1, day: 1}

@@ -202,7 +202,7 @@ func (p *parser) item(f int, item string, off int) error {
 
 	c := cursor{s: item, base: off}
 	var start, end, step int
-	startPos := c.i
+	endAt := off // where the range's end is written
 	var startName bool
 	star := false
 	switch item[0] {
@@ -226,7 +226,7 @@ func (p *parser) item(f int, item string, off int) error {
 		end, step = start, 1
 		if !c.done() && c.peek() == '-' {
 			c.i++
-			endPos := c.i
+			endAt = c.pos()
 			if c.done() {
 				return p.errorAt(spec.name, c.pos(), `"-" must be followed by a value`)
 			}
@@ -236,10 +236,10 @@ func (p *parser) item(f int, item string, off int) error {
 				return err
 			}
 			if endName != startName {
-				return p.errorAt(spec.name, c.base+endPos, "a range takes two numbers or two names, not one of each")
+				return p.errorAt(spec.name, endAt, "a range takes two numbers or two names, not one of each")
 			}
 			if f == fYear && end < start {
-				return p.errorAt(spec.name, c.base+endPos, "year range %d-%d runs backwards", start, end)
+				return p.errorAt(spec.name, endAt, "year range %d-%d runs backwards", start, end)
 			}
 		} else if !c.done() && c.peek() == '/' {
 			end = spec.max // "a/n": from a to the end of the field
@@ -271,10 +271,10 @@ func (p *parser) item(f int, item string, off int) error {
 	}
 	if !star {
 		if start < spec.min || start > spec.max {
-			return p.errorAt(spec.name, off+startPos, "value %d out of range %d-%d", start, spec.min, spec.max)
+			return p.errorAt(spec.name, off, "value %d out of range %d-%d", start, spec.min, spec.max)
 		}
 		if end < spec.min || end > spec.max {
-			return p.errorAt(spec.name, off+strings.IndexByte(item, '-')+1, "value %d out of range %d-%d", end, spec.min, spec.max)
+			return p.errorAt(spec.name, endAt, "value %d out of range %d-%d", end, spec.min, spec.max)
 		}
 	}
 	p.addRange(f, start, end, step)

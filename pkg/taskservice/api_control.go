@@ -1,7 +1,12 @@
 package taskservice
 
 import (
+	"errors"
+	"fmt"
+
 	"context"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"time"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -108,4 +113,34 @@ func (a *API) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewTriggersR
 		return nil, toStatus(err)
 	}
 	return &taskdv1.PreviewTriggersResponse{FireTimes: fts}, nil
+}
+
+// WatchEvents streams task events.
+func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskService_WatchEventsServer) error {
+	f := EventFilter{Identity: req.Identity, TaskID: req.TaskId, Kind: req.Kind, Node: req.Node, Types: req.Types}
+	if req.Identity != "" {
+		if err := checkIdentity("identity", req.Identity); err != nil {
+			return err
+		}
+	}
+	if req.TaskId != "" {
+		if err := checkTaskID(req.TaskId); err != nil {
+			return err
+		}
+	}
+	for i, t := range req.Types {
+		if _, ok := taskdv1.EventType_name[int32(t)]; !ok || t == taskdv1.EventType_EVENT_TYPE_UNSPECIFIED {
+			return toStatus(invalid(fmt.Sprintf("types[%d]", i), "unknown event type %d", t))
+		}
+	}
+	err := a.node.WatchEvents(stream.Context(), f, req.Cursor, func(evs []*taskdv1.Event) error {
+		return stream.Send(&taskdv1.WatchEventsResponse{Events: evs})
+	})
+	if errors.Is(err, ErrCursorExpired) {
+		return status.Error(codes.OutOfRange, err.Error())
+	}
+	if err != nil && stream.Context().Err() != nil {
+		return status.FromContextError(stream.Context().Err()).Err()
+	}
+	return toStatus(err)
 }

@@ -7,6 +7,7 @@ const (
 	DefaultBackoffInitial = time.Second
 	DefaultBackoffMax     = 10 * time.Minute
 )
+
 // Backoff is the wait before retry number attempt (1 for the first retry):
 // initial doubled per attempt, capped at max, with jitter taking it to a
 // point in [d/2, d] chosen by rnd in [0,1). A zero initial is the default

@@ -176,4 +176,3 @@ func (n *Node) listIdentity(ctx context.Context, f TaskFilter, pageSize int, pag
 	}
 	return out, next, nil
 }
-

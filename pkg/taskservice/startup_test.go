@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -14,14 +15,21 @@ func onStartup() *taskdv1.Trigger {
 }
 
 // restart stops node name and starts it again under the same name.
-func (c *cluster) restart(name string) {
+func (c *cluster) restart(name string) { c.restartWith(name, nil, nil) }
+
+// restartWith stops node name, calls down while it is down, and starts it
+// again with mod applied to its configuration.
+func (c *cluster) restartWith(name string, down func(), mod func(*taskservice.Config)) {
 	c.t.Helper()
 	ctx, cancel := rpc()
 	defer cancel()
 	if err := c.nodes[name].Stop(ctx); err != nil {
 		c.t.Fatalf("stop %s: %v", name, err)
 	}
-	c.start(name, nil)
+	if down != nil {
+		down()
+	}
+	c.start(name, mod)
 }
 
 // runsOn counts the runs of task on each node.

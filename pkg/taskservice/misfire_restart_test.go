@@ -1,0 +1,90 @@
+package taskservice_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/taskd/taskd/pkg/taskservice"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// TestMisfirePoliciesAfterDowntime restarts the only node after it was
+// down across several fire times of a periodic task (threshold 150ms,
+// interval 100ms) and checks what each policy does with the missed ones:
+// SKIP runs none of them, FIRE_ONCE_NOW runs one (the oldest missed) at
+// once, FIRE_ALL runs the newest --max-catch-up of them, in order. After
+// that the task is back on its grid.
+func TestMisfirePoliciesAfterDowntime(t *testing.T) {
+	for _, policy := range []taskdv1.MisfirePolicy{
+		taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP,
+		taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW,
+		taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL,
+	} {
+		t.Run(policy.String(), func(t *testing.T) {
+			mod := func(c *taskservice.Config) { c.MisfireThreshold = 150 * time.Millisecond; c.MaxCatchUp = 3 }
+			c := newCluster(t, []string{"a"}, mod)
+			iv := 100 * time.Millisecond
+			start := time.Now().Add(iv).Truncate(time.Millisecond)
+			s := spec("m", "rec", every(start, iv, 0))
+			s.Misfire = policy
+			task := c.schedule("a", s)
+			tst.Eventually(t, 10*time.Second, func() bool { return len(c.rec.of(task.Id)) >= 1 }, "a first run")
+			var downAt, upAt time.Time
+			var before int
+			c.restartWith("a", func() {
+				downAt = time.Now()
+				before = len(c.rec.of(task.Id))
+				waitPast(t, downAt.Add(10*iv)) // ten fire times pass while the node is down
+			}, mod)
+			upAt = c.nodes["a"].Node.DispatchStart()
+			tst.Eventually(t, 10*time.Second, func() bool { return len(c.rec.of(task.Id)) >= before+5 }, "runs after the restart")
+			after := c.rec.of(task.Id)[before:]
+			lastBefore := c.rec.of(task.Id)[before-1].Fire
+			f0 := after[0].Fire
+			grid := func(from, to time.Time) int { // grid times in [from, to]
+				n := 0
+				for f := from; !f.After(to); f = f.Add(iv) {
+					n++
+				}
+				return n
+			}
+			switch policy {
+			case taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP:
+				// Nothing missed runs: the first run is for a fire time after
+				// the node came back.
+				if !f0.After(upAt) {
+					t.Fatalf("SKIP: first run after the restart serves %v, before the node came back at %v", f0, upAt)
+				}
+			case taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW:
+				// One run for the oldest missed fire time, then on after now.
+				if !f0.Equal(lastBefore.Add(iv)) || !after[1].Fire.After(upAt) {
+					t.Fatalf("FIRE_ONCE_NOW: runs serve %v then %v; want the oldest missed %v, then one after %v",
+						f0, after[1].Fire, lastBefore.Add(iv), upAt)
+				}
+			case taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL:
+				// The newest --max-catch-up (3) of the fire times due when it
+				// planned (between the restart and the first run's start)
+				// run one by one; older ones are dropped.
+				if !f0.After(lastBefore.Add(iv)) || grid(f0, upAt) > 3 || grid(f0, after[0].Start) < 3 {
+					t.Fatalf("FIRE_ALL: first run serves %v (last before the stop %v, restart %v, start %v): not the 3rd newest due",
+						f0, lastBefore, upAt, after[0].Start)
+				}
+				for i := 1; i < 3; i++ {
+					if after[i].Fire.Sub(after[i-1].Fire) != iv {
+						t.Fatalf("FIRE_ALL caught up %v then %v: not consecutive", after[i-1].Fire, after[i].Fire)
+					}
+				}
+			}
+			// Every run serves a distinct fire time on the grid, in order.
+			for i, r := range after {
+				if r.Fire.Sub(start)%iv != 0 || (i > 0 && !r.Fire.After(after[i-1].Fire)) {
+					t.Fatalf("run %d serves %v: off the grid or out of order", i, r.Fire)
+				}
+			}
+			if got := getTask(t, c.nodes["a"], "m", task.Id); got.Misfires == 0 {
+				t.Fatalf("misfires not counted on the task")
+			}
+		})
+	}
+}

@@ -33,11 +33,12 @@ const MaxChain = 16
 // schedules by calendar looks past it (cron years end in 2099).
 var horizon = time.Date(2100, time.January, 1, 0, 0, 0, 0, time.UTC)
 
-// maxJumps bounds NextIncluded's work: each jump crosses one excluded run
-// of one calendar. Calendars that each leave time free but between them
-// exclude everything, alternating at second granularity for months, are
-// the only way to reach it; NextIncluded then answers ok=false.
-const maxJumps = 1 << 20
+// maxSteps bounds NextIncluded's work, counted in steps of the walk over
+// excluded runs (a step takes well under a microsecond). Calendars that
+// each leave time free but between them exclude everything for days on
+// end, alternating at second granularity, are the only way to reach it;
+// NextIncluded then answers ok=false.
+const maxSteps = 1 << 18
 
 // Lookup finds a stored calendar by name.
 type Lookup func(name string) (*taskdv1.Calendar, bool)
@@ -131,7 +132,7 @@ func (c *Calendar) Excludes(t time.Time) bool {
 }
 
 // NextIncluded returns the smallest instant t' ≥ t that no calendar in the
-// chain excludes. If t itself is not excluded it is returned as it is.
+// chain excludes, in t's location; t itself if it is not excluded.
 // Otherwise the search covers instants before 2100-01-01T00:00:00Z: ok is
 // false when everything from t up to then is excluded (or t is not before
 // then).
@@ -159,19 +160,19 @@ func (s Set) Excludes(t time.Time) bool {
 // cost grows with the number of runs crossed, not with their length.
 func (s Set) NextIncluded(t time.Time) (time.Time, bool) {
 	at := t.Round(0) // instants only: a monotonic reading means nothing here
-	for jumps := 0; ; {
+	budget := maxSteps
+	for {
 		moved := false
 		for _, c := range s {
 			for _, r := range c.rules {
 				if !r.excludes(at) {
 					continue
 				}
-				if !at.Before(horizon) || jumps == maxJumps {
+				if !at.Before(horizon) || budget <= 0 {
 					return time.Time{}, false
 				}
-				at = r.runEnd(at, horizon)
+				at = r.runEnd(at, horizon, &budget)
 				moved = true
-				jumps++
 			}
 		}
 		if !moved {

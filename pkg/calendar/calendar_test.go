@@ -393,6 +393,19 @@ func TestSet(t *testing.T) {
 			mustCompile(t, dailyWindow("am", "", "00:00", "12:00", false)),
 			mustCompile(t, dailyWindow("pm", "", "12:00", "24:00", false)),
 		}, "2026-01-01T00:00:00Z", true, ""},
+		// Between them these exclude every second of January to June,
+		// each leaving gaps of 30 seconds: the walk steps through each
+		// gap. A day and a half of that is within NextIncluded's work
+		// bound...
+		{"second halves for a day and a half", Set{
+			mustCompile(t, cronExpr("first-half", "", "0-29 * * ? * *")),
+			mustCompile(t, cronExpr("second-half-to-june", "", "30-59 * * ? 1-6 *")),
+		}, "2026-06-29T12:00:00Z", true, "2026-07-01T00:00:30Z"},
+		// ... half a year of it is not: NextIncluded gives up.
+		{"second halves for half a year", Set{
+			mustCompile(t, cronExpr("first-half", "", "0-29 * * ? * *")),
+			mustCompile(t, cronExpr("second-half-to-june", "", "30-59 * * ? 1-6 *")),
+		}, "2026-01-01T00:00:00Z", true, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,13 +50,15 @@ type kind interface {
 func (r *rule) excludes(t time.Time) bool { return r.kind.excludes(read(t, r.loc)) }
 
 // runEnd returns the first instant after t, which r excludes, that r does
-// not exclude, or an instant at or past limit if there is none before it.
+// not exclude, or an instant at or past limit if there is none before it,
+// or where it stopped when *budget ran out (each step costs one).
 // Within one zone offset the wall clock runs with real time, so the rule's
 // span can be taken in one step; at an offset change the walk stops and
 // reads the clock afresh (it may have jumped forwards or back).
-func (r *rule) runEnd(t, limit time.Time) time.Time {
+func (r *rule) runEnd(t, limit time.Time, budget *int) time.Time {
 	w := read(t, r.loc)
-	for t.Before(limit) {
+	for t.Before(limit) && *budget > 0 {
+		*budget--
 		next := t.Add(r.kind.span(w))
 		if change := zoneChange(t, r.loc); !change.IsZero() && change.Before(next) {
 			next = change

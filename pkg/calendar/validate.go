@@ -231,8 +231,11 @@ func buildWeekly(field string, list []string) (kind, error) {
 
 func buildDaily(field string, d *taskdv1.DailyCalendar) (kind, error) {
 	start, ok := parseClock(d.GetStart())
-	if !ok || start == day {
+	if !ok {
 		return nil, fieldErr(field+".start", "must be HH:MM or HH:MM:SS")
+	}
+	if start == day {
+		return nil, fieldErr(field+".start", "must be before 24:00")
 	}
 	end, ok := parseClock(d.GetEnd())
 	if !ok {

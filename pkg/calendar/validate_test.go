@@ -89,7 +89,7 @@ func TestValidate(t *testing.T) {
 
 		{"daily: H:MM", dailyWindow("d", "", "9:00", "17:00", false), "calendar.daily.start", "must be HH:MM or HH:MM:SS"},
 		{"daily: empty start", dailyWindow("d", "", "", "17:00", false), "calendar.daily.start", "HH:MM"},
-		{"daily: start 24:00", dailyWindow("d", "", "24:00", "24:00", false), "calendar.daily.start", "HH:MM"},
+		{"daily: start 24:00", dailyWindow("d", "", "24:00", "24:00", false), "calendar.daily.start", "before 24:00"},
 		{"daily: minute 60", dailyWindow("d", "", "09:60", "17:00", false), "calendar.daily.start", "HH:MM"},
 		{"daily: second 60", dailyWindow("d", "", "09:00:60", "17:00", false), "calendar.daily.start", "HH:MM"},
 		{"daily: hour 25", dailyWindow("d", "", "09:00", "25:00", false), "calendar.daily.end", "HH:MM"},

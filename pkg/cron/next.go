@@ -407,3 +407,19 @@ func resolve(loc *time.Location, n int64) resolution {
 	// offset rather than fail.
 	return resolution{kind: wallNormal, first: n - offs[0]}
 }
+
+// MatchesWall reports whether the wall-clock second of t, read in the
+// expression's zone, is one the expression names, leaving the
+// daylight-saving rules of Next and Matches aside: both passes of an hour a
+// fall-back repeats match, and a time a spring-forward gap skips never
+// occurs. Exclusion calendars use it, since they exclude stretches of the
+// wall clock rather than fire once.
+func (e *Expression) MatchesWall(t time.Time) bool {
+	lt := t.In(e.loc)
+	y, mo, d := lt.Date()
+	h, mi, s := lt.Clock()
+	if y < MinYear || y > MaxYear {
+		return false
+	}
+	return e.matchesWall(wall{year: y, month: int(mo), day: d, hour: h, minute: mi, second: s}.naive())
+}

@@ -234,3 +234,28 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchesWallCoversBothPassesOfARepeatedHour: where Matches fires a
+// fixed hour only on its first pass, MatchesWall (the wall clock, for
+// exclusion calendars) matches both.
+func TestMatchesWallCoversBothPassesOfARepeatedHour(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Parse("0 30 2 * * ?", berlin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC)  // 02:30 CEST
+	second := time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC) // 02:30 CET
+	if !e.Matches(first) || e.Matches(second) {
+		t.Fatalf("Matches: first pass %v, second pass %v; want true, false", e.Matches(first), e.Matches(second))
+	}
+	if !e.MatchesWall(first) || !e.MatchesWall(second) {
+		t.Fatalf("MatchesWall: first pass %v, second pass %v; want both", e.MatchesWall(first), e.MatchesWall(second))
+	}
+	if e.MatchesWall(first.Add(time.Second)) {
+		t.Fatalf("MatchesWall(02:30:01) = true")
+	}
+}

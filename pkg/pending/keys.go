@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/pkg/identity"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
 // Keys lays out the task keyspace under a cluster prefix.
@@ -137,4 +138,53 @@ func (k Keys) SplitPause(key string) (id, kind string, err error) {
 		return "", kind, err
 	}
 	return "", "", fmt.Errorf("key %q is not a pause key", key)
+}
+
+// Calendars is the prefix of the stored calendars (taskdv1.Calendar
+// values); every node follows it.
+func (k Keys) Calendars() string { return k.prefix + "cal/" }
+
+// Calendar is the key of one calendar.
+func (k Keys) Calendar(name string) string { return k.prefix + "cal/" + identity.Encode(name) }
+
+// SplitCalendar parses a calendar key into its name.
+func (k Keys) SplitCalendar(key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, k.Calendars())
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", fmt.Errorf("key %q is not a calendar key", key)
+	}
+	return identity.Decode(rest)
+}
+
+// CalendarUsers is the prefix of the references to calendar name: one key
+// per task that lists it (CalendarTaskRef) and per calendar based on it
+// (CalendarBaseRef). A calendar is deleted only while it has none.
+func (k Keys) CalendarUsers(name string) string {
+	return k.prefix + "calref/" + identity.Encode(name) + "/"
+}
+
+// CalendarTaskRef is the reference of task taskID of identity id to
+// calendar name, written and removed with the task.
+func (k Keys) CalendarTaskRef(name, id, taskID string) string {
+	return k.CalendarUsers(name) + "t/" + identity.Encode(id) + "/" + taskID
+}
+
+// CalendarBaseRef is the reference of calendar user to its base name.
+func (k Keys) CalendarBaseRef(name, user string) string {
+	return k.CalendarUsers(name) + "c/" + identity.Encode(user)
+}
+
+// CalendarRefOps are the puts (or, with del, deletes) of a task's
+// references to the calendars it lists.
+func (k Keys) CalendarRefOps(rec *storev1.TaskRecord, names []string, del bool) []clientv3.Op {
+	ops := make([]clientv3.Op, 0, len(names))
+	for _, c := range names {
+		key := k.CalendarTaskRef(c, rec.Spec.GetIdentity(), rec.Id)
+		if del {
+			ops = append(ops, clientv3.OpDelete(key))
+		} else {
+			ops = append(ops, clientv3.OpPut(key, ""))
+		}
+	}
+	return ops
 }

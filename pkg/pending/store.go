@@ -76,8 +76,8 @@ func (k Keys) HistoryOps(rec *storev1.TaskRecord, run *taskdv1.Run, keep int) ([
 	return ops, nil
 }
 
-// DeleteTaskOps remove a task, its history, a forwarded result left for it
-// and its idempotency key.
+// DeleteTaskOps remove a task, its history, a forwarded result left for it,
+// its idempotency key and its references to calendars.
 func (k Keys) DeleteTaskOps(rec *storev1.TaskRecord) []clientv3.Op {
 	id := rec.Spec.GetIdentity()
 	ops := []clientv3.Op{
@@ -88,7 +88,7 @@ func (k Keys) DeleteTaskOps(rec *storev1.TaskRecord) []clientv3.Op {
 	if key := rec.Spec.GetIdempotencyKey(); key != "" {
 		ops = append(ops, clientv3.OpDelete(k.Idem(id, key)))
 	}
-	return ops
+	return append(ops, k.CalendarRefOps(rec, rec.Spec.GetCalendars(), true)...)
 }
 
 // Get reads one task; ok is false when it does not exist.

@@ -144,3 +144,44 @@ func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskSe
 	}
 	return toStatus(err)
 }
+
+// CreateCalendar stores a calendar.
+func (a *API) CreateCalendar(ctx context.Context, req *taskdv1.CreateCalendarRequest) (*taskdv1.CreateCalendarResponse, error) {
+	c, err := a.node.CreateCalendar(ctx, req.Calendar, req.Replace)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.CreateCalendarResponse{Calendar: c}, nil
+}
+
+// GetCalendar returns a calendar.
+func (a *API) GetCalendar(ctx context.Context, req *taskdv1.GetCalendarRequest) (*taskdv1.GetCalendarResponse, error) {
+	if req.Name == "" {
+		return nil, toStatus(invalid("name", "is required"))
+	}
+	c, err := a.node.GetCalendar(ctx, req.Name)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.GetCalendarResponse{Calendar: c}, nil
+}
+
+// ListCalendars lists the calendars.
+func (a *API) ListCalendars(ctx context.Context, _ *taskdv1.ListCalendarsRequest) (*taskdv1.ListCalendarsResponse, error) {
+	cs, err := a.node.ListCalendars(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.ListCalendarsResponse{Calendars: cs}, nil
+}
+
+// DeleteCalendar removes an unused calendar.
+func (a *API) DeleteCalendar(ctx context.Context, req *taskdv1.DeleteCalendarRequest) (*taskdv1.DeleteCalendarResponse, error) {
+	if req.Name == "" {
+		return nil, toStatus(invalid("name", "is required"))
+	}
+	if err := a.node.DeleteCalendar(ctx, req.Name); err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.DeleteCalendarResponse{}, nil
+}

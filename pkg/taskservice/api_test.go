@@ -263,7 +263,32 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 		{"idempotency key of 257 bytes", func(s *taskdv1.TaskSpec) { s.IdempotencyKey = strings.Repeat("i", 257) }, codes.InvalidArgument, "task.idempotency_key", ""},
 		{"scope EVERY_NODE non-durable", func(s *taskdv1.TaskSpec) { s.Scope = taskdv1.Scope_SCOPE_EVERY_NODE; s.NonDurable = true }, codes.InvalidArgument, "task.non_durable", ""},
 		{"allow_overlap", func(s *taskdv1.TaskSpec) { s.AllowOverlap = true }, codes.Unimplemented, "task.allow_overlap", ""},
-		{"calendars", func(s *taskdv1.TaskSpec) { s.Calendars = []string{"holidays"} }, codes.Unimplemented, "task.calendars", ""},
+		{"calendar that does not exist", func(s *taskdv1.TaskSpec) { s.Calendars = []string{"holidays"} }, codes.InvalidArgument, "task.calendars[0]", "no calendar"},
+		{"too many calendars", func(s *taskdv1.TaskSpec) {
+			for i := range taskservice.MaxCalendarsPerTask + 1 {
+				s.Calendars = append(s.Calendars, fmt.Sprintf("c%d", i))
+			}
+		}, codes.InvalidArgument, "task.calendars", ""},
+		{"cron expression with a bad field", func(s *taskdv1.TaskSpec) {
+			s.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 25 * * ?"}}}}
+		}, codes.InvalidArgument, "task.triggers[0].cron.expression", "hours"},
+		{"cron with both ? fields", func(s *taskdv1.TaskSpec) {
+			s.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 12 ? * ?"}}}}
+		}, codes.InvalidArgument, "task.triggers[0].cron.expression", "position"},
+		{"cron unknown zone", func(s *taskdv1.TaskSpec) {
+			s.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 12 * * ?", TimeZone: "Mars/Olympus"}}}}
+		}, codes.InvalidArgument, "task.triggers[0].cron.time_zone", "Mars/Olympus"},
+		{"cron end before start", func(s *taskdv1.TaskSpec) {
+			now := time.Now()
+			s.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 12 * * ?",
+				Start: timestamppb.New(now), End: timestamppb.New(now.Add(-time.Hour))}}}}
+		}, codes.InvalidArgument, "task.triggers[0].cron.end", ""},
+		{"trigger misfire unknown", func(s *taskdv1.TaskSpec) { s.Triggers[0].Misfire = 9 }, codes.InvalidArgument, "task.triggers[0].misfire", ""},
+		{"trigger names repeated", func(s *taskdv1.TaskSpec) {
+			s.Triggers = []*taskdv1.Trigger{
+				{Name: "x", Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}},
+				{Name: "x", Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}}
+		}, codes.InvalidArgument, "task.triggers[1].name", ""},
 	}
 
 	var used []string // valid identities that rejected requests named

@@ -76,6 +76,9 @@ type Node struct {
 	draining bool     // no run starts; identities are being handed away
 	pauses   pauseSet // identity and kind pauses in force (pauses.go)
 
+	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
+	cals  calendarSet  // the calendars, compiled (calendars.go)
+
 	kindsMu sync.Mutex // guards the cluster's kinds, cached
 	kinds   map[string]bool
 	kindsAt time.Time
@@ -178,7 +181,15 @@ func (n *Node) Start(ctx context.Context) error {
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
 	n.loops.Go("lease", n.leaseLoop)
-	// Pauses are known before any task is queued.
+	// Calendars and pauses are known before any task is queued.
+	var calRev int64
+	if err := n.startStep(ctx, "load calendars", func() (err error) {
+		calRev, err = n.loadCalendars(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	n.loops.Go("calendars", func(ctx context.Context) { n.calendarLoop(ctx, calRev) })
 	var pauseRev int64
 	if err := n.startStep(ctx, "load pauses", func() (err error) {
 		pauseRev, err = n.loadPauses(ctx)

@@ -341,6 +341,7 @@ func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
 		if k := rec.Spec.GetIdempotencyKey(); k != "" {
 			ops = append(ops, clientv3.OpDelete(n.keys.Idem(rec.Spec.Identity, k)))
 		}
+		ops = append(ops, n.keys.CalendarRefOps(rec, rec.Spec.GetCalendars(), true)...)
 		if _, err := n.cli.Txn(cctx).If(l.Fence(), clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
 			Then(ops...).Commit(); err != nil {
 			return fmt.Errorf("purge EVERY_NODE task %s: %w", rec.Id, err)

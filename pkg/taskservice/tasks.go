@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,6 +128,7 @@ func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.
 			if recs[i].Spec.IdempotencyKey != "" {
 				ops++
 			}
+			ops += len(recs[i].Spec.Calendars) // references (and as many compares)
 		}
 		return ops, bytes
 	}
@@ -197,6 +199,8 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 						cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
 						ops = append(ops, clientv3.OpPut(ik, recs[i].Id))
 					}
+					cmps = append(cmps, n.calendarCmps(recs[i].Spec.Calendars)...)
+					ops = append(ops, n.keys.CalendarRefOps(recs[i], recs[i].Spec.Calendars, false)...)
 				}
 				plans = append(plans, p)
 				continue
@@ -239,6 +243,8 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
 					ops = append(ops, clientv3.OpPut(ik, r.Id))
 				}
+				cmps = append(cmps, n.calendarCmps(r.Spec.Calendars)...)
+				ops = append(ops, n.keys.CalendarRefOps(r, r.Spec.Calendars, false)...)
 			}
 			if !p.mine {
 				// The owner loads each task from its handoff area.
@@ -272,6 +278,9 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			return fmt.Errorf("store tasks: %w", res.err)
 		}
 		if !res.ok {
+			if err := n.calendarsStillExist(ctx, groups, recs); err != nil {
+				return err
+			}
 			for _, p := range plans {
 				if err := n.resolveIdempotent(ctx, p.g.id, p.live, recs, out); err != nil {
 					return err
@@ -615,6 +624,10 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			return nil, err
 		}
 		ops := []clientv3.Op{clientv3.OpPut(st.Key, string(b))}
+		// References to calendars follow the task's list (UpdateTask).
+		added, removed := diffNames(st.Rec.Spec.GetCalendars(), rec.Spec.GetCalendars())
+		ops = append(ops, n.keys.CalendarRefOps(rec, added, false)...)
+		ops = append(ops, n.keys.CalendarRefOps(rec, removed, true)...)
 		owner := identity.Owner{}
 		if !st.Every { // every node sees an EVERY_NODE task change through its watch
 			owner, err = n.idmap.Get(cctx, id)
@@ -624,6 +637,7 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			}
 		}
 		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(st.Key), "=", st.Rev)}
+		cmps = append(cmps, n.calendarCmps(added)...)
 		if !st.Every {
 			// The handoff entry goes to the owner read above: the Txn holds
 			// only while it still is the owner, so a move in between cannot
@@ -822,4 +836,19 @@ func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 		t.State = taskdv1.TaskState_TASK_STATE_PAUSED
 	}
 	return t
+}
+
+// diffNames returns the names in after but not before, and the reverse.
+func diffNames(before, after []string) (added, removed []string) {
+	for _, a := range after {
+		if !slices.Contains(before, a) {
+			added = append(added, a)
+		}
+	}
+	for _, b := range before {
+		if !slices.Contains(after, b) {
+			removed = append(removed, b)
+		}
+	}
+	return added, removed
 }

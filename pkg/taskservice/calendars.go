@@ -1,0 +1,375 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/pkg/calendar"
+	"github.com/taskd/taskd/pkg/schedule"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// This file is the calendars (contract §4.2): named exclusion calendars
+// stored at pending.Keys.Calendar, referenced by tasks and by calendars
+// based on them. Every reference is a key under pending.Keys.CalendarUsers,
+// written in the same Txn as the task (or calendar) that makes it, and a
+// calendar is deleted only by a Txn that compares it has none: a calendar
+// in use cannot disappear, and a task cannot list a calendar being deleted
+// (its schedule Txn compares the calendar exists).
+//
+// Every node follows the calendars and keeps them compiled; a task's fire
+// times are computed with its calendars as the node knows them. A
+// calendar replaced later applies to the fire times not yet come: a stored
+// next fire time the new calendar excludes is skipped when it comes due.
+
+// calendarSet is the calendars as this node follows them (guarded by its
+// own lock: it is read under n.mu).
+type calendarSet struct {
+	stored   map[string]*taskdv1.Calendar
+	compiled map[string]*calendar.Calendar
+}
+
+// calendarsOf is the exclusions of the named calendars (nil for none). A
+// name this node does not know (the references make that a transient
+// state) excludes nothing, and is logged.
+func (n *Node) calendarsOf(names []string) schedule.Exclusions {
+	if len(names) == 0 {
+		return nil
+	}
+	n.calMu.RLock()
+	defer n.calMu.RUnlock()
+	set := make(calendar.Set, 0, len(names))
+	for _, name := range names {
+		if c := n.cals.compiled[name]; c != nil {
+			set = append(set, c)
+		} else {
+			n.log.Warn("task lists a calendar this node does not know; it excludes nothing here", "calendar", name)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return set
+}
+
+// validateCalendarRefs checks the calendars a task lists: at most
+// MaxCalendarsPerTask, no repeats, each stored (as this node knows; the
+// schedule Txn also compares that each still exists).
+func (n *Node) validateCalendarRefs(field string, names []string) error {
+	if len(names) > MaxCalendarsPerTask {
+		return invalid(field, "lists %d calendars, the limit is %d", len(names), MaxCalendarsPerTask)
+	}
+	seen := map[string]bool{}
+	n.calMu.RLock()
+	defer n.calMu.RUnlock()
+	for i, name := range names {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if seen[name] {
+			return invalid(f, "calendar %q is listed twice", name)
+		}
+		seen[name] = true
+		if n.cals.stored[name] == nil {
+			return invalid(f, "no calendar %q (create it first: CreateCalendar)", name)
+		}
+	}
+	return nil
+}
+
+// calendarCmps are the compares of a Txn that stores tasks listing
+// calendars: each still exists.
+func (n *Node) calendarCmps(names []string) []clientv3.Cmp {
+	cmps := make([]clientv3.Cmp, 0, len(names))
+	for _, name := range names {
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.Calendar(name)), ">", 0))
+	}
+	return cmps
+}
+
+// loadCalendars reads every calendar, compiles them, and returns the
+// revision it read at.
+func (n *Node) loadCalendars(ctx context.Context) (int64, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.keys.Calendars(), clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("read calendars: %w", err)
+	}
+	stored := map[string]*taskdv1.Calendar{}
+	for _, kv := range resp.Kvs {
+		c := &taskdv1.Calendar{}
+		if err := proto.Unmarshal(kv.Value, c); err != nil {
+			n.log.Error("undecodable calendar", "key", string(kv.Key), "error", err)
+			continue
+		}
+		c.Revision = kv.ModRevision
+		stored[c.Name] = c
+	}
+	n.setCalendars(stored)
+	return resp.Header.Revision, nil
+}
+
+// setCalendars compiles the stored calendars and makes them current.
+func (n *Node) setCalendars(stored map[string]*taskdv1.Calendar) {
+	lookup := func(name string) (*taskdv1.Calendar, bool) { c, ok := stored[name]; return c, ok }
+	compiled := make(map[string]*calendar.Calendar, len(stored))
+	for name, c := range stored {
+		cc, err := calendar.Compile(c, lookup)
+		if err != nil {
+			n.log.Error("calendar does not compile; it excludes nothing", "calendar", name, "error", err)
+			continue
+		}
+		compiled[name] = cc
+	}
+	n.calMu.Lock()
+	n.cals = calendarSet{stored: stored, compiled: compiled}
+	n.calMu.Unlock()
+}
+
+// calendarLoop follows the calendars after loadCalendars read them at rev.
+func (n *Node) calendarLoop(ctx context.Context, rev int64) {
+	n.follow(ctx, "calendars", etcdwatch.Follower{
+		Key:     n.keys.Calendars(),
+		Options: []clientv3.OpOption{clientv3.WithPrefix()},
+		FromRev: rev,
+		List:    n.loadCalendars,
+		Events: func(_ context.Context, evs []*clientv3.Event) {
+			n.calMu.RLock()
+			stored := make(map[string]*taskdv1.Calendar, len(n.cals.stored))
+			for k, v := range n.cals.stored {
+				stored[k] = v
+			}
+			n.calMu.RUnlock()
+			for _, ev := range evs {
+				name, err := n.keys.SplitCalendar(string(ev.Kv.Key))
+				if err != nil {
+					continue
+				}
+				if ev.Type == clientv3.EventTypeDelete {
+					delete(stored, name)
+					continue
+				}
+				c := &taskdv1.Calendar{}
+				if proto.Unmarshal(ev.Kv.Value, c) == nil {
+					c.Revision = ev.Kv.ModRevision
+					stored[name] = c
+				}
+			}
+			n.setCalendars(stored)
+		},
+	})
+}
+
+// CreateCalendar stores a calendar; with replace it may overwrite one of
+// the same name (its tasks keep it: the new rules apply to fire times not
+// yet come).
+func (n *Node) CreateCalendar(ctx context.Context, c *taskdv1.Calendar, replace bool) (*taskdv1.Calendar, error) {
+	if c == nil {
+		return nil, invalid("calendar", "is required")
+	}
+	c = proto.Clone(c).(*taskdv1.Calendar)
+	c.Revision = 0
+	if err := calendar.Validate("calendar", c); err != nil {
+		var fe *calendar.FieldError
+		if errors.As(err, &fe) {
+			return nil, invalid(fe.Field, "%s", fe.Reason)
+		}
+		return nil, invalid("calendar", "%s", err.Error())
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		cctx, cancel := n.etcdCtx(ctx)
+		resp, err := n.cli.Get(cctx, n.keys.Calendars(), clientv3.WithPrefix())
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		stored := map[string]*taskdv1.Calendar{}
+		var old *taskdv1.Calendar
+		oldRev := int64(0)
+		for _, kv := range resp.Kvs {
+			sc := &taskdv1.Calendar{}
+			if proto.Unmarshal(kv.Value, sc) == nil {
+				stored[sc.Name] = sc
+				if sc.Name == c.Name {
+					old, oldRev = sc, kv.ModRevision
+				}
+			}
+		}
+		if old != nil && !replace {
+			cancel()
+			return nil, fmt.Errorf("calendar.name: calendar %q exists (set replace to overwrite it): %w", c.Name, ErrAlreadyExists)
+		}
+		stored[c.Name] = c
+		if _, err := calendar.Compile(c, func(name string) (*taskdv1.Calendar, bool) { s, ok := stored[name]; return s, ok }); err != nil {
+			cancel()
+			var fe *calendar.FieldError
+			if errors.As(err, &fe) {
+				return nil, invalid(fe.Field, "%s", fe.Reason)
+			}
+			return nil, invalid("calendar", "%s", err.Error())
+		}
+		b, err := proto.Marshal(c)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		key := n.keys.Calendar(c.Name)
+		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", oldRev)}
+		ops := []clientv3.Op{clientv3.OpPut(key, string(b))}
+		if c.Base != "" {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(n.keys.Calendar(c.Base)), "=", revOf(resp.Kvs, n.keys.Calendar(c.Base))))
+			ops = append(ops, clientv3.OpPut(n.keys.CalendarBaseRef(c.Base, c.Name), ""))
+		}
+		if old != nil && old.Base != "" && old.Base != c.Base {
+			ops = append(ops, clientv3.OpDelete(n.keys.CalendarBaseRef(old.Base, c.Name)))
+		}
+		tr, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("store calendar: %w", ErrOutcomeUnknown)
+		}
+		if !tr.Succeeded {
+			continue // a calendar of the chain changed meanwhile: read again
+		}
+		c.Revision = tr.Header.Revision
+		n.calMu.RLock()
+		next := make(map[string]*taskdv1.Calendar, len(n.cals.stored)+1)
+		for k, v := range n.cals.stored {
+			next[k] = v
+		}
+		n.calMu.RUnlock()
+		next[c.Name] = c
+		n.setCalendars(next) // known here at once; the watch brings it to the others
+		return c, nil
+	}
+	return nil, fmt.Errorf("store calendar %q: calendars kept changing: %w", c.Name, ErrConflict)
+}
+
+func revOf(kvs []*mvccpb.KeyValue, key string) int64 {
+	for _, kv := range kvs {
+		if string(kv.Key) == key {
+			return kv.ModRevision
+		}
+	}
+	return 0
+}
+
+// GetCalendar returns one calendar.
+func (n *Node) GetCalendar(ctx context.Context, name string) (*taskdv1.Calendar, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.keys.Calendar(name))
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, fmt.Errorf("calendar %q: %w", name, ErrNotFound)
+	}
+	c := &taskdv1.Calendar{}
+	if err := proto.Unmarshal(resp.Kvs[0].Value, c); err != nil {
+		return nil, err
+	}
+	c.Revision = resp.Kvs[0].ModRevision
+	return c, nil
+}
+
+// ListCalendars returns every calendar, by name.
+func (n *Node) ListCalendars(ctx context.Context) ([]*taskdv1.Calendar, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.keys.Calendars(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	var out []*taskdv1.Calendar
+	for _, kv := range resp.Kvs {
+		c := &taskdv1.Calendar{}
+		if proto.Unmarshal(kv.Value, c) == nil {
+			c.Revision = kv.ModRevision
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DeleteCalendar removes a calendar that no task and no calendar uses
+// (ErrFailedPrecondition naming a user otherwise).
+func (n *Node) DeleteCalendar(ctx context.Context, name string) error {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	key, users := n.keys.Calendar(name), n.keys.CalendarUsers(name)
+	resp, err := n.cli.Txn(cctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
+			clientv3.Compare(clientv3.CreateRevision(users), "=", 0).WithPrefix()).
+		Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
+		Else(clientv3.OpGet(key), clientv3.OpGet(users, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("delete calendar: %w", ErrOutcomeUnknown)
+	}
+	if resp.Succeeded {
+		var old taskdv1.Calendar
+		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 && proto.Unmarshal(kvs[0].Value, &old) == nil && old.Base != "" {
+			// The reference to its base goes too (best effort: a stale
+			// reference only keeps the base from being deleted).
+			if _, err := n.cli.Delete(cctx, n.keys.CalendarBaseRef(old.Base, name)); err != nil {
+				n.log.Warn("remove a deleted calendar's reference to its base", "calendar", name, "error", err)
+			}
+		}
+		n.calMu.RLock()
+		next := make(map[string]*taskdv1.Calendar, len(n.cals.stored))
+		for k, v := range n.cals.stored {
+			if k != name {
+				next[k] = v
+			}
+		}
+		n.calMu.RUnlock()
+		n.setCalendars(next)
+		return nil
+	}
+	if len(resp.Responses[0].GetResponseRange().GetKvs()) == 0 {
+		return fmt.Errorf("calendar %q: %w", name, ErrNotFound)
+	}
+	user := "a user"
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		rest := strings.TrimPrefix(string(kvs[0].Key), users)
+		switch {
+		case strings.HasPrefix(rest, "t/"):
+			user = "task " + rest[strings.LastIndex(rest, "/")+1:]
+		case strings.HasPrefix(rest, "c/"):
+			user = "calendar " + strings.TrimPrefix(rest, "c/")
+		}
+	}
+	return fmt.Errorf("calendar %q is in use by %s (and maybe others): %w", name, user, ErrFailedPrecondition)
+}
+
+// calendarsStillExist is read after a schedule Txn failed: a calendar one
+// of its tasks lists was deleted meanwhile (the Txn compares each exists),
+// which no retry cures.
+func (n *Node) calendarsStillExist(ctx context.Context, groups []*group, recs []*storev1.TaskRecord) error {
+	for _, g := range groups {
+		for _, i := range g.idx {
+			for j, name := range recs[i].Spec.Calendars {
+				cctx, cancel := n.etcdCtx(ctx)
+				resp, err := n.cli.Get(cctx, n.keys.Calendar(name), clientv3.WithCountOnly())
+				cancel()
+				if err != nil {
+					return err
+				}
+				if resp.Count == 0 {
+					return invalid(fmt.Sprintf("calendars[%d]", j), "calendar %q was deleted", name)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -24,4 +24,3 @@ func (n *Node) timing(rec *storev1.TaskRecord, now time.Time) timing {
 	defer n.mu.Unlock()
 	return n.timingLocked(rec, now)
 }
-

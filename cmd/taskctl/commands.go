@@ -103,7 +103,7 @@ var commands = []*command{
 	},
 	{
 		name:     "preview",
-		synopsis: "--cron EXPR [--tz ZONE] | --every DUR [--start T] | --at T ... [--from T] [-n N]",
+		synopsis: "--cron EXPR [--tz ZONE] | --every DUR [--start T] | --at T ... [--calendar NAME]... [--from T] [-n N]",
 		summary:  "show the next fire times of triggers, without scheduling anything",
 		define:   definePreview,
 	},

@@ -43,7 +43,7 @@ func defineTriggerFlags(fs *flag.FlagSet, o *triggerOptions, onStartup bool) {
 	fs.StringVar(&o.Delay, "delay", "", "fire once after `DUR` (with --every: the first period starts after DUR)")
 	fs.StringVar(&o.At, "at", "", "fire once at the `RFC3339` time (with --every: the first period starts then)")
 	fs.StringVar(&o.Every, "every", "", "fire periodically, every `DUR` (fixed rate)")
-	fs.StringVar(&o.Start, "start", "", "with --every: first fire time (default: one interval from now); with --cron: earliest fire time; `RFC3339`")
+	fs.StringVar(&o.Start, "start", "", "`RFC3339` time: with --every, the first fire time (default: one interval from now); with --cron, the earliest")
 	fs.Int64Var(&o.Count, "count", 0, "with --every: number of periods to fire (`N`; 0: no limit)")
 	fs.StringVar(&o.Until, "until", "", "with --every or --cron: last instant a fire time may have, `RFC3339`")
 	fs.Var((*stringList)(&o.Cron), "cron", "fire when the Quartz cron `EXPR` matches, e.g. '0 30 2 ? * MON-FRI' (repeatable: one trigger each)")

@@ -4,8 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
-	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,8 +12,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -37,9 +34,15 @@ type command struct {
 var commands = []*command{
 	{
 		name:     "schedule",
-		synopsis: "--identity ID --kind KIND --scope identity|every-node [flags]",
-		summary:  "schedule a task and print its id",
+		synopsis: "--identity ID --kind KIND --scope identity|every-node [flags] | -f FILE",
+		summary:  "schedule a task (or the tasks of a JSON file) and print its id",
 		define:   defineSchedule,
+	},
+	{
+		name:     "update",
+		synopsis: "--identity ID TASK_ID [trigger flags] [settings]",
+		summary:  "change a task's triggers or settings, keeping its id and history",
+		define:   defineUpdate,
 	},
 	{
 		name:     "get",
@@ -76,9 +79,33 @@ var commands = []*command{
 	},
 	{
 		name:     "list",
-		synopsis: "--identity ID [--page-size N] [--page-token TOKEN | --all]",
-		summary:  "list an identity's tasks in creation order",
+		synopsis: "[--identity ID] [--state S]... [--kind KIND] [--label k=v]... [--node NODE] [--page-size N] [--page-token TOKEN | --all]",
+		summary:  "list an identity's tasks in creation order, or the cluster's",
 		define:   defineList,
+	},
+	{
+		name:     "pause",
+		synopsis: "--identity ID [TASK_ID] | --kind KIND",
+		summary:  "pause a task, every task of an identity, or every task of a kind",
+		define:   definePause,
+	},
+	{
+		name:     "resume",
+		synopsis: "--identity ID [TASK_ID] | --kind KIND",
+		summary:  "lift a pause of a task, an identity or a kind",
+		define:   defineResume,
+	},
+	{
+		name:     "pauses",
+		synopsis: "",
+		summary:  "list the identity and kind pauses in force",
+		define:   definePauses,
+	},
+	{
+		name:     "preview",
+		synopsis: "--cron EXPR [--tz ZONE] | --every DUR [--start T] | --at T ... [--calendar NAME]... [--from T] [-n N]",
+		summary:  "show the next fire times of triggers, without scheduling anything",
+		define:   definePreview,
 	},
 	{
 		name:     "nodes",
@@ -209,7 +236,12 @@ func defineRuns(fs *flag.FlagSet) action {
 
 // defineList defines the list command.
 func defineList(fs *flag.FlagSet) action {
-	identity := fs.String("identity", "", "`ID` of the identity whose tasks to list (required)")
+	identity := fs.String("identity", "", "`ID` of the identity whose tasks to list (default: every identity's)")
+	var states, labels stringList
+	fs.Var(&states, "state", "keep tasks in `STATE`: scheduled, running, retrying, paused, completed, dead, canceled (repeatable)")
+	kind := fs.String("kind", "", "keep tasks of `KIND`")
+	fs.Var(&labels, "label", "keep tasks with the label `k=v` (repeatable: all of them)")
+	node := fs.String("node", "", "keep tasks of the identities `NODE` owns, and every-node tasks")
 	pageSize := fs.Int("page-size", 0, "tasks per page, 1-1000 (`N`; 0: the server's default of 100)")
 	pageToken := fs.String("page-token", "", "`TOKEN` of the page to show, from an earlier answer")
 	all := fs.Bool("all", false, "follow the page tokens and list every task")
@@ -217,11 +249,9 @@ func defineList(fs *flag.FlagSet) action {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		if err := requireFlag("identity", *identity); err != nil {
+		req, err := buildListRequest(*identity, states, *kind, labels, *node, *pageSize, *pageToken)
+		if err != nil {
 			return err
-		}
-		if *pageSize < 0 || *pageSize > 1000 {
-			return usagef("invalid value %d for flag --page-size: must be between 0 and 1000", *pageSize)
 		}
 		if *all && *pageToken != "" {
 			return usagef("--all and --page-token exclude each other")
@@ -230,7 +260,6 @@ func defineList(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		req := &taskdv1.ListTasksRequest{Identity: *identity, PageSize: int32(*pageSize), PageToken: *pageToken}
 		out := &taskdv1.ListTasksResponse{}
 		for {
 			resp, err := listPage(e, c, req)
@@ -250,14 +279,37 @@ func defineList(fs *flag.FlagSet) action {
 		if e.opts.format == formatJSON {
 			return writeJSON(e.stdout, out)
 		}
-		if err := writeTasksTable(e.stdout, out.GetTasks()); err != nil {
+		if err := writeTasksTable(e.stdout, out.GetTasks(), *identity == ""); err != nil {
 			return err
 		}
 		if out.NextPageToken != "" {
-			fmt.Fprintf(e.stderr, "taskctl: list: more tasks follow: use --all, or --page-token %s\n", out.NextPageToken)
+			fmt.Fprintf(e.stderr, "taskctl: list: more tasks may follow: use --all, or --page-token %s\n", out.NextPageToken)
 		}
 		return nil
 	}
+}
+
+// buildListRequest turns the list flags into a ListTasksRequest. Every
+// error is a usageError naming the flag.
+func buildListRequest(identity string, states []string, kind string, labels []string, node string, pageSize int, pageToken string) (*taskdv1.ListTasksRequest, error) {
+	if pageSize < 0 || pageSize > 1000 {
+		return nil, usagef("invalid value %d for flag --page-size: must be between 0 and 1000", pageSize)
+	}
+	req := &taskdv1.ListTasksRequest{Identity: identity, Kind: kind, Node: node, PageSize: int32(pageSize), PageToken: pageToken}
+	for _, v := range states {
+		st, err := parseState(v)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(req.States, st) {
+			req.States = append(req.States, st)
+		}
+	}
+	var err error
+	if req.Labels, err = parseLabels("label", labels); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 // listPage fetches one page of ListTasks under its own deadline.
@@ -314,30 +366,17 @@ func identityArg(flagValue string, args []string) (string, error) {
 	return flagValue, nil
 }
 
-// scheduleOptions holds the schedule command's flags as given. Times and
-// durations stay text so that buildScheduleRequest checks them and names the
-// flag in its error; zero numbers mean "not given".
+// scheduleOptions holds the schedule command's flags as given; zero values
+// mean "not given".
 type scheduleOptions struct {
 	Identity       string
 	Kind           string
 	Scope          string
-	Payload        string
-	PayloadFile    string
-	Data           string
-	Delay          string // once delay, or periodic start relative to now
-	At             string // once time, or periodic start
-	Every          string // periodic interval
-	Start          string
-	Count          int64
-	Until          string
 	NonDurable     bool
-	Priority       int
-	MaxAttempts    int
-	TaskTimeout    string
-	NoRecovery     bool
-	AllowOverlap   bool
-	Labels         []string // k=v, in the order given
 	IdempotencyKey string
+	File           string // -f: a batch of TaskSpecs in JSON
+	triggerOptions
+	specOptions
 }
 
 // stringList is a repeatable string flag.
@@ -357,23 +396,12 @@ func defineScheduleFlags(fs *flag.FlagSet, o *scheduleOptions) {
 	fs.StringVar(&o.Identity, "identity", "", "`ID` of the identity that owns the task (required)")
 	fs.StringVar(&o.Kind, "kind", "", "`KIND` of handler that runs the task (required)")
 	fs.StringVar(&o.Scope, "scope", "", "`SCOPE` where the task runs: identity or every-node (required)")
-	fs.StringVar(&o.Payload, "payload", "", "payload given to the handler, as `TEXT`")
-	fs.StringVar(&o.PayloadFile, "payload-file", "", "read the payload from the file at `PATH`")
-	fs.StringVar(&o.Data, "data", "", "initial persistent data of the task, as `TEXT`")
-	fs.StringVar(&o.Delay, "delay", "", "fire after `DUR` (with --every: the first period starts after DUR)")
-	fs.StringVar(&o.At, "at", "", "fire at the `RFC3339` time (with --every: the first period starts then)")
-	fs.StringVar(&o.Every, "every", "", "fire periodically, every `DUR` (fixed rate)")
-	fs.StringVar(&o.Start, "start", "", "with --every: first fire time, `RFC3339` (default: one interval from now)")
-	fs.Int64Var(&o.Count, "count", 0, "with --every: number of periods to fire (`N`; 0: no limit)")
-	fs.StringVar(&o.Until, "until", "", "with --every: last instant a period may start, `RFC3339`")
+	defineTriggerFlags(fs, &o.triggerOptions, true)
+	defineSpecFlags(fs, &o.specOptions)
 	fs.BoolVar(&o.NonDurable, "non-durable", false, "never persist the task: it runs on the node that accepts it and is lost if that node stops")
-	fs.IntVar(&o.Priority, "priority", 0, "priority `N` among runs due at the same instant; higher first")
-	fs.IntVar(&o.MaxAttempts, "max-attempts", 0, "attempts of one fire time before the task is DEAD (`N`; 0: server default of 25)")
-	fs.StringVar(&o.TaskTimeout, "timeout-task", "", "timeout of one run, `DUR` (default: server default of 5m)")
-	fs.BoolVar(&o.NoRecovery, "no-recovery", false, "do not run again a run that a crash interrupted (at-most-once)")
-	fs.BoolVar(&o.AllowOverlap, "allow-overlap", false, "let a recurring task start while its previous run goes on")
-	fs.Var((*stringList)(&o.Labels), "label", "label `k=v` for the client (repeatable)")
 	fs.StringVar(&o.IdempotencyKey, "idempotency-key", "", "`KEY` that makes scheduling twice return the first task")
+	fs.StringVar(&o.File, "f", "", "schedule the tasks in the JSON `FILE` instead: an array of TaskSpecs or {\"tasks\": [...]}; - reads stdin")
+	fs.StringVar(&o.File, "file", "", "same as -f (`FILE`)")
 }
 
 // defineSchedule defines the schedule command.
@@ -383,6 +411,15 @@ func defineSchedule(fs *flag.FlagSet) action {
 	return func(e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
+		}
+		if o.File != "" || flagGiven(fs, "f") || flagGiven(fs, "file") {
+			if o.File == "" {
+				return usagef("invalid value \"\" for flag -f: want a file name, or - for stdin")
+			}
+			if other := otherFlag(fs, "f", "file", "o", "output"); other != "" {
+				return usagef("--%s cannot be combined with -f: the file holds whole tasks", other)
+			}
+			return scheduleFile(e, o.File)
 		}
 		req, err := buildScheduleRequest(*o, time.Now())
 		if err != nil {
@@ -404,6 +441,29 @@ func defineSchedule(fs *flag.FlagSet) action {
 		_, err = fmt.Fprintln(e.stdout, resp.GetTask().GetId())
 		return err
 	}
+}
+
+// flagGiven reports whether the flag called name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+// otherFlag returns the first flag set on the command line that is not one
+// of allowed, or "".
+func otherFlag(fs *flag.FlagSet, allowed ...string) string {
+	other := ""
+	fs.Visit(func(f *flag.Flag) {
+		if other == "" && !slices.Contains(allowed, f.Name) {
+			other = f.Name
+		}
+	})
+	return other
 }
 
 // parseScope maps the --scope value to a Scope. It accepts identity and
@@ -452,9 +512,8 @@ func parseDurationFlag(name, v string, positive bool) (time.Duration, bool, erro
 // now is the client's clock, used only to turn --delay into a periodic start.
 // Every error is a usageError naming the flag.
 //
-// Triggers: with --every, one PeriodicTrigger whose start comes from --start,
-// --at or now+--delay (at most one of them); without it, one OnceTrigger at
-// --at, after --delay, or (neither) now.
+// The triggers are those of buildTriggers; with no trigger flag at all, the
+// task has one OnceTrigger that fires now.
 func buildScheduleRequest(o scheduleOptions, now time.Time) (*taskdv1.ScheduleTaskRequest, error) {
 	if err := requireFlag("identity", o.Identity); err != nil {
 		return nil, err
@@ -471,131 +530,18 @@ func buildScheduleRequest(o scheduleOptions, now time.Time) (*taskdv1.ScheduleTa
 		Kind:           o.Kind,
 		Scope:          scope,
 		NonDurable:     o.NonDurable,
-		AllowOverlap:   o.AllowOverlap,
 		IdempotencyKey: o.IdempotencyKey,
 	}
-
-	// Payload and data.
-	switch {
-	case o.Payload != "" && o.PayloadFile != "":
-		return nil, usagef("--payload and --payload-file exclude each other")
-	case o.PayloadFile != "":
-		b, err := os.ReadFile(o.PayloadFile)
-		if err != nil {
-			return nil, usagef("invalid value for flag --payload-file: %v", err)
-		}
-		spec.Payload = b
-	case o.Payload != "":
-		spec.Payload = []byte(o.Payload)
-	}
-	if o.Data != "" {
-		spec.Data = []byte(o.Data)
-	}
-
-	// Trigger.
-	delay, hasDelay, err := parseDurationFlag("delay", o.Delay, false)
+	triggers, err := buildTriggers(o.triggerOptions, now)
 	if err != nil {
 		return nil, err
 	}
-	at, err := parseTimeFlag("at", o.At)
-	if err != nil {
+	if len(triggers) == 0 {
+		triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}}
+	}
+	spec.Triggers = triggers
+	if err := applySpecOptions(spec, o.specOptions, func(string) bool { return true }); err != nil {
 		return nil, err
-	}
-	if hasDelay && at != nil {
-		return nil, usagef("--delay and --at exclude each other")
-	}
-	every, hasEvery, err := parseDurationFlag("every", o.Every, true)
-	if err != nil {
-		return nil, err
-	}
-	start, err := parseTimeFlag("start", o.Start)
-	if err != nil {
-		return nil, err
-	}
-	until, err := parseTimeFlag("until", o.Until)
-	if err != nil {
-		return nil, err
-	}
-	if o.Count < 0 {
-		return nil, usagef("invalid value %d for flag --count: must not be negative", o.Count)
-	}
-	if hasEvery {
-		if every < time.Millisecond {
-			return nil, usagef("invalid value %q for flag --every: must be at least 1ms", o.Every)
-		}
-		if start != nil && (hasDelay || at != nil) {
-			return nil, usagef("--start excludes --delay and --at (with --every they set the start)")
-		}
-		switch {
-		case at != nil:
-			start = at
-		case hasDelay:
-			s := now.Add(delay)
-			start = &s
-		}
-		if start != nil && until != nil && until.Before(*start) {
-			return nil, usagef("invalid value %q for flag --until: before the first fire time %s", o.Until, formatTime(timestamppb.New(*start)))
-		}
-		p := &taskdv1.PeriodicTrigger{Interval: durationpb.New(every), Count: o.Count}
-		if start != nil {
-			p.Start = timestamppb.New(*start)
-		}
-		if until != nil {
-			p.End = timestamppb.New(*until)
-		}
-		spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Periodic{Periodic: p}}}
-	} else {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"start", start != nil}, {"count", o.Count != 0}, {"until", until != nil}} {
-			if f.set {
-				return nil, usagef("--%s needs --every", f.name)
-			}
-		}
-		once := &taskdv1.OnceTrigger{}
-		switch {
-		case at != nil:
-			once.At = timestamppb.New(*at)
-		case hasDelay:
-			once.Delay = durationpb.New(delay)
-		}
-		spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: once}}}
-	}
-
-	// Execution settings.
-	if o.Priority < math.MinInt32 || o.Priority > math.MaxInt32 {
-		return nil, usagef("invalid value %d for flag --priority: out of range", o.Priority)
-	}
-	spec.Priority = int32(o.Priority)
-	if o.MaxAttempts < 0 || o.MaxAttempts > math.MaxInt32 {
-		return nil, usagef("invalid value %d for flag --max-attempts: must be between 0 and %d", o.MaxAttempts, math.MaxInt32)
-	}
-	spec.MaxAttempts = int32(o.MaxAttempts)
-	timeout, hasTimeout, err := parseDurationFlag("timeout-task", o.TaskTimeout, true)
-	if err != nil {
-		return nil, err
-	}
-	if hasTimeout {
-		spec.Timeout = durationpb.New(timeout)
-	}
-	if o.NoRecovery {
-		spec.RequestsRecovery = proto.Bool(false)
-	}
-
-	// Labels.
-	for _, kv := range o.Labels {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usagef("invalid value %q for flag --label: want key=value", kv)
-		}
-		if _, dup := spec.Labels[k]; dup {
-			return nil, usagef("invalid value %q for flag --label: key %q given twice", kv, k)
-		}
-		if spec.Labels == nil {
-			spec.Labels = make(map[string]string)
-		}
-		spec.Labels[k] = v
 	}
 	return &taskdv1.ScheduleTaskRequest{Task: spec}, nil
 }

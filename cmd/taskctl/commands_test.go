@@ -47,6 +47,18 @@ func periodic(p *taskdv1.PeriodicTrigger) []*taskdv1.Trigger {
 	return []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Periodic{Periodic: p}}}
 }
 
+func cronTriggers(cs ...*taskdv1.CronTrigger) []*taskdv1.Trigger {
+	var out []*taskdv1.Trigger
+	for _, c := range cs {
+		out = append(out, &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: c}})
+	}
+	return out
+}
+
+func onStartup() *taskdv1.Trigger {
+	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}
+}
+
 func spec(scope taskdv1.Scope, triggers []*taskdv1.Trigger, edit ...func(*taskdv1.TaskSpec)) *taskdv1.ScheduleTaskRequest {
 	s := &taskdv1.TaskSpec{Identity: "alice", Kind: "echo", Scope: scope, Triggers: triggers}
 	for _, e := range edit {
@@ -119,6 +131,37 @@ func TestBuildScheduleRequest(t *testing.T) {
 				s.RequestsRecovery = proto.Bool(false)
 				s.AllowOverlap, s.IdempotencyKey = true, "k1"
 			})},
+		{"cron in a zone", []string{"--scope", "identity", "--cron", "0 30 2 ? * MON-FRI", "--tz", "Europe/Berlin"},
+			spec(id, cronTriggers(&taskdv1.CronTrigger{Expression: "0 30 2 ? * MON-FRI", TimeZone: "Europe/Berlin"}))},
+		{"two crons with a window", []string{"--scope", "identity", "--cron", "0 0 9 * * ?", "--cron", "0 0 17 * * ?",
+			"--start", "2026-05-01T00:00:00Z", "--until", "2026-06-01T00:00:00Z"},
+			spec(id, cronTriggers(
+				&taskdv1.CronTrigger{Expression: "0 0 9 * * ?", Start: ts("2026-05-01T00:00:00Z"), End: ts("2026-06-01T00:00:00Z")},
+				&taskdv1.CronTrigger{Expression: "0 0 17 * * ?", Start: ts("2026-05-01T00:00:00Z"), End: ts("2026-06-01T00:00:00Z")}))},
+		{"on start-up alone", []string{"--scope", "every-node", "--on-startup"},
+			spec(taskdv1.Scope_SCOPE_EVERY_NODE, []*taskdv1.Trigger{onStartup()})},
+		{"cron, on start-up and every combine", []string{"--scope", "identity", "--cron", "0 0 * * * ?", "--on-startup", "--every", "1h"},
+			spec(id, append(append(periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Hour)}),
+				cronTriggers(&taskdv1.CronTrigger{Expression: "0 0 * * * ?"})...), onStartup()))},
+		{"once at and cron", []string{"--scope", "identity", "--at", "2026-05-01T10:00:00Z", "--cron", "0 0 * * * ?"},
+			spec(id, append(once(&taskdv1.OnceTrigger{At: ts("2026-05-01T10:00:00Z")}), cronTriggers(&taskdv1.CronTrigger{Expression: "0 0 * * * ?"})...))},
+		{"cron start with every at", []string{"--scope", "identity", "--every", "1m", "--at", "2026-05-01T00:00:00Z",
+			"--cron", "0 0 * * * ?", "--until", "2026-05-02T00:00:00Z"},
+			spec(id, append(periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Minute), Start: ts("2026-05-01T00:00:00Z"), End: ts("2026-05-02T00:00:00Z")}),
+				cronTriggers(&taskdv1.CronTrigger{Expression: "0 0 * * * ?", End: ts("2026-05-02T00:00:00Z")})...))},
+		{"misfire, backoff and calendars", []string{"--scope", "identity", "--cron", "0 0 * * * ?", "--misfire", "Fire-All",
+			"--backoff", "1s,10m", "--calendar", "holidays", "--calendar", "weekends"},
+			spec(id, cronTriggers(&taskdv1.CronTrigger{Expression: "0 0 * * * ?"}), func(s *taskdv1.TaskSpec) {
+				s.Misfire = taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL
+				s.Backoff = &taskdv1.Backoff{Initial: durationpb.New(time.Second), Max: durationpb.New(10 * time.Minute)}
+				s.Calendars = []string{"holidays", "weekends"}
+			})},
+		{"backoff initial only", []string{"--scope", "identity", "--backoff", "250ms"},
+			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+				s.Backoff = &taskdv1.Backoff{Initial: durationpb.New(250 * time.Millisecond)}
+			})},
+		{"misfire enum name", []string{"--scope", "identity", "--misfire", "MISFIRE_POLICY_SKIP"},
+			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) { s.Misfire = taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseSchedule(t, tc.args...)
@@ -165,6 +208,19 @@ func TestBuildScheduleRequestErrors(t *testing.T) {
 		{"priority out of range", scoped("--priority", strconv.FormatInt(1<<40, 10)), "flag --priority"},
 		{"timeout-task zero", scoped("--timeout-task", "0s"), "flag --timeout-task: must be positive"},
 		{"timeout-task bad", scoped("--timeout-task", "long"), "flag --timeout-task"},
+		{"cron empty", scoped("--cron", ""), "flag --cron"},
+		{"tz without cron", scoped("--tz", "UTC"), "--tz needs --cron"},
+		{"tz with every only", scoped("--every", "1m", "--tz", "UTC"), "--tz needs --cron"},
+		{"count with cron only", scoped("--cron", "0 0 * * * ?", "--count", "3"), "--count needs --every"},
+		{"cron until before start", scoped("--cron", "0 0 * * * ?", "--start", "2026-05-02T00:00:00Z", "--until", "2026-05-01T00:00:00Z"),
+			"flag --until: before --start"},
+		{"misfire unknown", scoped("--misfire", "sometimes"), `invalid value "sometimes" for flag --misfire`},
+		{"backoff not a duration", scoped("--backoff", "soon"), `invalid value "soon" for flag --backoff`},
+		{"backoff zero", scoped("--backoff", "0s"), "flag --backoff"},
+		{"backoff max below initial", scoped("--backoff", "1m,1s"), "flag --backoff: MAX is shorter than INITIAL"},
+		{"backoff three parts", scoped("--backoff", "1s,2s,3s"), "flag --backoff"},
+		{"calendar twice", scoped("--calendar", "a", "--calendar", "a"), `invalid value "a" for flag --calendar: given twice`},
+		{"calendar empty", scoped("--calendar", ""), "flag --calendar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, err := parseSchedule(t, tc.args...)

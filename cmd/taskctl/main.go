@@ -59,11 +59,12 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// env is what a command's action works with: the global options, the output
+// env is what a command's action works with: the global options, the
 // streams and a lazily dialled client.
 type env struct {
 	cmd    string
 	opts   *globalOptions
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 
@@ -95,8 +96,16 @@ func (e *env) close() {
 }
 
 // run is the whole program: it parses args (without the program name),
-// runs one command writing to stdout and stderr, and returns the exit code.
+// runs one command reading the process's stdin (schedule -f -) and writing
+// to stdout and stderr, and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runEnv(args, &env{stdin: os.Stdin, stdout: stdout, stderr: stderr})
+}
+
+// runEnv is run with the streams of e, and its client if it has one (tests
+// give one that steps in between calls); it fills in the rest of e.
+func runEnv(args []string, e *env) int {
+	stdout, stderr := e.stdout, e.stderr
 	opts := &globalOptions{addr: defaultAddr, format: formatTable, timeout: defaultTimeout}
 	if a := os.Getenv(envAddr); a != "" {
 		opts.addr = a
@@ -145,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	e := &env{cmd: cmd.name, opts: opts, stdout: stdout, stderr: stderr}
+	e.cmd, e.opts = cmd.name, opts
 	defer e.close()
 	if err := act(e, pos); err != nil {
 		var ue *usageError

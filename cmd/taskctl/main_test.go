@@ -14,7 +14,11 @@ import (
 // TestMain fails the package if a test leaves goroutines behind (a gRPC
 // connection that was not closed, for instance).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// etcd's client (of the node in the end-to-end tests) keeps one
+		// goroutine per process.
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+	)
 }
 
 // runCLI calls run in-process and returns its exit code and output.
@@ -59,6 +63,15 @@ func TestHelp(t *testing.T) {
 		{[]string{"identity", "-h"}, []string{"identity ID"}},
 		{[]string{"run-now", "-h"}, []string{"-identity"}},
 		{[]string{"cancel", "-h"}, []string{"-identity"}},
+		{[]string{"schedule", "-h"}, []string{"-cron EXPR", "-tz ZONE", "-on-startup", "-calendar NAME", "-misfire POLICY",
+			"-backoff INITIAL[,MAX]", "-priority", "-max-attempts", "-f FILE", "-label k=v"}},
+		{[]string{"help", "update"}, []string{"taskctl [global flags] update --identity ID TASK_ID", "-revision N", "-cron EXPR",
+			"-on-startup", "-payload", "-data", "-no-labels", "-no-calendars", "-misfire"}},
+		{[]string{"list", "-h"}, []string{"-state STATE", "-kind KIND", "-label k=v", "-node NODE", "every identity's"}},
+		{[]string{"pause", "-h"}, []string{"pause --identity ID [TASK_ID] | --kind KIND", "-identity", "-kind", "-task"}},
+		{[]string{"resume", "-h"}, []string{"resume --identity ID [TASK_ID] | --kind KIND", "-kind"}},
+		{[]string{"pauses", "-h"}, []string{"taskctl [global flags] pauses", "-o format"}},
+		{[]string{"preview", "-h"}, []string{"-cron EXPR", "-tz ZONE", "-from RFC3339", "-n N", "-calendar NAME", "-every"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.args...)
@@ -113,7 +126,9 @@ func TestUsageErrors(t *testing.T) {
 		{"cancel missing task", []string{"cancel", "--identity", "a"}, "missing task id"},
 		{"run-now missing identity", []string{"run-now", "--task", "t1"}, "--identity"},
 		{"runs missing identity", []string{"runs", "t1"}, "--identity"},
-		{"list missing identity", []string{"list"}, "--identity"},
+		{"list bad state", []string{"list", "--state", "zombie"}, `invalid value "zombie" for flag --state`},
+		{"list bad label", []string{"list", "--label", "team"}, "flag --label"},
+		{"list bad page size without identity", []string{"list", "--page-size", "1001"}, "--page-size"},
 		{"list bad page size", []string{"list", "--identity", "a", "--page-size", "-1"}, "--page-size"},
 		{"list page size not a number", []string{"list", "--identity", "a", "--page-size", "ten"}, "-page-size"},
 		{"list all and token", []string{"list", "--identity", "a", "--all", "--page-token", "x"}, "--page-token"},
@@ -130,6 +145,35 @@ func TestUsageErrors(t *testing.T) {
 		{"schedule bad count", append(slices.Clone(sched), "--every", "1m", "--count", "x"), "-count"},
 		{"schedule bad label", append(slices.Clone(sched), "--label", "novalue"), "--label"},
 		{"schedule argument", append(slices.Clone(sched), "extra"), `unexpected argument "extra"`},
+		{"schedule bad misfire", append(slices.Clone(sched), "--misfire", "later"), "flag --misfire"},
+		{"schedule bad backoff", append(slices.Clone(sched), "--backoff", "1s,x"), "flag --backoff"},
+		{"schedule tz without cron", append(slices.Clone(sched), "--tz", "Europe/Berlin"), "--tz needs --cron"},
+		{"schedule file with flags", []string{"schedule", "-f", "tasks.json", "--kind", "k"}, "--kind cannot be combined with -f"},
+		{"schedule file missing", []string{"schedule", "-f", "/nonexistent/tasks.json"}, `invalid value "/nonexistent/tasks.json" for flag -f`},
+		{"schedule file empty name", []string{"schedule", "--file="}, "flag -f"},
+		{"update missing identity", []string{"update", "t1", "--priority", "1"}, "missing required flag --identity"},
+		{"update missing task", []string{"update", "--identity", "a", "--priority", "1"}, "missing task id"},
+		{"update nothing", []string{"update", "--identity", "a", "t1"}, "nothing to update"},
+		{"update only revision", []string{"update", "--identity", "a", "t1", "--revision", "3"}, "nothing to update"},
+		{"update kind", []string{"update", "--identity", "a", "t1", "--kind", "k"}, "-kind"},
+		{"update bad misfire", []string{"update", "--identity", "a", "t1", "--misfire", "x"}, "flag --misfire"},
+		{"update labels and no labels", []string{"update", "--identity", "a", "t1", "--label", "a=b", "--no-labels"}, "--no-labels and --label"},
+		{"update no trigger", []string{"update", "--identity", "a", "t1", "--tz", "UTC"}, "--tz needs --cron"},
+		{"update bad cron", []string{"update", "--identity", "a", "t1", "--cron", " "}, "flag --cron"},
+		{"update negative revision", []string{"update", "--identity", "a", "t1", "--revision", "-1", "--priority", "2"}, "flag --revision"},
+		{"pause nothing", []string{"pause"}, "missing required flag --identity or --kind"},
+		{"pause task without identity", []string{"pause", "t1"}, "missing required flag --identity or --kind"},
+		{"pause kind and identity", []string{"pause", "--kind", "k", "--identity", "a"}, "--kind and --identity"},
+		{"pause kind and task", []string{"pause", "--kind", "k", "t1"}, `unexpected argument "t1"`},
+		{"pause two tasks", []string{"pause", "--identity", "a", "t1", "t2"}, `unexpected argument "t2"`},
+		{"resume nothing", []string{"resume"}, "--identity or --kind"},
+		{"resume kind and task flag", []string{"resume", "--kind", "k", "--task", "t1"}, "--kind and --task"},
+		{"pauses argument", []string{"pauses", "x"}, `unexpected argument "x"`},
+		{"preview no trigger", []string{"preview"}, "missing trigger"},
+		{"preview zero count", []string{"preview", "--cron", "0 0 * * * ?", "-n", "0"}, "flag -n"},
+		{"preview bad from", []string{"preview", "--cron", "0 0 * * * ?", "--from", "today"}, "flag --from"},
+		{"preview on-startup", []string{"preview", "--on-startup"}, "-on-startup"},
+		{"preview bad calendar", []string{"preview", "--every", "1h", "--calendar", ""}, "flag --calendar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--addr", addr}, tc.args...)
@@ -166,6 +210,16 @@ func TestUnavailable(t *testing.T) {
 		{"list", "--identity", "alice", "--all"},
 		{"identity", "alice"},
 		{"schedule", "--identity", "alice", "--kind", "echo", "--scope", "identity", "--delay", "1m"},
+		{"schedule", "--identity", "alice", "--kind", "echo", "--scope", "identity", "--cron", "0 0 * * * ?", "--tz", "Europe/Berlin"},
+		{"update", "--identity", "alice", "t1", "--priority", "3"},
+		{"list", "--state", "dead", "--kind", "email"},
+		{"pause", "--identity", "alice", "t1"},
+		{"pause", "--identity", "alice"},
+		{"pause", "--kind", "email"},
+		{"resume", "--identity", "alice", "t1"},
+		{"resume", "--kind", "email"},
+		{"pauses"},
+		{"preview", "--cron", "0 30 2 ? * MON-FRI", "--tz", "Europe/Berlin", "-n", "10"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			start := time.Now()

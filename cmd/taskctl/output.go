@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -173,8 +174,21 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// describeTrigger renders one trigger for a human.
+// describeTrigger renders one trigger for a human: its name first if it
+// has one, its misfire policy last if it has its own.
 func describeTrigger(t *taskdv1.Trigger) string {
+	s := describeTriggerKind(t)
+	if t.GetName() != "" {
+		s = t.GetName() + ": " + s
+	}
+	if t.GetMisfire() != taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED {
+		s += ", misfire " + misfireName(t.GetMisfire())
+	}
+	return s
+}
+
+// describeTriggerKind renders a trigger's rule.
+func describeTriggerKind(t *taskdv1.Trigger) string {
 	switch k := t.GetKind().(type) {
 	case *taskdv1.Trigger_Once:
 		switch {
@@ -197,6 +211,22 @@ func describeTrigger(t *taskdv1.Trigger) string {
 			s += ", until " + formatTime(p.GetEnd())
 		}
 		return s
+	case *taskdv1.Trigger_Cron:
+		c := k.Cron
+		zone := c.GetTimeZone()
+		if zone == "" {
+			zone = "UTC"
+		}
+		s := fmt.Sprintf("cron %q in %s", c.GetExpression(), zone)
+		if c.GetStart() != nil {
+			s += ", from " + formatTime(c.GetStart())
+		}
+		if c.GetEnd() != nil {
+			s += ", until " + formatTime(c.GetEnd())
+		}
+		return s
+	case *taskdv1.Trigger_OnStartup:
+		return "on start-up of the node"
 	}
 	return "unknown trigger"
 }
@@ -232,6 +262,15 @@ func writeTaskDetail(w io.Writer, t *taskdv1.Task) error {
 		field("Trigger", describeTrigger(tr))
 	}
 	field("Next fire", formatTime(t.GetNextFireTime()))
+	for _, ts := range t.GetNextFireTimes() {
+		field("Coming fire", formatTime(ts))
+	}
+	paused := yesNo(t.GetPaused())
+	if len(t.GetPausedBy()) > 0 {
+		paused += " (by " + strings.Join(t.GetPausedBy(), ", ") + ")"
+	}
+	field("Paused", paused)
+	field("Misfires", strconv.FormatInt(t.GetMisfires(), 10))
 	field("Created", formatTime(t.GetCreatedAt()))
 	field("Finished", formatTime(t.GetFinishedAt()))
 	field("Runs", strconv.FormatInt(t.GetRunCount(), 10))
@@ -248,7 +287,9 @@ func writeTaskDetail(w io.Writer, t *taskdv1.Task) error {
 		timeout = formatDuration(spec.GetTimeout())
 	}
 	field("Timeout", timeout)
+	field("Backoff", describeBackoff(spec.GetBackoff()))
 	field("Misfire", misfireName(spec.GetMisfire()))
+	field("Calendars", strings.Join(spec.GetCalendars(), ","))
 	field("Recovery", yesNo(spec.RequestsRecovery == nil || spec.GetRequestsRecovery()))
 	field("Allow overlap", yesNo(spec.GetAllowOverlap()))
 	field("Labels", sortedLabels(spec.GetLabels()))
@@ -260,30 +301,51 @@ func writeTaskDetail(w io.Writer, t *taskdv1.Task) error {
 }
 
 // writeTasksTable writes tasks as a table: id, kind, state, next fire, runs,
-// last outcome.
-func writeTasksTable(w io.Writer, tasks []*taskdv1.Task) error {
+// last outcome; withIdentity adds the identity after the id (for a listing
+// across identities).
+func writeTasksTable(w io.Writer, tasks []*taskdv1.Task, withIdentity bool) error {
 	tw := newTable(w)
-	row(tw, "ID", "KIND", "STATE", "NEXT FIRE", "RUNS", "LAST OUTCOME")
+	head := []string{"ID", "KIND", "STATE", "NEXT FIRE", "RUNS", "LAST OUTCOME"}
+	if withIdentity {
+		head = slices.Insert(head, 1, "IDENTITY")
+	}
+	row(tw, head...)
 	for _, t := range tasks {
 		last := "-"
 		if t.GetLastRun() != nil {
 			last = outcomeName(t.GetLastRun().GetOutcome())
 		}
-		row(tw, t.GetId(), t.GetSpec().GetKind(), stateName(t.GetState()), formatTime(t.GetNextFireTime()),
-			strconv.FormatInt(t.GetRunCount(), 10), last)
+		cells := []string{t.GetId(), t.GetSpec().GetKind(), stateName(t.GetState()), formatTime(t.GetNextFireTime()),
+			strconv.FormatInt(t.GetRunCount(), 10), last}
+		if withIdentity {
+			cells = slices.Insert(cells, 1, t.GetSpec().GetIdentity())
+		}
+		row(tw, cells...)
 	}
 	return tw.Flush()
 }
 
-// writeRunsTable writes runs as a table: run number, attempt, outcome, node,
-// started, duration, fence, message (cut to 60 characters).
+// runTrigger names the trigger that fired a run: its name, else its index
+// in the task's triggers, "manual" for a RunTaskNow run.
+func runTrigger(r *taskdv1.Run) string {
+	switch {
+	case r.GetManual() || r.GetTrigger() < 0:
+		return "manual"
+	case r.GetTriggerName() != "":
+		return r.GetTriggerName()
+	}
+	return strconv.Itoa(int(r.GetTrigger()))
+}
+
+// writeRunsTable writes runs as a table: run number, attempt, trigger,
+// outcome, node, started, duration, fence, message (cut to 60 characters).
 func writeRunsTable(w io.Writer, runs []*taskdv1.Run) error {
 	tw := newTable(w)
-	row(tw, "RUN", "ATTEMPT", "OUTCOME", "NODE", "STARTED", "DURATION", "FENCE", "MESSAGE")
+	row(tw, "RUN", "ATTEMPT", "TRIGGER", "OUTCOME", "NODE", "STARTED", "DURATION", "FENCE", "MESSAGE")
 	for _, r := range runs {
-		row(tw, strconv.FormatInt(r.GetRunNumber(), 10), strconv.Itoa(int(r.GetAttempt())), outcomeName(r.GetOutcome()),
-			r.GetNode(), formatTime(r.GetStartedAt()), runDuration(r.GetStartedAt(), r.GetEndedAt()),
-			r.GetFence(), trimMessage(r.GetMessage(), messageWidth))
+		row(tw, strconv.FormatInt(r.GetRunNumber(), 10), strconv.Itoa(int(r.GetAttempt())), runTrigger(r),
+			outcomeName(r.GetOutcome()), r.GetNode(), formatTime(r.GetStartedAt()),
+			runDuration(r.GetStartedAt(), r.GetEndedAt()), r.GetFence(), trimMessage(r.GetMessage(), messageWidth))
 	}
 	return tw.Flush()
 }
@@ -316,4 +378,57 @@ func writeIdentityTable(w io.Writer, id *taskdv1.Identity) error {
 	row(tw, id.GetIdentity(), yesNo(id.GetMapped()), id.GetNode(), strconv.FormatInt(id.GetEpoch(), 10),
 		strconv.FormatInt(id.GetTaskCount(), 10), status)
 	return tw.Flush()
+}
+
+// describeBackoff renders a task's retry backoff as INITIAL,MAX, "default"
+// standing for a part the server fills in.
+func describeBackoff(b *taskdv1.Backoff) string {
+	if b.GetInitial() == nil && b.GetMax() == nil {
+		return "default"
+	}
+	part := func(d *durationpb.Duration) string {
+		if d == nil {
+			return "default"
+		}
+		return formatDuration(d)
+	}
+	return part(b.GetInitial()) + "," + part(b.GetMax())
+}
+
+// writePausesTable writes identity and kind pauses as a table: what is
+// paused (identity or kind), its name, since when.
+func writePausesTable(w io.Writer, pauses []*taskdv1.Pause) error {
+	tw := newTable(w)
+	row(tw, "PAUSED", "NAME", "SINCE")
+	for _, p := range pauses {
+		what, name := "identity", p.GetIdentity()
+		if p.GetKind() != "" {
+			what, name = "kind", p.GetKind()
+		}
+		row(tw, what, name, formatTime(p.GetSince()))
+	}
+	return tw.Flush()
+}
+
+// writeFireTimes writes one line per fire time: the time in its trigger's
+// zone, then in UTC, both RFC 3339; withTrigger adds the index of the
+// trigger that makes it.
+func writeFireTimes(w io.Writer, fts []*taskdv1.PreviewFireTime, withTrigger bool) error {
+	for _, ft := range fts {
+		at := ft.GetAt().AsTime()
+		local := at.UTC()
+		// The server renders the local time to the second; its offset
+		// gives the zone to render the exact instant in.
+		if l, err := time.Parse(time.RFC3339, ft.GetLocal()); err == nil {
+			local = at.In(l.Location())
+		}
+		line := local.Format(time.RFC3339Nano) + "  " + at.UTC().Format(time.RFC3339Nano)
+		if withTrigger {
+			line += fmt.Sprintf("  trigger %d", ft.GetTrigger())
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
 }

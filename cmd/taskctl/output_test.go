@@ -36,6 +36,8 @@ func sampleTask() *taskdv1.Task {
 			RequestsRecovery: proto.Bool(false),
 			Labels:           map[string]string{"team": "core", "app": "x"},
 			IdempotencyKey:   "k1",
+			Calendars:        []string{"holidays", "weekends"},
+			Backoff:          &taskdv1.Backoff{Initial: durationpb.New(2 * time.Second)},
 		},
 		State:        taskdv1.TaskState_TASK_STATE_SCHEDULED,
 		CreatedAt:    timestamppb.New(time.Date(2026, 5, 1, 2, 0, 0, 0, plus2)),
@@ -49,7 +51,11 @@ func sampleTask() *taskdv1.Task {
 			Node:      "node-a",
 			Message:   "disk\nalmost full",
 		},
-		Revision: 42,
+		Revision:      42,
+		Paused:        true,
+		PausedBy:      []string{"task", "kind"},
+		NextFireTimes: []*timestamppb.Timestamp{ts("2026-05-01T00:03:00Z"), ts("2026-05-01T00:04:30Z")},
+		Misfires:      3,
 	}
 }
 
@@ -76,6 +82,11 @@ func TestWriteTaskDetail(t *testing.T) {
 		"Durable:          yes\n",
 		"Trigger:          every 1m30s from 2026-05-01T00:00:00Z, 5 times\n",
 		"Next fire:        2026-05-01T00:03:00Z\n",
+		"Coming fire:      2026-05-01T00:03:00Z\nComing fire:      2026-05-01T00:04:30Z\n",
+		"Paused:           yes (by task, kind)\n",
+		"Misfires:         3\n",
+		"Backoff:          2s,default\n",
+		"Calendars:        holidays,weekends\n",
 		"Created:          2026-05-01T00:00:00Z\n",
 		"Finished:         -\n",
 		"Runs:             2\n",
@@ -106,6 +117,15 @@ func TestDescribeTrigger(t *testing.T) {
 		{&taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{
 			Interval: durationpb.New(time.Minute), End: ts("2026-06-01T00:00:00Z")}}}, "every 1m, until 2026-06-01T00:00:00Z"},
 		{&taskdv1.Trigger{}, "unknown trigger"},
+		{&taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 30 2 ? * MON-FRI", TimeZone: "Europe/Berlin"}}},
+			`cron "0 30 2 ? * MON-FRI" in Europe/Berlin`},
+		{&taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 * * * ?",
+			Start: ts("2026-05-01T00:00:00Z"), End: ts("2026-06-01T00:00:00Z")}}},
+			`cron "0 0 * * * ?" in UTC, from 2026-05-01T00:00:00Z, until 2026-06-01T00:00:00Z`},
+		{&taskdv1.Trigger{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}, "on start-up of the node"},
+		{&taskdv1.Trigger{Name: "nightly", Misfire: taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL,
+			Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(24 * time.Hour)}}},
+			"nightly: every 24h, misfire FIRE_ALL"},
 	} {
 		if got := describeTrigger(tc.tr); got != tc.want {
 			t.Errorf("describeTrigger(%v) = %q, want %q", tc.tr, got, tc.want)
@@ -116,7 +136,7 @@ func TestDescribeTrigger(t *testing.T) {
 func TestWriteTasksTable(t *testing.T) {
 	done := &taskdv1.Task{Id: "01JDONE", Spec: &taskdv1.TaskSpec{Kind: "mail"}, State: taskdv1.TaskState_TASK_STATE_COMPLETED}
 	var b bytes.Buffer
-	if err := writeTasksTable(&b, []*taskdv1.Task{sampleTask(), done}); err != nil {
+	if err := writeTasksTable(&b, []*taskdv1.Task{sampleTask(), done}, false); err != nil {
 		t.Fatal(err)
 	}
 	rows := tableLines(b.String())
@@ -138,19 +158,37 @@ func TestWriteTasksTable(t *testing.T) {
 	}
 }
 
+func TestWriteTasksTableAcrossIdentities(t *testing.T) {
+	bob := &taskdv1.Task{Id: "01JBOB", Spec: &taskdv1.TaskSpec{Identity: "bob", Kind: "email"}, State: taskdv1.TaskState_TASK_STATE_PAUSED}
+	var b bytes.Buffer
+	if err := writeTasksTable(&b, []*taskdv1.Task{sampleTask(), bob}, true); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"ID", "IDENTITY", "KIND", "STATE", "NEXT", "FIRE", "RUNS", "LAST", "OUTCOME"},
+		{"01JTASK", "alice", "echo", "SCHEDULED", "2026-05-01T00:03:00Z", "2", "WARNING"},
+		{"01JBOB", "bob", "email", "PAUSED", "-", "0", "-"},
+	}
+	if rows := tableLines(b.String()); !equalRows(rows, want) {
+		t.Errorf("table rows\n%q\nwant\n%q", rows, want)
+	}
+}
+
 func TestWriteRunsTable(t *testing.T) {
 	long := strings.Repeat("x", 100)
 	runs := []*taskdv1.Run{
 		{
 			TaskId: "01JTASK", RunNumber: 3, Attempt: 2, Node: "node-b", Outcome: taskdv1.Outcome_OUTCOME_ERROR,
 			StartedAt: ts("2026-05-01T00:00:00Z"), EndedAt: timestamppb.New(time.Date(2026, 5, 1, 0, 0, 0, 250e6, time.UTC)),
-			Fence: "7.1234", Message: long,
+			Fence: "7.1234", Message: long, Trigger: 1,
 		},
 		{
 			TaskId: "01JTASK", RunNumber: 2, Attempt: 1, Node: "node-a", Outcome: taskdv1.Outcome_OUTCOME_SUCCESS,
 			StartedAt: ts("2026-04-30T23:00:00Z"), EndedAt: ts("2026-04-30T23:02:05Z"), Fence: "6.99", Message: "ok\tdone\n",
+			Trigger: 0, TriggerName: "nightly",
 		},
-		{TaskId: "01JTASK", RunNumber: 4, Attempt: 1, Node: "node-b", StartedAt: ts("2026-05-01T00:01:00Z"), Fence: "7.1240"},
+		{TaskId: "01JTASK", RunNumber: 4, Attempt: 1, Node: "node-b", StartedAt: ts("2026-05-01T00:01:00Z"), Fence: "7.1240",
+			Manual: true, Trigger: -1},
 	}
 	var b bytes.Buffer
 	if err := writeRunsTable(&b, runs); err != nil {
@@ -158,10 +196,10 @@ func TestWriteRunsTable(t *testing.T) {
 	}
 	rows := tableLines(b.String())
 	want := [][]string{
-		{"RUN", "ATTEMPT", "OUTCOME", "NODE", "STARTED", "DURATION", "FENCE", "MESSAGE"},
-		{"3", "2", "ERROR", "node-b", "2026-05-01T00:00:00Z", "250ms", "7.1234", strings.Repeat("x", 57) + "..."},
-		{"2", "1", "SUCCESS", "node-a", "2026-04-30T23:00:00Z", "2m5s", "6.99", "ok", "done"},
-		{"4", "1", "UNSPECIFIED", "node-b", "2026-05-01T00:01:00Z", "-", "7.1240", "-"},
+		{"RUN", "ATTEMPT", "TRIGGER", "OUTCOME", "NODE", "STARTED", "DURATION", "FENCE", "MESSAGE"},
+		{"3", "2", "1", "ERROR", "node-b", "2026-05-01T00:00:00Z", "250ms", "7.1234", strings.Repeat("x", 57) + "..."},
+		{"2", "1", "nightly", "SUCCESS", "node-a", "2026-04-30T23:00:00Z", "2m5s", "6.99", "ok", "done"},
+		{"4", "1", "manual", "UNSPECIFIED", "node-b", "2026-05-01T00:01:00Z", "-", "7.1240", "-"},
 	}
 	if !equalRows(rows, want) {
 		t.Errorf("table rows\n%q\nwant\n%q\noutput:\n%s", rows, want, b.String())
@@ -207,6 +245,64 @@ func TestWriteIdentityTable(t *testing.T) {
 		if rows := tableLines(b.String()); !equalRows(rows, want) {
 			t.Errorf("table rows\n%q\nwant\n%q", rows, want)
 		}
+	}
+}
+
+func TestWritePausesTable(t *testing.T) {
+	var b bytes.Buffer
+	err := writePausesTable(&b, []*taskdv1.Pause{
+		{Identity: "alice", Since: ts("2026-05-01T00:00:00Z")},
+		{Kind: "email", Since: ts("2026-05-02T00:00:00Z")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"PAUSED", "NAME", "SINCE"},
+		{"identity", "alice", "2026-05-01T00:00:00Z"},
+		{"kind", "email", "2026-05-02T00:00:00Z"},
+	}
+	if rows := tableLines(b.String()); !equalRows(rows, want) {
+		t.Errorf("table rows\n%q\nwant\n%q", rows, want)
+	}
+}
+
+func TestWriteFireTimes(t *testing.T) {
+	fts := []*taskdv1.PreviewFireTime{
+		{At: ts("2026-12-01T01:30:00Z"), Local: "2026-12-01T02:30:00+01:00"},
+		{At: timestamppb.New(time.Date(2026, 7, 1, 0, 30, 0, 250e6, time.UTC)), Local: "2026-07-01T02:30:00+02:00", Trigger: 1},
+		{At: ts("2026-12-02T01:30:00Z")}, // no local time: UTC twice
+	}
+	for _, tc := range []struct {
+		withTrigger bool
+		want        string
+	}{
+		{false, "2026-12-01T02:30:00+01:00  2026-12-01T01:30:00Z\n" +
+			"2026-07-01T02:30:00.25+02:00  2026-07-01T00:30:00.25Z\n" +
+			"2026-12-02T01:30:00Z  2026-12-02T01:30:00Z\n"},
+		{true, "2026-12-01T02:30:00+01:00  2026-12-01T01:30:00Z  trigger 0\n" +
+			"2026-07-01T02:30:00.25+02:00  2026-07-01T00:30:00.25Z  trigger 1\n" +
+			"2026-12-02T01:30:00Z  2026-12-02T01:30:00Z  trigger 0\n"},
+	} {
+		var b bytes.Buffer
+		if err := writeFireTimes(&b, fts, tc.withTrigger); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tc.want {
+			t.Errorf("withTrigger %v: got\n%s\nwant\n%s", tc.withTrigger, b.String(), tc.want)
+		}
+	}
+	var b bytes.Buffer
+	if err := writeFireTimesJSON(&b, fts); err != nil {
+		t.Fatal(err)
+	}
+	want := "[\n  \"2026-12-01T01:30:00Z\",\n  \"2026-07-01T00:30:00.25Z\",\n  \"2026-12-02T01:30:00Z\"\n]\n"
+	if b.String() != want {
+		t.Errorf("JSON:\n%s\nwant\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := writeFireTimesJSON(&b, nil); err != nil || b.String() != "[]\n" {
+		t.Errorf("JSON of no fire time: %q, %v; want []", b.String(), err)
 	}
 }
 

@@ -87,8 +87,12 @@ type Results struct {
 	FireLagMaxMs float64   `json:"fire_lag_max_ms"`
 	SteadyLag    lagResult `json:"fire_lag_steady"`
 	BurstLag     lagResult `json:"fire_lag_burst"`
+	// CronLag: 1,000 cron tasks firing every second (1,000 runs/s).
+	CronLag lagResult `json:"fire_lag_cron"`
 
 	HeapBytesPerTask float64 `json:"heap_bytes_per_task"`
+	// HeapBytesPerCronTask is the same figure for tasks with a cron trigger.
+	HeapBytesPerCronTask float64 `json:"heap_bytes_per_cron_task"`
 	EtcdBytesPerTask float64 `json:"etcd_bytes_per_task"`
 	PendingLoaded    int     `json:"pending_tasks_loaded"`
 	LoadMs           float64 `json:"pending_load_ms"`
@@ -220,11 +224,14 @@ func run(o options) (*Results, error) {
 	}
 	// Memory first, while the process holds nothing else of taskd's.
 	if !skip["memory"] {
-		heap, db, load, err := measureMemory(ctx, endpoint, o.memTasks, o.memIDs, o.concurrency/8+1)
+		heap, db, load, err := measureMemory(ctx, endpoint, "/bench-memory/", onceIn(24*time.Hour), o.memTasks, o.memIDs, o.concurrency/8+1)
 		if err != nil {
 			fail("memory", err)
 		} else {
 			res.HeapBytesPerTask, res.EtcdBytesPerTask, res.PendingLoaded, res.LoadMs = heap, db, o.memTasks, ms(load)
+		}
+		if res.HeapBytesPerCronTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-cron/", dailyCron, o.memTasks, o.memIDs, o.concurrency/8+1); err != nil {
+			fail("memory cron", err)
 		}
 	}
 	if !skip["schedule"] {
@@ -260,6 +267,9 @@ func run(o options) (*Results, error) {
 			fail("steady lag", err)
 		}
 		res.FireLagP50Ms, res.FireLagP99Ms, res.FireLagMaxMs = res.SteadyLag.P50Ms, res.SteadyLag.P99Ms, res.SteadyLag.MaxMs
+		if res.CronLag, err = measureCronLag(ctx, endpoint, 1000, 5); err != nil {
+			fail("cron lag", err)
+		}
 	}
 	put2, err := rawPut(ctx, cli, o.tasks, o.concurrency, "b")
 	if err != nil {
@@ -349,8 +359,12 @@ func printTable(w io.Writer, r *Results) {
 		row("fire lag, 10,000 due in one second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.BurstLag.P50Ms, r.BurstLag.P99Ms, r.BurstLag.MaxMs)
 		row("fire lag, steady 1,000 tasks/s", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.SteadyLag.P50Ms, r.SteadyLag.P99Ms, r.SteadyLag.MaxMs)
 	}
+	if r.CronLag.Tasks > 0 {
+		row("fire lag, 1,000 cron tasks every second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms\t(%d runs)", r.CronLag.P50Ms, r.CronLag.P99Ms, r.CronLag.MaxMs, r.CronLag.Tasks)
+	}
 	if r.PendingLoaded > 0 {
 		row("heap per pending task", "%.0f bytes\t(%d tasks loaded in %.0f ms)", r.HeapBytesPerTask, r.PendingLoaded, r.LoadMs)
+		row("heap per pending cron task", "%.0f bytes", r.HeapBytesPerCronTask)
 		row("etcd bytes per task", "%.0f bytes", r.EtcdBytesPerTask)
 	}
 	if r.StartupMs > 0 {

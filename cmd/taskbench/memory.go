@@ -22,8 +22,7 @@ import (
 // new node under the same name, which loads them all (contract §5.4). It
 // returns the heap that node holds per pending task (live heap after a GC,
 // before and after the load), and etcd's database growth per task.
-func measureMemory(ctx context.Context, etcdURL string, tasks, ids, concurrency int) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {
-	prefix := "/bench-memory/"
+func measureMemory(ctx context.Context, etcdURL, prefix string, trigger func() *taskdv1.Trigger, tasks, ids, concurrency int) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {
 	cli, err := taskservice.DialEtcd([]string{etcdURL})
 	if err != nil {
 		return 0, 0, 0, err
@@ -33,7 +32,7 @@ func measureMemory(ctx context.Context, etcdURL string, tasks, ids, concurrency 
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := storePending(ctx, etcdURL, prefix, tasks, ids, concurrency); err != nil {
+	if err := storePending(ctx, etcdURL, prefix, trigger, tasks, ids, concurrency); err != nil {
 		return 0, 0, 0, err
 	}
 	dbAfter, err := dbInUse(ctx, cli, etcdURL)
@@ -81,7 +80,7 @@ func memoryChild(etcdURL, prefix string) error {
 
 // storePending stores the tasks through a node of its own, stopped (and
 // unreachable) when it returns, so that its memory is not counted.
-func storePending(ctx context.Context, etcdURL, prefix string, tasks, ids, concurrency int) error {
+func storePending(ctx context.Context, etcdURL, prefix string, trigger func() *taskdv1.Trigger, tasks, ids, concurrency int) error {
 	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
 	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"mem"}, noop, nodeOptions{})
 	if err != nil {
@@ -96,7 +95,7 @@ func storePending(ctx context.Context, etcdURL, prefix string, tasks, ids, concu
 			specs = append(specs, &taskdv1.TaskSpec{
 				Identity: fmt.Sprintf("mem-%07d", i%ids), Kind: "tick", Scope: taskdv1.Scope_SCOPE_IDENTITY,
 				Payload:  payload,
-				Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{Delay: durationpb.New(24 * time.Hour)}}}},
+				Triggers: []*taskdv1.Trigger{trigger()},
 			})
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -108,6 +107,18 @@ func storePending(ctx context.Context, etcdURL, prefix string, tasks, ids, concu
 		return fmt.Errorf("store pending tasks: %w", err)
 	}
 	return nil
+}
+
+// onceIn is a trigger firing once, d from now.
+func onceIn(d time.Duration) func() *taskdv1.Trigger {
+	return func() *taskdv1.Trigger {
+		return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{Delay: durationpb.New(d)}}}
+	}
+}
+
+// dailyCron is a cron trigger firing every day at 03:00 in Berlin.
+func dailyCron() *taskdv1.Trigger {
+	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 3 * * ?", TimeZone: "Europe/Berlin"}}}
 }
 
 func liveHeap() uint64 {

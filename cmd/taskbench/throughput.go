@@ -246,3 +246,61 @@ func measureLag(ctx context.Context, etcdURL, prefix string, n int, load func(*l
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	return lagResult{Tasks: n, P50Ms: ms(lags[len(lags)/2]), P99Ms: ms(lags[len(lags)*99/100]), MaxMs: ms(lags[len(lags)-1])}, nil
 }
+
+// measureCronLag schedules tasks cron tasks (one identity each) firing
+// every second, lets them run, and returns the lateness (run start − fire
+// time) of the runs of secs whole seconds after they have all been stored.
+func measureCronLag(ctx context.Context, etcdURL string, tasks, secs int) (lagResult, error) {
+	var mu sync.Mutex
+	var from time.Time // fire times from here on are measured
+	want := tasks * secs
+	lags := make([]time.Duration, 0, want)
+	all := make(chan struct{})
+	tick := taskservice.HandlerFunc(func(ctx context.Context, r *taskservice.Run) error {
+		lag := time.Since(r.FireTime)
+		mu.Lock()
+		defer mu.Unlock()
+		if from.IsZero() || r.FireTime.Before(from) || !r.FireTime.Before(from.Add(time.Duration(secs)*time.Second)) {
+			return nil
+		}
+		lags = append(lags, lag)
+		if len(lags) == want {
+			close(all)
+		}
+		return nil
+	})
+	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-cron/", []string{"lag"}, tick, nodeOptions{})
+	if err != nil {
+		return lagResult{}, err
+	}
+	defer stop()
+	for b := 0; b < tasks; b += 100 {
+		var specs []*taskdv1.TaskSpec
+		for i := b; i < b+100 && i < tasks; i++ {
+			specs = append(specs, &taskdv1.TaskSpec{
+				Identity: fmt.Sprintf("cron-%05d", i), Kind: "lag", Scope: taskdv1.Scope_SCOPE_IDENTITY,
+				Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "* * * * * ?"}}}},
+			})
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		cancel()
+		if err != nil {
+			return lagResult{}, err
+		}
+	}
+	mu.Lock()
+	from = time.Now().Truncate(time.Second).Add(2 * time.Second)
+	mu.Unlock()
+	select {
+	case <-all:
+	case <-time.After(time.Duration(secs)*time.Second + 2*time.Minute):
+		mu.Lock()
+		defer mu.Unlock()
+		return lagResult{}, fmt.Errorf("only %d of %d cron runs", len(lags), want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	return lagResult{Tasks: want, P50Ms: ms(lags[len(lags)/2]), P99Ms: ms(lags[len(lags)*99/100]), MaxMs: ms(lags[len(lags)-1])}, nil
+}

@@ -89,6 +89,8 @@ type Results struct {
 	BurstLag     lagResult `json:"fire_lag_burst"`
 	// CronLag: 1,000 cron tasks firing every second (1,000 runs/s).
 	CronLag lagResult `json:"fire_lag_cron"`
+	// PerSecondLag: the same with periodic triggers of one second.
+	PerSecondLag lagResult `json:"fire_lag_periodic_1s"`
 
 	HeapBytesPerTask float64 `json:"heap_bytes_per_task"`
 	// HeapBytesPerCronTask is the same figure for tasks with a cron trigger.
@@ -270,6 +272,9 @@ func run(o options) (*Results, error) {
 		if res.CronLag, err = measureCronLag(ctx, endpoint, 1000, 5); err != nil {
 			fail("cron lag", err)
 		}
+		if res.PerSecondLag, err = measurePeriodicSecondLag(ctx, endpoint, 1000, 5); err != nil {
+			fail("periodic 1s lag", err)
+		}
 	}
 	put2, err := rawPut(ctx, cli, o.tasks, o.concurrency, "b")
 	if err != nil {
@@ -358,6 +363,9 @@ func printTable(w io.Writer, r *Results) {
 	if r.SteadyLag.Tasks > 0 {
 		row("fire lag, 10,000 due in one second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.BurstLag.P50Ms, r.BurstLag.P99Ms, r.BurstLag.MaxMs)
 		row("fire lag, steady 1,000 tasks/s", "p50 %.1f ms, p99 %.1f ms, max %.1f ms", r.SteadyLag.P50Ms, r.SteadyLag.P99Ms, r.SteadyLag.MaxMs)
+	}
+	if r.PerSecondLag.Tasks > 0 {
+		row("fire lag, 1,000 periodic 1s tasks on whole seconds", "p50 %.1f ms, p99 %.1f ms, max %.1f ms\t(%d runs)", r.PerSecondLag.P50Ms, r.PerSecondLag.P99Ms, r.PerSecondLag.MaxMs, r.PerSecondLag.Tasks)
 	}
 	if r.CronLag.Tasks > 0 {
 		row("fire lag, 1,000 cron tasks every second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms\t(%d runs)", r.CronLag.P50Ms, r.CronLag.P99Ms, r.CronLag.MaxMs, r.CronLag.Tasks)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/pkg/taskservice"
@@ -251,6 +252,21 @@ func measureLag(ctx context.Context, etcdURL, prefix string, n int, load func(*l
 // every second, lets them run, and returns the lateness (run start − fire
 // time) of the runs of secs whole seconds after they have all been stored.
 func measureCronLag(ctx context.Context, etcdURL string, tasks, secs int) (lagResult, error) {
+	return measureSecondlyLag(ctx, etcdURL, "/bench-cron/", tasks, secs, func() *taskdv1.Trigger {
+		return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "* * * * * ?"}}}
+	})
+}
+
+// measurePeriodicSecondLag is measureCronLag with periodic triggers of one
+// second on whole seconds: the same load, for comparison.
+func measurePeriodicSecondLag(ctx context.Context, etcdURL string, tasks, secs int) (lagResult, error) {
+	start := timestamppb.New(time.Now().Truncate(time.Second).Add(time.Second))
+	return measureSecondlyLag(ctx, etcdURL, "/bench-persec/", tasks, secs, func() *taskdv1.Trigger {
+		return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Start: start, Interval: durationpb.New(time.Second)}}}
+	})
+}
+
+func measureSecondlyLag(ctx context.Context, etcdURL, prefix string, tasks, secs int, trigger func() *taskdv1.Trigger) (lagResult, error) {
 	var mu sync.Mutex
 	var from time.Time // fire times from here on are measured
 	want := tasks * secs
@@ -269,7 +285,7 @@ func measureCronLag(ctx context.Context, etcdURL string, tasks, secs int) (lagRe
 		}
 		return nil
 	})
-	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-cron/", []string{"lag"}, tick, nodeOptions{})
+	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"lag"}, tick, nodeOptions{})
 	if err != nil {
 		return lagResult{}, err
 	}
@@ -278,8 +294,8 @@ func measureCronLag(ctx context.Context, etcdURL string, tasks, secs int) (lagRe
 		var specs []*taskdv1.TaskSpec
 		for i := b; i < b+100 && i < tasks; i++ {
 			specs = append(specs, &taskdv1.TaskSpec{
-				Identity: fmt.Sprintf("cron-%05d", i), Kind: "lag", Scope: taskdv1.Scope_SCOPE_IDENTITY,
-				Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "* * * * * ?"}}}},
+				Identity: fmt.Sprintf("cron-%05d", i), Kind: "tick", Scope: taskdv1.Scope_SCOPE_IDENTITY,
+				Triggers: []*taskdv1.Trigger{trigger()},
 			})
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)

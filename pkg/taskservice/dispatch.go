@@ -793,6 +793,10 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 			continue
 		}
 		e.rec, e.raw, e.rev = s.Rec, nil, s.Rev
+		// A reload may bring what an entry waits for (a handoff entry comes
+		// with a result forwarded by the previous owner): look again now,
+		// not at the next recheck.
+		e.recheckAt = time.Time{}
 		if n.inFlightLocked(e.ref()) {
 			e.running = true
 			n.queue.remove(e)

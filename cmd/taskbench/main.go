@@ -95,9 +95,9 @@ type Results struct {
 	HeapBytesPerTask float64 `json:"heap_bytes_per_task"`
 	// HeapBytesPerCronTask is the same figure for tasks with a cron trigger.
 	HeapBytesPerCronTask float64 `json:"heap_bytes_per_cron_task"`
-	EtcdBytesPerTask float64 `json:"etcd_bytes_per_task"`
-	PendingLoaded    int     `json:"pending_tasks_loaded"`
-	LoadMs           float64 `json:"pending_load_ms"`
+	EtcdBytesPerTask     float64 `json:"etcd_bytes_per_task"`
+	PendingLoaded        int     `json:"pending_tasks_loaded"`
+	LoadMs               float64 `json:"pending_load_ms"`
 
 	HandoffP99Ms    float64            `json:"handoff_p99_ms"`
 	FailoverMs      float64            `json:"failover_ms"`

@@ -23,6 +23,8 @@ type Config struct {
 	Handlers map[string]Handler
 	// Listeners are told every event.
 	Listeners []Listener
+	// Vetoes are asked, in order, whether each run may start (RunVeto).
+	Vetoes []RunVeto
 	// Logger; every line carries the node name.
 	Logger hclog.Logger
 	// Replace lets Start take the name over from a live process registered

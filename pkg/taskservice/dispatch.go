@@ -446,10 +446,8 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 	return func() {
 		ev.Type = EventFired
 		n.emit(ev)
-		ev.Type = EventStarted
-		n.emit(ev)
 		entered := make(chan struct{})
-		go n.execute(e, f, p, epoch, rev, entered)
+		go n.execute(e, f, p, ev, entered) // emits VETOED or STARTED
 		<-entered // the next run of the identity is called after this one
 	}
 }

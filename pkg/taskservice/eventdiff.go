@@ -135,6 +135,8 @@ func outcomeEventType(o taskdv1.Outcome) taskdv1.EventType {
 		return taskdv1.EventType_EVENT_TYPE_INTERRUPTED
 	case taskdv1.Outcome_OUTCOME_CANCELED:
 		return taskdv1.EventType_EVENT_TYPE_CANCELED
+	case taskdv1.Outcome_OUTCOME_VETOED:
+		return taskdv1.EventType_EVENT_TYPE_VETOED
 	}
 	return taskdv1.EventType_EVENT_TYPE_FAILED
 }

@@ -1,6 +1,7 @@
 package taskservice
 
 import (
+	"context"
 	"time"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -10,11 +11,13 @@ import (
 type EventType string
 
 // The events of contract §8. For one run they come in this order: FIRED,
-// STARTED, one of SUCCEEDED | FAILED | DROPPED | INTERRUPTED, then one of
-// RETRY_SCHEDULED | NEXT_SCHEDULED | FINALIZED.
+// then VETOED (the run does not start) or STARTED and one of SUCCEEDED |
+// FAILED | DROPPED | INTERRUPTED, then one of RETRY_SCHEDULED |
+// NEXT_SCHEDULED | FINALIZED.
 const (
 	EventScheduled      EventType = "SCHEDULED"
 	EventFired          EventType = "FIRED"
+	EventVetoed         EventType = "VETOED"
 	EventStarted        EventType = "STARTED"
 	EventSucceeded      EventType = "SUCCEEDED"
 	EventFailed         EventType = "FAILED"
@@ -61,3 +64,13 @@ type Event struct {
 // called synchronously: keep it quick. A listener that panics is logged and
 // never prevents a commit (the bug Quartz had).
 type Listener func(Event)
+
+// A RunVeto is asked, after a run's FIRED event and before its handler is
+// called, whether the run may start: Quartz's trigger listener veto. A
+// non-empty reason vetoes the run: its handler is not called, VETOED is
+// emitted, and the run is recorded with outcome VETOED and that reason as
+// its message; its fire time is done (not retried). Vetoes are asked in
+// the order of Config.Vetoes, the first veto wins, and they run on the
+// run's own goroutine before the identity's next run is called: keep them
+// quick. A veto that panics is logged and does not veto.
+type RunVeto func(ctx context.Context, run *Run) (reason string)

@@ -21,9 +21,10 @@ import (
 // execute calls the handler of a started run and commits its result.
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
-func (n *Node) execute(e *entry, f *flight, p startPlan, epoch, rev int64, entered chan<- struct{}) {
+func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.runs.Done()
 	defer n.release()
+	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.rec.Spec
 	run := &Run{
 		Identity:  spec.Identity,
@@ -42,10 +43,39 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, epoch, rev int64, enter
 		Durable:   e.ident.durable,
 	}
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.recovery}
+	if reason := n.veto(f.ctx, run); reason != "" {
+		ev.Type, ev.Message = EventVetoed, reason
+		n.emit(ev)
+		close(entered)
+		res.ended, res.outcome, res.message = time.Now(), taskdv1.Outcome_OUTCOME_VETOED, reason
+		n.commit(e, f, p, res, epoch, rev)
+		return
+	}
+	ev.Type = EventStarted
+	n.emit(ev)
 	err := n.callHandler(f, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
 	classify(&res, run, err, context.Cause(f.ctx))
 	n.commit(e, f, p, res, epoch, rev)
+}
+
+// veto asks the node's vetoes whether run may start; it returns the first
+// veto's reason, or "".
+func (n *Node) veto(ctx context.Context, run *Run) (reason string) {
+	for i, v := range n.cfg.Vetoes {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					n.log.Error("run veto panicked; it does not veto", "veto", i, "task", run.TaskID, "panic", fmt.Sprint(r))
+				}
+			}()
+			reason = v(ctx, run)
+		}()
+		if reason != "" {
+			return cleanMessage(reason)
+		}
+	}
+	return ""
 }
 
 // errNotCalled reports a run whose handler was not called: the node could
@@ -405,6 +435,8 @@ func outcomeEventOf(o taskdv1.Outcome) EventType {
 		return EventInterrupted
 	case taskdv1.Outcome_OUTCOME_DROPPED:
 		return EventDropped
+	case taskdv1.Outcome_OUTCOME_VETOED:
+		return "" // VETOED was emitted before the commit
 	}
 	return EventSucceeded
 }
@@ -421,8 +453,10 @@ func followUp(rec *storev1.TaskRecord) EventType {
 }
 
 func (n *Node) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
-	ev.Type = outcome
-	n.emit(ev)
+	if outcome != "" {
+		ev.Type = outcome
+		n.emit(ev)
+	}
 	ev.Type = next
 	n.emitNext(ev, rec)
 }

@@ -231,6 +231,9 @@ const (
 	Outcome_OUTCOME_INTERRUPTED Outcome = 5
 	// OUTCOME_DROPPED: the identity moved away before the result was committed.
 	Outcome_OUTCOME_DROPPED Outcome = 6
+	// OUTCOME_VETOED: a run veto of the node (a Go library trigger listener)
+	// refused the run; its handler was not called and its fire time is done.
+	Outcome_OUTCOME_VETOED Outcome = 7
 )
 
 // Enum value maps for Outcome.
@@ -243,6 +246,7 @@ var (
 		4: "OUTCOME_CANCELED",
 		5: "OUTCOME_INTERRUPTED",
 		6: "OUTCOME_DROPPED",
+		7: "OUTCOME_VETOED",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED": 0,
@@ -252,6 +256,7 @@ var (
 		"OUTCOME_CANCELED":    4,
 		"OUTCOME_INTERRUPTED": 5,
 		"OUTCOME_DROPPED":     6,
+		"OUTCOME_VETOED":      7,
 	}
 )
 
@@ -5414,7 +5419,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x14TASK_STATE_COMPLETED\x10\x04\x12\x13\n" +
 	"\x0fTASK_STATE_DEAD\x10\x05\x12\x17\n" +
 	"\x13TASK_STATE_CANCELED\x10\x06\x12\x15\n" +
-	"\x11TASK_STATE_PAUSED\x10\a*\xa3\x01\n" +
+	"\x11TASK_STATE_PAUSED\x10\a*\xb7\x01\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fOUTCOME_SUCCESS\x10\x01\x12\x13\n" +
@@ -5422,7 +5427,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\rOUTCOME_ERROR\x10\x03\x12\x14\n" +
 	"\x10OUTCOME_CANCELED\x10\x04\x12\x17\n" +
 	"\x13OUTCOME_INTERRUPTED\x10\x05\x12\x13\n" +
-	"\x0fOUTCOME_DROPPED\x10\x06*\x89\x01\n" +
+	"\x0fOUTCOME_DROPPED\x10\x06\x12\x12\n" +
+	"\x0eOUTCOME_VETOED\x10\a*\x89\x01\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13NODE_STATE_STARTING\x10\x01\x12\x16\n" +

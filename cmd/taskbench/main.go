@@ -95,6 +95,8 @@ type Results struct {
 	HeapBytesPerTask float64 `json:"heap_bytes_per_task"`
 	// HeapBytesPerCronTask is the same figure for tasks with a cron trigger.
 	HeapBytesPerCronTask float64 `json:"heap_bytes_per_cron_task"`
+	// HeapBytesPerPeriodicTask is the same for a periodic trigger.
+	HeapBytesPerPeriodicTask float64 `json:"heap_bytes_per_periodic_task"`
 	EtcdBytesPerTask     float64 `json:"etcd_bytes_per_task"`
 	PendingLoaded        int     `json:"pending_tasks_loaded"`
 	LoadMs               float64 `json:"pending_load_ms"`
@@ -235,6 +237,9 @@ func run(o options) (*Results, error) {
 		if res.HeapBytesPerCronTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-cron/", dailyCron, o.memTasks, o.memIDs, o.concurrency/8+1); err != nil {
 			fail("memory cron", err)
 		}
+		if res.HeapBytesPerPeriodicTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-periodic/", daily, o.memTasks, o.memIDs, o.concurrency/8+1); err != nil {
+			fail("memory periodic", err)
+		}
 	}
 	if !skip["schedule"] {
 		if res.ScheduleTasksPerSec, err = measureSchedule(ctx, endpoint, "/bench-sched1/", o.tasks, 100, 1, o.concurrency); err != nil {
@@ -372,7 +377,7 @@ func printTable(w io.Writer, r *Results) {
 	}
 	if r.PendingLoaded > 0 {
 		row("heap per pending task", "%.0f bytes\t(%d tasks loaded in %.0f ms)", r.HeapBytesPerTask, r.PendingLoaded, r.LoadMs)
-		row("heap per pending cron task", "%.0f bytes", r.HeapBytesPerCronTask)
+		row("heap per pending periodic / cron task", "%.0f / %.0f bytes", r.HeapBytesPerPeriodicTask, r.HeapBytesPerCronTask)
 		row("etcd bytes per task", "%.0f bytes", r.EtcdBytesPerTask)
 	}
 	if r.StartupMs > 0 {

@@ -121,6 +121,11 @@ func dailyCron() *taskdv1.Trigger {
 	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 3 * * ?", TimeZone: "Europe/Berlin"}}}
 }
 
+// daily is a periodic trigger firing every day from a day from now.
+func daily() *taskdv1.Trigger {
+	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(24 * time.Hour)}}}
+}
+
 func liveHeap() uint64 {
 	for range 3 {
 		runtime.GC()

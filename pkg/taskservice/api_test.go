@@ -262,7 +262,7 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 		}, codes.InvalidArgument, "task.labels[k]", ""},
 		{"idempotency key of 257 bytes", func(s *taskdv1.TaskSpec) { s.IdempotencyKey = strings.Repeat("i", 257) }, codes.InvalidArgument, "task.idempotency_key", ""},
 		{"scope EVERY_NODE non-durable", func(s *taskdv1.TaskSpec) { s.Scope = taskdv1.Scope_SCOPE_EVERY_NODE; s.NonDurable = true }, codes.InvalidArgument, "task.non_durable", ""},
-		{"allow_overlap", func(s *taskdv1.TaskSpec) { s.AllowOverlap = true }, codes.Unimplemented, "task.allow_overlap", ""},
+		{"allow_overlap on EVERY_NODE", func(s *taskdv1.TaskSpec) { s.AllowOverlap = true; s.Scope = taskdv1.Scope_SCOPE_EVERY_NODE }, codes.InvalidArgument, "task.allow_overlap", ""},
 		{"calendar that does not exist", func(s *taskdv1.TaskSpec) { s.Calendars = []string{"holidays"} }, codes.InvalidArgument, "task.calendars[0]", "no calendar"},
 		{"too many calendars", func(s *taskdv1.TaskSpec) {
 			for i := range taskservice.MaxCalendarsPerTask + 1 {

@@ -35,6 +35,7 @@ type Config struct {
 	LeaseTTL         time.Duration // node liveness; default 10s
 	MisfireThreshold time.Duration // default 60s
 	MaxCatchUp       int           // FIRE_ALL cap; default 100
+	MaxOverlap       int           // overlapping runs of one allow_overlap task in flight; default 4
 	History          int           // runs kept per task; default 20
 	Retention        time.Duration // finished tasks kept; default 24h
 	MaxPayload       int           // payload and data limit; default 256 KiB
@@ -98,6 +99,9 @@ func (c *Config) setDefaults() error {
 	def(&c.DrainTimeout, 30*time.Second)
 	if c.LeaseTTL < 2*time.Second {
 		return fmt.Errorf("taskservice: LeaseTTL %s is below etcd's minimum of 2s", c.LeaseTTL)
+	}
+	if c.MaxOverlap <= 0 {
+		c.MaxOverlap = DefaultMaxOverlap
 	}
 	if c.MaxCatchUp <= 0 {
 		c.MaxCatchUp = 100

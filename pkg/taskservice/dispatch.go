@@ -130,6 +130,10 @@ const startBatch = 32
 // resolution of a run marker, or a run start. It returns the function that
 // launches a run, or nil if none starts.
 func (n *Node) startAny(st *identState, e *entry) func() {
+	if e.overlapOf != nil {
+		n.startOverlap(e)
+		return nil
+	}
 	n.mu.Lock()
 	purge := e.purge
 	n.mu.Unlock()
@@ -163,6 +167,9 @@ func (n *Node) release() { <-n.slots }
 // awaited: its next start resolves the marker. Caller holds n.mu.
 func (n *Node) reschedLocked(e *entry) {
 	defer n.touchLocked(e)
+	if !e.running {
+		n.dropShadowLocked(e) // no run in flight: nothing to overlap
+	}
 	if e.gone || e.ident.lost {
 		n.queue.remove(e)
 		return
@@ -285,6 +292,8 @@ func (n *Node) start(e *entry) func() {
 	if !p.run {
 		e.running = false
 		n.reschedLocked(e)
+	} else {
+		n.armOverlapLocked(e, p.rec, rev, time.Time{})
 	}
 	n.mu.Unlock()
 	if !p.run {
@@ -532,6 +541,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
+	n.dropShadowLocked(e)
 	delete(n.pauses.parked, e)
 	if e.ident.tasks[e.id] == e {
 		delete(e.ident.tasks, e.id)
@@ -574,6 +584,7 @@ func (n *Node) dropIdentityLocked(st *identState) {
 	st.lost = true
 	for _, e := range st.tasks {
 		n.queue.remove(e)
+		n.dropShadowLocked(e)
 		delete(n.pauses.parked, e)
 		e.counted = false
 	}

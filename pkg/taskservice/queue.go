@@ -47,6 +47,12 @@ type entry struct {
 	awaitSince time.Time
 	recheckAt  time.Time
 
+	// allow_overlap (overlap.go): a shadow entry stands for the next fire
+	// time of overlapOf's task while its run is in flight (it is in the
+	// queue only, never in ident.tasks); shadow is the task's own.
+	overlapOf *entry
+	shadow    *entry
+
 	// EVERY_NODE tasks: rec merges shared and prog; rev is shared's.
 	shared  *storev1.TaskRecord
 	prog    *storev1.EveryNodeProgress

@@ -108,8 +108,8 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	if err := checkDuration(field+".timeout", s.Timeout, 0, 7*24*time.Hour); err != nil {
 		return err
 	}
-	if s.AllowOverlap {
-		return &UnimplementedError{Field: field + ".allow_overlap", Reason: "overlapping runs are not supported yet; a recurring task never overlaps itself"}
+	if s.AllowOverlap && (s.NonDurable || s.Scope != taskdv1.Scope_SCOPE_IDENTITY) {
+		return invalid(field+".allow_overlap", "is for durable tasks of scope IDENTITY (an overlapping run is stored as a task of its identity)")
 	}
 	if err := n.validateCalendarRefs(field+".calendars", s.Calendars); err != nil {
 		return err

@@ -262,8 +262,12 @@ type TaskRecord struct {
 	// trigger_versions holds, per trigger, the spec_version that set it: an
 	// EVERY_NODE node keeps its progress on a trigger no update changed.
 	TriggerVersions []int64 `protobuf:"varint,20,rep,packed,name=trigger_versions,json=triggerVersions,proto3" json:"trigger_versions,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// overlap_runs are the ids of the overlapping runs (tasks of their own)
+	// this task started while its own run was in flight, pruned of those
+	// found finished when the next one starts: at most --max-overlap.
+	OverlapRuns   []string `protobuf:"bytes,21,rep,name=overlap_runs,json=overlapRuns,proto3" json:"overlap_runs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -432,6 +436,13 @@ func (x *TaskRecord) GetSpecVersion() int64 {
 func (x *TaskRecord) GetTriggerVersions() []int64 {
 	if x != nil {
 		return x.TriggerVersions
+	}
+	return nil
+}
+
+func (x *TaskRecord) GetOverlapRuns() []string {
+	if x != nil {
+		return x.OverlapRuns
 	}
 	return nil
 }
@@ -1127,7 +1138,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\atrigger\x18\x06 \x01(\x05R\atrigger\x12\x16\n" +
 	"\x06manual\x18\a \x01(\bR\x06manual\x12\x18\n" +
 	"\aattempt\x18\b \x01(\x05R\aattempt\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\x92\a\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\xb5\a\n" +
 	"\n" +
 	"TaskRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
@@ -1153,7 +1164,8 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"historySeq\x127\n" +
 	"\tpaused_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\x12!\n" +
 	"\fspec_version\x18\x13 \x01(\x03R\vspecVersion\x12)\n" +
-	"\x10trigger_versions\x18\x14 \x03(\x03R\x0ftriggerVersions\",\n" +
+	"\x10trigger_versions\x18\x14 \x03(\x03R\x0ftriggerVersions\x12!\n" +
+	"\foverlap_runs\x18\x15 \x03(\tR\voverlapRuns\",\n" +
 	"\tRunRecord\x12\x1f\n" +
 	"\x03run\x18\x01 \x01(\v2\r.taskd.v1.RunR\x03run\"?\n" +
 	"\aMapping\x12\x12\n" +

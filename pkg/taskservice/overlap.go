@@ -1,0 +1,220 @@
+package taskservice
+
+import (
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/pkg/schedule"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// This file is allow_overlap (contract §5.5). A task that allows overlap
+// may start the run of its next fire time while its own run is still in
+// flight. The overlapping run is started as a task of its own: a one-shot
+// copy of the task (kind, payload, data, retry settings) for that fire
+// time, labelled OverlapLabel with the task's id, written in one fenced
+// Txn with the task's trigger advanced past that fire time. It then runs,
+// is recorded, recovered and moved like any task, so every guarantee of a
+// run holds for it; the task's own run numbers and history are its own.
+//
+// While a run of such a task is in flight, the owner keeps a shadow entry
+// of it in the timer queue at its next fire time. When the shadow comes due
+// and the run is still in flight, the overlapping run starts, unless
+// MaxOverlap of them are still unfinished: then the fire time waits (it
+// runs when the task's own run ends, or when an overlapping one finishes,
+// checked every overlapRecheck).
+
+// DefaultMaxOverlap is the default bound on the overlapping runs of one
+// task that are unfinished at once.
+const DefaultMaxOverlap = 4
+
+// OverlapLabel labels an overlapping run's task with the id of the task it
+// overlaps.
+const OverlapLabel = "taskd.overlap-of"
+
+// overlapRecheck is how often a fire time held back by MaxOverlap is
+// looked at again.
+const overlapRecheck = 100 * time.Millisecond
+
+// armOverlapLocked queues e's shadow at the next fire time of rec, the
+// record of e's run in flight, if the task allows overlap. n.mu held.
+func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
+	if !rec.GetSpec().GetAllowOverlap() || !e.ident.durable || e.ident.every {
+		return
+	}
+	if at.IsZero() {
+		var ok bool
+		if _, at, ok = nextTrigger(rec, n.dispatchStart); !ok {
+			return
+		}
+	}
+	s := e.shadow
+	if s == nil || s.gone {
+		s = &entry{ident: e.ident, id: e.id, overlapOf: e, idx: -1}
+		e.shadow = s
+	}
+	s.rec, s.rev = rec, rev
+	n.queue.set(s, at)
+	n.kick()
+}
+
+// dropShadowLocked takes e's shadow out of the queue (its run ended, or it
+// left). n.mu held.
+func (n *Node) dropShadowLocked(e *entry) {
+	if s := e.shadow; s != nil {
+		s.gone = true
+		n.queue.remove(s)
+		e.shadow = nil
+	}
+}
+
+// startOverlap starts the overlapping run of a due shadow, if its task's
+// run is still in flight.
+func (n *Node) startOverlap(s *entry) {
+	n.mu.Lock()
+	s.running = false
+	parent := s.overlapOf
+	st := parent.ident
+	cur, rev := s.rec, s.rev
+	if parent.rev > rev {
+		cur, rev = parent.record(), parent.rev
+	}
+	if s.gone || parent.gone || st.lost || !parent.running || cur == nil || cur.Running == nil ||
+		!cur.Spec.GetAllowOverlap() || isFinal(cur.State) {
+		n.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	if n.draining || !n.leaseFreshLocked() || n.pausedByLocked(cur, st.name) != nil {
+		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
+		n.mu.Unlock()
+		return
+	}
+	tm := n.timingLocked(cur, now)
+	i, due, ok := nextTrigger(cur, tm.dispatchStart)
+	if !ok {
+		n.mu.Unlock()
+		return
+	}
+	if due.After(now) {
+		n.armOverlapLocked(parent, cur, rev, due)
+		n.mu.Unlock()
+		return
+	}
+	var live []string // overlapping runs not finished
+	for _, id := range cur.OverlapRuns {
+		if c := st.tasks[id]; c != nil && !c.gone {
+			if r := c.record(); c.running || (r != nil && !isFinal(r.State)) {
+				live = append(live, id)
+			}
+		}
+	}
+	if len(live) >= n.cfg.MaxOverlap {
+		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
+		n.mu.Unlock()
+		return
+	}
+	snap := n.snapLocked(parent)
+	snap.rev = rev
+	n.mu.Unlock()
+
+	rec := cloneRec(cur)
+	tr, ts := rec.Spec.Triggers[i], rec.Triggers[i]
+	plan := schedule.Due(tr, due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
+	ts.Next = nil
+	if plan.NextOK && !schedule.IsOnStartup(tr) {
+		ts.Next = timestamppb.New(plan.Next)
+	}
+	if schedule.IsOnStartup(tr) {
+		ts.LastStart = timestamppb.New(now)
+	}
+	ts.Fired += plan.Misfired
+	rec.Misfires += plan.Misfired
+	rec.OverlapRuns = live
+	put, err := n.keys.PutTask(rec)
+	if err != nil {
+		n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
+		return
+	}
+	ops := []clientv3.Op{put}
+	var child *storev1.TaskRecord
+	if plan.Run {
+		ts.Fired++
+		child = n.overlapRun(cur, plan.Fire, now)
+		rec.OverlapRuns = append(rec.OverlapRuns, child.Id)
+		if put, err = n.keys.PutTask(rec); err != nil {
+			n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
+			return
+		}
+		cput, err := n.keys.PutTask(child)
+		if err != nil {
+			n.log.Error("encode an overlapping run", "task", parent.id, "error", err)
+			return
+		}
+		ops = []clientv3.Op{put, cput}
+	}
+	ctx, cancel := n.startCtx()
+	out := n.batch.do(ctx,
+		append(append(n.runFence(st.name, parent.id, snap.epoch, snap.rev),
+			clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(snap.lease))),
+			n.pauseFence(st.name, rec.Spec.Kind)...),
+		ops, n.runElse(st.name, parent.id))
+	cancel()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case out.err != nil:
+		// Maybe applied: the next look finds the task changed, and the
+		// identity is read again so that an overlapping run stored after
+		// all is loaded and runs.
+		n.log.Warn("start an overlapping run: etcd write failed; will look again", "task", parent.id, "error", out.err)
+		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
+		if !out.notSent {
+			n.mu.Unlock()
+			n.repair(st.name)
+			n.repairAfter(st.name, n.cfg.EtcdTimeout)
+			n.mu.Lock()
+		}
+	case !out.ok:
+		// The task changed (a run-now, a pause, its run's commit) or the
+		// identity moved: take the record read in Else and look again.
+		if kvs := out.els[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+			if fresh, err := pending.Decode(kvs[0].Value); err == nil && fresh.Running != nil {
+				n.armOverlapLocked(parent, fresh, kvs[0].ModRevision, now.Add(overlapRecheck))
+			}
+		}
+	default:
+		n.armOverlapLocked(parent, rec, out.rev, time.Time{})
+		if child != nil {
+			n.mu.Unlock()
+			n.addOwned(st.name, snap.epoch, []int{0}, []*storev1.TaskRecord{child}, out.rev)
+			n.mu.Lock()
+		}
+	}
+}
+
+// overlapRun is the task of an overlapping run of parent for fire time
+// fire: a one-shot copy of it, labelled with its id.
+func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *storev1.TaskRecord {
+	spec := cloneRec(parent).Spec
+	spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(fire)}}}}
+	spec.AllowOverlap, spec.IdempotencyKey, spec.Calendars = false, "", nil
+	spec.Misfire = taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW // the task's policy already decided
+	if spec.Labels == nil {
+		spec.Labels = map[string]string{}
+	}
+	spec.Labels[OverlapLabel] = parent.Id
+	rec := &storev1.TaskRecord{
+		Id:        n.ids.New(),
+		Spec:      spec,
+		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
+		CreatedAt: timestamppb.New(now),
+	}
+	initTriggers(rec, nil)
+	settle(rec, now)
+	return rec
+}

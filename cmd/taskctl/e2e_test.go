@@ -29,6 +29,7 @@ import (
 // cluster is the node the end-to-end tests talk to.
 type cluster struct {
 	t    *testing.T
+	etcd *tst.Etcd
 	node *tst.Node
 }
 
@@ -42,7 +43,7 @@ func startCluster(t *testing.T) *cluster {
 		"email": taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return errors.New("smtp: connection refused") }),
 	}
 	n := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "ctl", Handlers: handlers, LeaseTTL: 2 * time.Second})
-	return &cluster{t: t, node: n}
+	return &cluster{t: t, etcd: etcd, node: n}
 }
 
 // ctl runs taskctl against the node.
@@ -509,6 +510,10 @@ func TestAgainstNode(t *testing.T) {
 		c.fails(t, []string{"preview", "--cron", "0 30 2 ? * MON-FRI", "--tz", "Europe/Nowhere"},
 			"InvalidArgument: triggers[0].cron.time_zone")
 	})
+
+	t.Run("calendars", func(t *testing.T) { testCalendars(t, c) })
+	// Last: it ends by compacting etcd's history.
+	t.Run("events", func(t *testing.T) { testEvents(t, c) })
 }
 
 // racingClient calls afterGet between a GetTask and the caller's next call,

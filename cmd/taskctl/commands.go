@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -108,6 +109,36 @@ var commands = []*command{
 		define:   definePreview,
 	},
 	{
+		name:     "calendar create",
+		synopsis: "NAME (--weekly DAYS | --dates DAYS | --annual DAYS | --monthly DAYS | --daily START-END [--invert] | --cron EXPR) [--tz ZONE] [--base NAME] [--description TEXT] [--replace] | -f FILE [--replace]",
+		summary:  "create (or with --replace, replace) an exclusion calendar",
+		define:   defineCalendarCreate,
+	},
+	{
+		name:     "calendar get",
+		synopsis: "NAME",
+		summary:  "show a calendar",
+		define:   defineCalendarGet,
+	},
+	{
+		name:     "calendar list",
+		synopsis: "",
+		summary:  "list the calendars",
+		define:   defineCalendarList,
+	},
+	{
+		name:     "calendar delete",
+		synopsis: "NAME",
+		summary:  "delete a calendar that no task and no calendar uses",
+		define:   defineCalendarDelete,
+	},
+	{
+		name:     "events",
+		synopsis: "[--identity ID] [--task TASK_ID] [--kind KIND] [--node NODE] [--type TYPES] (--cursor CURSOR [--idle DUR] | -f [--cursor CURSOR])",
+		summary:  "print task events: those after a cursor, or (-f) as they happen",
+		define:   defineEvents,
+	},
+	{
 		name:     "nodes",
 		synopsis: "",
 		summary:  "list the registered nodes of the cluster",
@@ -141,6 +172,39 @@ func lookupCommand(name string) *command {
 		}
 	}
 	return nil
+}
+
+// A command's name may be two words, "calendar create": the first names a
+// group of commands that act on one kind of thing.
+
+// isGroup reports whether name is the first word of two-word commands.
+func isGroup(name string) bool { return len(groupCommands(name)) > 0 }
+
+// groupCommands returns the second words of the commands of group.
+func groupCommands(group string) []string {
+	var subs []string
+	for _, c := range commands {
+		if sub, ok := strings.CutPrefix(c.name, group+" "); ok {
+			subs = append(subs, sub)
+		}
+	}
+	return subs
+}
+
+// lookupCommandArgs finds the command named by the first word of args, or
+// by the first two for a group, and returns it with the rest of args; it
+// returns nil and args unchanged when there is none.
+func lookupCommandArgs(args []string) (*command, []string) {
+	if isGroup(args[0]) && len(args) > 1 {
+		if c := lookupCommand(args[0] + " " + args[1]); c != nil {
+			return c, args[2:]
+		}
+		return nil, args
+	}
+	if c := lookupCommand(args[0]); c != nil {
+		return c, args[1:]
+	}
+	return nil, args
 }
 
 // rpcContext returns the context of one RPC: every RPC has the --timeout
@@ -549,6 +613,10 @@ func buildScheduleRequest(o scheduleOptions, now time.Time) (*taskdv1.ScheduleTa
 // describeError renders a failed command's error on one line. gRPC errors
 // read "<code>: <message>", with a hint for Unavailable and DeadlineExceeded.
 func describeError(err error, opts *globalOptions) string {
+	var h *hintError
+	if errors.As(err, &h) {
+		return describeError(h.err, opts) + " (" + h.hint + ")"
+	}
 	st, ok := status.FromError(err)
 	if !ok {
 		return oneLine(err.Error())

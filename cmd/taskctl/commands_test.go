@@ -291,6 +291,7 @@ func TestDescribeError(t *testing.T) {
 		{status.Error(codes.Unavailable, "connection refused"), "Unavailable: connection refused (is a taskd node listening on 10.0.0.1:7420?"},
 		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "DeadlineExceeded: context deadline exceeded (no answer from 10.0.0.1:7420 within --timeout 3s)"},
 		{errors.New("plain failure"), "plain failure"},
+		{&hintError{err: status.Error(codes.OutOfRange, "cursor 2.0: too old"), hint: "start again"}, "OutOfRange: cursor 2.0: too old (start again)"},
 	} {
 		if got := describeError(tc.err, opts); !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
 			t.Errorf("describeError(%v) = %q, want one line starting %q", tc.err, got, tc.want)

@@ -29,6 +29,7 @@ import (
 // cluster is the node the end-to-end tests talk to.
 type cluster struct {
 	t    *testing.T
+	etcd *tst.Etcd
 	node *tst.Node
 }
 
@@ -42,7 +43,7 @@ func startCluster(t *testing.T) *cluster {
 		"email": taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return errors.New("smtp: connection refused") }),
 	}
 	n := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "ctl", Handlers: handlers, LeaseTTL: 2 * time.Second})
-	return &cluster{t: t, node: n}
+	return &cluster{t: t, etcd: etcd, node: n}
 }
 
 // ctl runs taskctl against the node.
@@ -145,10 +146,11 @@ func TestAgainstNode(t *testing.T) {
 	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 
 	t.Run("schedule", func(t *testing.T) {
-		id := c.scheduled(t, "--identity", "sched", "--kind", "echo", "--scope", "identity",
+		nightly := []string{"--identity", "sched", "--kind", "echo", "--scope", "identity",
 			"--cron", "0 30 2 ? * MON-FRI", "--tz", "Europe/Berlin", "--on-startup", "--label", "team=core", "--label", "tier=1",
 			"--misfire", "skip", "--backoff", "2s,1m", "--priority", "3", "--max-attempts", "5", "--timeout-task", "30s",
-			"--idempotency-key", "nightly-report")
+			"--idempotency-key", "nightly-report"}
+		id := c.scheduled(t, nightly...)
 		task := c.get(t, "sched", id)
 		spec := task.GetSpec()
 		trs := spec.GetTriggers()
@@ -191,10 +193,10 @@ func TestAgainstNode(t *testing.T) {
 			}
 		}
 
-		// The same idempotency key gives the same task; -o json prints
-		// the response.
-		out := c.ok(t, "-o", "json", "schedule", "--identity", "sched", "--kind", "echo", "--scope", "identity",
-			"--cron", "0 30 2 ? * MON-FRI", "--idempotency-key", "nightly-report")
+		// The same request with the same idempotency key gives the same
+		// task; -o json prints the response. A different request with the
+		// key is refused, naming what differs.
+		out := c.ok(t, append([]string{"-o", "json", "schedule"}, nightly...)...)
 		var resp taskdv1.ScheduleTaskResponse
 		if err := protojson.Unmarshal([]byte(out), &resp); err != nil {
 			t.Fatalf("schedule -o json: %v\n%s", err, out)
@@ -202,6 +204,8 @@ func TestAgainstNode(t *testing.T) {
 		if resp.GetTask().GetId() != id || !resp.GetExisting() {
 			t.Errorf("second schedule with the key: task %s, existing %v; want %s, true", resp.GetTask().GetId(), resp.GetExisting(), id)
 		}
+		c.fails(t, []string{"schedule", "--identity", "sched", "--kind", "echo", "--scope", "identity",
+			"--cron", "0 30 2 ? * MON-FRI", "--idempotency-key", "nightly-report"}, "taskctl: schedule: AlreadyExists: task.idempotency_key", id)
 
 		// The server's refusal is printed with its code.
 		c.fails(t, []string{"schedule", "--identity", "sched", "--kind", "echo", "--scope", "identity", "--cron", "0 30 2 ? * MON-FRI", "--tz", "Mars/Olympus"},
@@ -506,6 +510,10 @@ func TestAgainstNode(t *testing.T) {
 		c.fails(t, []string{"preview", "--cron", "0 30 2 ? * MON-FRI", "--tz", "Europe/Nowhere"},
 			"InvalidArgument: triggers[0].cron.time_zone")
 	})
+
+	t.Run("calendars", func(t *testing.T) { testCalendars(t, c) })
+	// Last: it ends by compacting etcd's history.
+	t.Run("events", func(t *testing.T) { testEvents(t, c) })
 }
 
 // racingClient calls afterGet between a GetTask and the caller's next call,

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -67,6 +68,10 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// ctx is the context a command that runs until it is stopped (events
+	// -f) ends with; nil is context.Background(). Tests cancel it where a
+	// person would press Ctrl-C.
+	ctx context.Context
 
 	conn   *grpc.ClientConn
 	client taskdv1.TaskServiceClient
@@ -85,6 +90,14 @@ func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
 	e.conn = conn
 	e.client = taskdv1.NewTaskServiceClient(conn)
 	return e.client, nil
+}
+
+// context returns the command's base context.
+func (e *env) context() context.Context {
+	if e.ctx == nil {
+		return context.Background()
+	}
+	return e.ctx
 }
 
 // close releases the connection, if one was made.
@@ -130,13 +143,25 @@ func runEnv(args []string, e *env) int {
 		fmt.Fprintln(stderr, "taskctl: missing command (see 'taskctl help')")
 		return exitUsage
 	}
-	name, rest := rest[0], rest[1:]
-	if name == "help" {
-		return runHelp(rest, stdout, stderr)
+	if rest[0] == "help" {
+		return runHelp(rest[1:], stdout, stderr)
 	}
-	cmd := lookupCommand(name)
+	if isGroup(rest[0]) && (len(rest) == 1 || isHelpFlag(rest[1])) {
+		if len(rest) == 1 {
+			fmt.Fprintf(stderr, "taskctl: %s: missing command: %s (see 'taskctl help %s')\n", rest[0], strings.Join(groupCommands(rest[0]), ", "), rest[0])
+			return exitUsage
+		}
+		printGroupUsage(stdout, rest[0])
+		return exitOK
+	}
+	cmd, rest := lookupCommandArgs(rest)
 	if cmd == nil {
-		fmt.Fprintf(stderr, "taskctl: unknown command %q (see 'taskctl help')\n", name)
+		if isGroup(rest[0]) {
+			fmt.Fprintf(stderr, "taskctl: %s: unknown command %q: want %s (see 'taskctl help %s')\n",
+				rest[0], rest[1], strings.Join(groupCommands(rest[0]), ", "), rest[0])
+		} else {
+			fmt.Fprintf(stderr, "taskctl: unknown command %q (see 'taskctl help')\n", rest[0])
+		}
 		return exitUsage
 	}
 
@@ -173,7 +198,7 @@ func defineGlobalFlags(fs *flag.FlagSet, o *globalOptions) {
 	fs.StringVar(&o.addr, "addr", o.addr, "`HOST:PORT` of a taskd node's gRPC API (env "+envAddr+")")
 	fs.Var(&o.format, "o", "output `format`: table or json")
 	fs.Var(&o.format, "output", "output `format`: table or json (same as -o)")
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "deadline of every RPC")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "deadline of every RPC (events streams without one)")
 }
 
 // globalFlagHint adds a hint when a global flag was given after the command.
@@ -252,9 +277,13 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		printUsage(stdout)
 		return exitOK
 	}
-	cmd := lookupCommand(args[0])
-	if cmd == nil {
-		fmt.Fprintf(stderr, "taskctl: help: unknown command %q (see 'taskctl help')\n", args[0])
+	if len(args) == 1 && isGroup(args[0]) {
+		printGroupUsage(stdout, args[0])
+		return exitOK
+	}
+	cmd, rest := lookupCommandArgs(args)
+	if cmd == nil || len(rest) > 0 {
+		fmt.Fprintf(stderr, "taskctl: help: unknown command %q (see 'taskctl help')\n", strings.Join(args, " "))
 		return exitUsage
 	}
 	fs := newFlagSet(cmd.name)
@@ -275,15 +304,39 @@ Usage:
 
 Commands:
 `)
+	width := len("help")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
 	}
-	fmt.Fprint(w, "  help      show this help, or a command's flags with 'taskctl help COMMAND'\n\nGlobal flags:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+	}
+	fmt.Fprintf(w, "  %-*s  %s\n\nGlobal flags:\n", width, "help", "show this help, or a command's flags with 'taskctl help COMMAND'")
 	fs := newFlagSet("taskctl")
 	defineGlobalFlags(fs, &globalOptions{addr: defaultAddr, format: formatTable, timeout: defaultTimeout})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprint(w, "\nFlags take one dash or two (-o, --output). Run 'taskctl COMMAND -h' for the flags of a command.\n")
+}
+
+// printGroupUsage writes the commands of a group such as calendar.
+func printGroupUsage(w io.Writer, group string) {
+	fmt.Fprintf(w, "Usage:\n  taskctl [global flags] %s COMMAND [flags] [args]\n\nCommands:\n", group)
+	for _, c := range commands {
+		if sub, ok := strings.CutPrefix(c.name, group+" "); ok {
+			fmt.Fprintf(w, "  %-7s %s\n", sub, c.summary)
+		}
+	}
+	fmt.Fprintf(w, "\nRun 'taskctl %s COMMAND -h' for the flags of a command.\n", group)
+}
+
+// isHelpFlag reports whether arg asks for help.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
 }
 
 // printCommandUsage writes one command's synopsis and flags.

@@ -72,6 +72,15 @@ func TestHelp(t *testing.T) {
 		{[]string{"resume", "-h"}, []string{"resume --identity ID [TASK_ID] | --kind KIND", "-kind"}},
 		{[]string{"pauses", "-h"}, []string{"taskctl [global flags] pauses", "-o format"}},
 		{[]string{"preview", "-h"}, []string{"-cron EXPR", "-tz ZONE", "-from RFC3339", "-n N", "-calendar NAME", "-every"}},
+		{[]string{"calendar", "-h"}, []string{"taskctl [global flags] calendar COMMAND", "create", "get", "list", "delete"}},
+		{[]string{"help", "calendar"}, []string{"taskctl [global flags] calendar COMMAND", "create", "delete"}},
+		{[]string{"calendar", "create", "-h"}, []string{"taskctl [global flags] calendar create NAME", "-weekly DAYS", "-dates DAYS", "-annual DAYS",
+			"-monthly DAYS", "-daily WINDOW", "-invert", "-cron EXPR", "-tz ZONE", "-base NAME", "-description TEXT", "-replace", "-f FILE"}},
+		{[]string{"help", "calendar", "get"}, []string{"taskctl [global flags] calendar get NAME"}},
+		{[]string{"calendar", "list", "--help"}, []string{"taskctl [global flags] calendar list", "-o format"}},
+		{[]string{"calendar", "delete", "-h"}, []string{"taskctl [global flags] calendar delete NAME"}},
+		{[]string{"events", "-h"}, []string{"taskctl [global flags] events", "-identity ID", "-task TASK_ID", "-kind KIND", "-node NODE",
+			"-type TYPES", "-cursor CURSOR", "-f\t", "-idle DUR"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, tc.args...)
@@ -117,6 +126,26 @@ func TestUsageErrors(t *testing.T) {
 		{"timeout missing value", []string{"nodes", "--timeout"}, "-timeout"},
 		{"global flag after command", []string{"nodes", "--addr", "x:1"}, "--addr goes before the command"},
 		{"help unknown", []string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+		{"help unknown subcommand", []string{"help", "calendar", "frob"}, `unknown command "calendar frob"`},
+		{"group without command", []string{"calendar"}, "taskctl: calendar: missing command: create, get, list, delete"},
+		{"group unknown command", []string{"calendar", "frob"}, `taskctl: calendar: unknown command "frob": want create, get, list, delete`},
+		{"group flag first", []string{"calendar", "--name", "x"}, `unknown command "--name"`},
+		{"calendar create no name", []string{"calendar", "create", "--weekly", "SAT"}, "taskctl: calendar create: missing calendar NAME (see 'taskctl calendar create -h')"},
+		{"calendar create no rule", []string{"calendar", "create", "c"}, "missing rule"},
+		{"calendar create two rules", []string{"calendar", "create", "c", "--weekly", "SAT", "--cron", "* * * ? * *"}, "--weekly and --cron exclude each other"},
+		{"calendar create wrapping window", []string{"calendar", "create", "night", "--daily", "22:00-06:00"}, "--daily 06:00-22:00 --invert"},
+		{"calendar create bad date", []string{"calendar", "create", "c", "--dates", "2026-13-01"}, "flag --dates"},
+		{"calendar create two names", []string{"calendar", "create", "c", "d", "--weekly", "SAT"}, `unexpected argument "d"`},
+		{"calendar create file and flags", []string{"calendar", "create", "-f", "cal.json", "--weekly", "SAT"}, "--weekly cannot be combined with -f"},
+		{"calendar create file missing", []string{"calendar", "create", "-f", "/nonexistent/cal.json"}, `invalid value "/nonexistent/cal.json" for flag -f`},
+		{"calendar get no name", []string{"calendar", "get"}, "missing calendar NAME"},
+		{"calendar delete two names", []string{"calendar", "delete", "a", "b"}, `unexpected argument "b"`},
+		{"calendar list argument", []string{"calendar", "list", "x"}, `unexpected argument "x"`},
+		{"events without cursor", []string{"events", "--identity", "alice"}, "taskctl: events: missing required flag --cursor"},
+		{"events bad type", []string{"events", "-f", "--type", "FIRED,BOOM"}, `invalid value "BOOM" for flag --type`},
+		{"events idle with follow", []string{"events", "-f", "--idle", "3s"}, "--idle"},
+		{"events bad idle", []string{"events", "--cursor", "1.0", "--idle", "soon"}, "flag -idle"},
+		{"events argument", []string{"events", "-f", "alice"}, `unexpected argument "alice"`},
 		{"unknown command flag", []string{"get", "--identity", "a", "t1", "--bogus"}, "-bogus"},
 		{"flag missing value", []string{"get", "t1", "--identity"}, "flag needs an argument: -identity"},
 		{"get missing task", []string{"get", "--identity", "a"}, "missing task id"},
@@ -220,6 +249,11 @@ func TestUnavailable(t *testing.T) {
 		{"resume", "--kind", "email"},
 		{"pauses"},
 		{"preview", "--cron", "0 30 2 ? * MON-FRI", "--tz", "Europe/Berlin", "-n", "10"},
+		{"calendar", "create", "weekend", "--weekly", "SAT,SUN"},
+		{"calendar", "get", "weekend"},
+		{"calendar", "list"},
+		{"calendar", "delete", "weekend"},
+		{"events", "--cursor", "1.0"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			start := time.Now()
@@ -234,6 +268,9 @@ func TestUnavailable(t *testing.T) {
 			cmd := args[0]
 			if cmd == "-o" {
 				cmd = args[2]
+			}
+			if cmd == "calendar" {
+				cmd += " " + args[1]
 			}
 			if want := "taskctl: " + cmd + ": Unavailable: "; !strings.HasPrefix(errOut, want) {
 				t.Errorf("stderr = %q, want prefix %q", errOut, want)

@@ -97,9 +97,9 @@ type Results struct {
 	HeapBytesPerCronTask float64 `json:"heap_bytes_per_cron_task"`
 	// HeapBytesPerPeriodicTask is the same for a periodic trigger.
 	HeapBytesPerPeriodicTask float64 `json:"heap_bytes_per_periodic_task"`
-	EtcdBytesPerTask     float64 `json:"etcd_bytes_per_task"`
-	PendingLoaded        int     `json:"pending_tasks_loaded"`
-	LoadMs               float64 `json:"pending_load_ms"`
+	EtcdBytesPerTask         float64 `json:"etcd_bytes_per_task"`
+	PendingLoaded            int     `json:"pending_tasks_loaded"`
+	LoadMs                   float64 `json:"pending_load_ms"`
 
 	HandoffP99Ms    float64            `json:"handoff_p99_ms"`
 	FailoverMs      float64            `json:"failover_ms"`

@@ -456,8 +456,10 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 		ev.Type = EventFired
 		n.emit(ev)
 		entered := make(chan struct{})
-		go n.execute(e, f, p, ev, entered) // emits VETOED or STARTED
-		<-entered // the next run of the identity is called after this one
+		// execute emits VETOED or STARTED; the identity's next run is
+		// called after this one entered its handler.
+		go n.execute(e, f, p, ev, entered)
+		<-entered
 	}
 }
 

@@ -119,6 +119,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		LeaseTTL:         cfg.LeaseTTL,
 		MisfireThreshold: cfg.MisfireThreshold,
 		MaxCatchUp:       cfg.MaxCatchUp,
+		MaxOverlap:       cfg.MaxOverlap,
 		History:          cfg.History,
 		Retention:        cfg.Retention,
 		MaxPayload:       cfg.MaxPayload,

@@ -70,6 +70,9 @@ type Config struct {
 	Retention time.Duration
 	// MaxCatchUp caps the runs of one FIRE_ALL misfire (--max-catch-up).
 	MaxCatchUp int
+	// MaxOverlap caps the unfinished overlapping runs of one allow_overlap
+	// task (--max-overlap).
+	MaxOverlap int
 	// Workers is the number of concurrent runs per node (--workers).
 	Workers int
 	// LogLevel is one of trace, debug, info, warn, error (--log-level).
@@ -118,6 +121,7 @@ func Default() Config {
 		History:          20,
 		Retention:        24 * time.Hour,
 		MaxCatchUp:       100,
+		MaxOverlap:       4,
 		Workers:          128,
 		LogLevel:         "info",
 	}

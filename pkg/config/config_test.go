@@ -68,6 +68,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		History:          20,
 		Retention:        24 * time.Hour,
 		MaxCatchUp:       100,
+		MaxOverlap:       4,
 		Workers:          128,
 		LogLevel:         "info",
 	}
@@ -134,6 +135,7 @@ var samples = map[string]struct {
 	"history":           {"5", func(c *Config) { c.History = 5 }},
 	"retention":         {"1h", func(c *Config) { c.Retention = time.Hour }},
 	"max-catch-up":      {"3", func(c *Config) { c.MaxCatchUp = 3 }},
+	"max-overlap":       {"7", func(c *Config) { c.MaxOverlap = 7 }},
 	"workers":           {"8", func(c *Config) { c.Workers = 8 }},
 	"replace":           {"true", func(c *Config) { c.Replace = true }},
 	"log-level":         {"debug", func(c *Config) { c.LogLevel = "debug" }},

@@ -192,6 +192,12 @@ var options = []*option{
 		check: func(c Config) error { return checkRange(c.MaxCatchUp, 1, math.MaxInt) },
 	},
 	{
+		name: "max-overlap", arg: "N", def: "4",
+		help:  "overlapping runs of one allow_overlap task unfinished at once",
+		set:   intSetter(func(c *Config) *int { return &c.MaxOverlap }),
+		check: func(c Config) error { return checkRange(c.MaxOverlap, 1, 1000) },
+	},
+	{
 		name: "workers", arg: "N", def: "128",
 		help:  "concurrent runs per node, 1 to 10000",
 		set:   intSetter(func(c *Config) *int { return &c.Workers }),

@@ -155,7 +155,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	go func() { grpcDone <- gs.Serve(lis) }()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.runs, metrics.events)
+	reg.MustRegister(metrics.runs, metrics.events, metrics.misfires)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var started atomic.Bool // Start has returned: the node is fully up
@@ -279,8 +279,9 @@ func orNone(d time.Duration) time.Duration {
 
 // metrics counts what the node does, for /metrics.
 type metrics struct {
-	runs   *prometheus.CounterVec
-	events *prometheus.CounterVec
+	runs     *prometheus.CounterVec
+	events   *prometheus.CounterVec
+	misfires prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -291,6 +292,9 @@ func newMetrics() *metrics {
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "taskd_events_total", Help: "Task events, by type.",
 		}, []string{"type"}),
+		misfires: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "taskd_misfired_fire_times_total", Help: "Fire times resolved by a misfire policy (a MISFIRED event counts its fire times).",
+		}),
 	}
 }
 
@@ -299,5 +303,9 @@ func (m *metrics) observe(ev taskservice.Event) {
 	switch ev.Type {
 	case taskservice.EventSucceeded, taskservice.EventFailed, taskservice.EventDropped, taskservice.EventInterrupted:
 		m.runs.WithLabelValues(strings.TrimPrefix(ev.Outcome.String(), "OUTCOME_")).Inc()
+	case taskservice.EventVetoed:
+		m.runs.WithLabelValues("VETOED").Inc()
+	case taskservice.EventMisfired:
+		m.misfires.Add(float64(ev.Count))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/pkg/schedule"
@@ -883,4 +884,36 @@ func fireNumber(trig *taskdv1.Trigger, k int64) (time.Time, bool) {
 		at, ok = schedule.Next(trig, at, nil)
 	}
 	return at, ok
+}
+
+// TestFirstReleaseRecordsLoad: a record written by the first release (its
+// trigger progress is a next fire time and a count of fire times, with no
+// fields of this release) decodes and goes on from its next fire time.
+func TestFirstReleaseRecordsLoad(t *testing.T) {
+	trig := rEvery(rt0, time.Minute, 0)
+	old := &storev1.TaskRecord{
+		Id: "01m8q4944jcfks3fcjp6q00f0y", State: taskdv1.TaskState_TASK_STATE_SCHEDULED, CreatedAt: timestamppb.New(rt0),
+		Spec: &taskdv1.TaskSpec{Identity: "a", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: []*taskdv1.Trigger{trig}},
+		// Seven fire times behind it, the eighth due.
+		Triggers: []*storev1.TriggerState{{Next: timestamppb.New(rt0.Add(7 * time.Minute)), Fired: 7}},
+		RunCount: 7,
+	}
+	b, err := proto.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &storev1.TaskRecord{}
+	if err := proto.Unmarshal(b, rec); err != nil {
+		t.Fatal(err)
+	}
+	if at, _, ok := dueTime(rec, 0, timing{now: rt0}); !ok || !at.Equal(rt0.Add(7*time.Minute)) {
+		t.Fatalf("due %v %v, want the stored next fire time", at, ok)
+	}
+	p := planStart(rec, rNode, rInc, rEpoch, timing{now: rt0.Add(7 * time.Minute), threshold: rThreshold, maxCatchUp: rMaxCatchUp})
+	if !p.run || !p.fire.Equal(rt0.Add(7*time.Minute)) || p.runNumber != 8 {
+		t.Fatalf("plan runs %v fire %v run %d, want fire time 7 as run 8", p.run, p.fire, p.runNumber)
+	}
+	if st := p.rec.Triggers[0]; !st.Next.AsTime().Equal(rt0.Add(8*time.Minute)) || st.Fired != 8 {
+		t.Fatalf("progress after the run: next %v fired %d, want minute 8 and 8", st.Next.AsTime(), st.Fired)
+	}
 }

@@ -23,15 +23,9 @@ const maxBatch = 100
 // {"tasks": [...]} (a ScheduleTasksRequest). Errors are usageErrors naming
 // the flag.
 func readTaskSpecs(stdin io.Reader, path string) ([]*taskdv1.TaskSpec, error) {
-	var b []byte
-	var err error
-	if path == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(path)
-	}
+	b, err := readFileFlag(stdin, path)
 	if err != nil {
-		return nil, usagef("invalid value %q for flag -f: %v", path, err)
+		return nil, err
 	}
 	specs, err := parseTaskSpecs(b)
 	if err != nil {
@@ -144,4 +138,20 @@ func chunkError(err error, off, end, total int) error {
 		msg += ")"
 	}
 	return status.Error(st.Code(), msg)
+}
+
+// readFileFlag reads the file a -f flag names ("-": stdin); an error is a
+// usageError naming the flag.
+func readFileFlag(stdin io.Reader, path string) ([]byte, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, usagef("invalid value %q for flag -f: %v", path, err)
+	}
+	return b, nil
 }

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -284,15 +283,9 @@ func clockSeconds(v string) (int, bool) {
 // readCalendarFile reads calendar create -f: one Calendar in protojson
 // from path ("-": stdin). Errors are usageErrors naming the flag.
 func readCalendarFile(stdin io.Reader, path string) (*taskdv1.Calendar, error) {
-	var b []byte
-	var err error
-	if path == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(path)
-	}
+	b, err := readFileFlag(stdin, path)
 	if err != nil {
-		return nil, usagef("invalid value %q for flag -f: %v", path, err)
+		return nil, err
 	}
 	c := &taskdv1.Calendar{}
 	if err := protojson.Unmarshal(b, c); err != nil {

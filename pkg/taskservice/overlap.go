@@ -123,17 +123,8 @@ func (n *Node) startOverlap(s *entry) {
 	n.mu.Unlock()
 
 	rec := cloneRec(cur)
-	tr, ts := rec.Spec.Triggers[i], rec.Triggers[i]
-	plan := schedule.Due(tr, due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
-	ts.Next = nil
-	if plan.NextOK && !schedule.IsOnStartup(tr) {
-		ts.Next = timestamppb.New(plan.Next)
-	}
-	if schedule.IsOnStartup(tr) {
-		ts.LastStart = timestamppb.New(now)
-	}
-	ts.Fired += plan.Misfired
-	rec.Misfires += plan.Misfired
+	plan := schedule.Due(rec.Spec.Triggers[i], due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
+	advanceTrigger(rec, i, plan, now)
 	rec.OverlapRuns = live
 	put, err := n.keys.PutTask(rec)
 	if err != nil {
@@ -143,7 +134,6 @@ func (n *Node) startOverlap(s *entry) {
 	ops := []clientv3.Op{put}
 	var child *storev1.TaskRecord
 	if plan.Run {
-		ts.Fired++
 		child = n.overlapRun(cur, plan.Fire, now)
 		rec.OverlapRuns = append(rec.OverlapRuns, child.Id)
 		if put, err = n.keys.PutTask(rec); err != nil {

@@ -60,23 +60,17 @@ func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger,
 		}
 	}
 	var out []*taskdv1.PreviewFireTime
+	merged := fireTimes{next: next, ok: ok, triggers: spec.Triggers, cals: cals}
 	for len(out) < count && ctx.Err() == nil {
-		best := -1
-		for i := range next {
-			if ok[i] && (best < 0 || next[i].Before(next[best])) {
-				best = i
-			}
-		}
-		if best < 0 {
+		i, at, more := merged.pop()
+		if !more {
 			break
 		}
-		at := next[best]
 		out = append(out, &taskdv1.PreviewFireTime{
 			At:      timestamppb.New(at),
-			Trigger: int32(best),
-			Local:   at.In(zones[best]).Format(time.RFC3339),
+			Trigger: int32(i),
+			Local:   at.In(zones[i]).Format(time.RFC3339),
 		})
-		next[best], ok[best] = schedule.Next(spec.Triggers[best], at, cals)
 	}
 	return out, ctx.Err()
 }
@@ -97,18 +91,39 @@ func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp
 		}
 	}
 	var out []*timestamppb.Timestamp
+	merged := fireTimes{next: next, ok: ok, triggers: rec.Spec.GetTriggers(), cals: cals}
 	for len(out) < k {
-		best := -1
-		for i := range next {
-			if ok[i] && (best < 0 || next[i].Before(next[best])) {
-				best = i
-			}
-		}
-		if best < 0 {
+		_, at, more := merged.pop()
+		if !more {
 			break
 		}
-		out = append(out, timestamppb.New(next[best]))
-		next[best], ok[best] = schedule.Next(rec.Spec.Triggers[best], next[best], cals)
+		out = append(out, timestamppb.New(at))
 	}
 	return out
+}
+
+// fireTimes merges the fire times of several triggers in time order: next
+// holds each trigger's next fire time (ok false: none left).
+type fireTimes struct {
+	next     []time.Time
+	ok       []bool
+	triggers []*taskdv1.Trigger
+	cals     schedule.Exclusions
+}
+
+// pop returns the earliest fire time and its trigger, and advances that
+// trigger; more is false when no trigger has one left.
+func (f *fireTimes) pop() (trigger int, at time.Time, more bool) {
+	best := -1
+	for i := range f.next {
+		if f.ok[i] && (best < 0 || f.next[i].Before(f.next[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, time.Time{}, false
+	}
+	at = f.next[best]
+	f.next[best], f.ok[best] = schedule.Next(f.triggers[best], at, f.cals)
+	return best, at, true
 }

@@ -201,18 +201,7 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 			return p
 		}
 		plan := schedule.Due(tr, due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
-		st.Next = nil
-		if plan.NextOK && !startup {
-			st.Next = ts(plan.Next)
-		}
-		st.Fired += plan.Misfired // fire times consumed: those misfired and the one run
-		if plan.Run {
-			st.Fired++
-		}
-		if startup {
-			st.LastStart = ts(now)
-		}
-		rec.Misfires += plan.Misfired
+		advanceTrigger(rec, i, plan, now)
 		p.misfired = plan.Misfired
 		if !plan.Run {
 			p.run = false
@@ -240,6 +229,24 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 	rec.Running = p.marker
 	rec.State = taskdv1.TaskState_TASK_STATE_RUNNING
 	return p
+}
+
+// advanceTrigger records in rec that trigger i's due fire time was planned
+// (run or misfired) at now.
+func advanceTrigger(rec *storev1.TaskRecord, i int, plan schedule.Plan, now time.Time) {
+	st, startup := rec.Triggers[i], schedule.IsOnStartup(rec.Spec.Triggers[i])
+	st.Next = nil
+	if plan.NextOK && !startup {
+		st.Next = ts(plan.Next)
+	}
+	st.Fired += plan.Misfired // fire times consumed: those misfired and the one run
+	if plan.Run {
+		st.Fired++
+	}
+	if startup {
+		st.LastStart = ts(now)
+	}
+	rec.Misfires += plan.Misfired
 }
 
 // runResult is how a run ended.

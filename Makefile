@@ -22,9 +22,12 @@ lint: ## buf lint, gofmt, go vet, staticcheck
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-run: ## run one node on the embedded etcd, with a demo exec handler
-	$(GO) run ./cmd/taskd --data-dir ./taskd-data \
-		--exec 'demo=echo "hello $$TASKD_IDENTITY: run $$TASKD_RUN, fence $$TASKD_FENCE, payload $$(cat)"'
+# make run's demo handler; any TASKD_EXEC or TASKD_EXEC_<NAME> variable in
+# the environment replaces it (TASKD_EXEC='mykind=./handler.sh' make run).
+RUN_EXEC = $(if $(filter TASKD_EXEC%,$(.VARIABLES)),,--exec 'demo=echo "hello $$TASKD_IDENTITY: run $$TASKD_RUN, fence $$TASKD_FENCE, payload $$(cat)"')
+
+run: ## run one node on the embedded etcd, with a demo exec handler (or your TASKD_EXEC)
+	$(GO) run ./cmd/taskd --data-dir ./taskd-data $(RUN_EXEC)
 
 bench: ## short benchmark (about a minute on 2 cores), writes bench/results/latest.json
 	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench

@@ -503,6 +503,7 @@ stops start-up.
 		fmt.Fprintf(tw, "  --%s %s\t%s\t%s\n", o.name, o.arg, o.def, o.help)
 	}
 	fmt.Fprintf(tw, "  -h, --help\t\tshow this help\n")
+	fmt.Fprintf(tw, "  --version\t\tprint the build information (module version, VCS revision, Go version) and exit\n")
 	_ = tw.Flush()
 
 	fmt.Fprint(w, "\nRemoved options:\n")

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -104,4 +108,38 @@ func histogramCount(t *testing.T, c prometheus.Collector) float64 {
 		t.Fatal(err)
 	}
 	return float64(pb.GetHistogram().GetSampleCount())
+}
+
+// The etcd interceptor times every unary request by its operation and
+// counts the failed ones by gRPC code.
+func TestEtcdInterceptor(t *testing.T) {
+	m := newMetrics()
+	icpt := m.etcdInterceptor()
+	for _, c := range []struct {
+		method string
+		err    error
+	}{
+		{"/etcdserverpb.KV/Txn", nil},
+		{"/etcdserverpb.KV/Txn", status.Error(codes.Unavailable, "etcd away")},
+		{"/etcdserverpb.KV/Range", nil},
+		{"/etcdserverpb.Lease/LeaseGrant", status.Error(codes.DeadlineExceeded, "slow")},
+	} {
+		invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return c.err }
+		if err := icpt(t.Context(), c.method, nil, nil, nil, invoker); err != c.err {
+			t.Fatalf("%s: interceptor returned %v, want %v", c.method, err, c.err)
+		}
+	}
+	for op, want := range map[string]float64{"Txn": 2, "Range": 1, "LeaseGrant": 1} {
+		if got := histogramCount(t, m.etcdTime.WithLabelValues(op).(prometheus.Histogram)); got != want {
+			t.Errorf("%s requests timed %v, want %v", op, got, want)
+		}
+	}
+	for _, c := range []struct {
+		op, code string
+		want     float64
+	}{{"Txn", "Unavailable", 1}, {"LeaseGrant", "DeadlineExceeded", 1}, {"Range", "OK", 0}} {
+		if got := testutil.ToFloat64(m.etcdErrors.WithLabelValues(c.op, c.code)); got != c.want {
+			t.Errorf("%s %s errors %v, want %v", c.op, c.code, got, c.want)
+		}
+	}
 }

@@ -63,6 +63,15 @@ func TestHealthReflectionAndMetrics(t *testing.T) {
 	task := schedule(t, p.Client(), &taskdv1.TaskSpec{Identity: "obs", Kind: "fast",
 		Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: onceAfter(0)})
 	waitTaskState(t, p.Client(), "obs", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	// Without --pprof there are no profiles.
+	if resp, err := http.Get("http://" + p.httpAddr + "/debug/pprof/"); err != nil {
+		t.Errorf("GET /debug/pprof/: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET /debug/pprof/ without --pprof: %s, want 404", resp.Status)
+		}
+	}
 	for path, want := range map[string]string{"/healthz": "RUNNING", "/metrics": `taskd_runs_total{outcome="SUCCESS"} 1`} {
 		resp, err := http.Get("http://" + p.httpAddr + path)
 		if err != nil {

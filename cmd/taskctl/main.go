@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/taskd/taskd/internal/buildinfo"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -47,6 +48,7 @@ type globalOptions struct {
 	addr    string
 	format  outputFormat
 	timeout time.Duration
+	version bool // print the build information and exit
 }
 
 // usageError is a mistake on the command line: run reports it with exit
@@ -138,6 +140,10 @@ func runEnv(args []string, e *env) int {
 		fmt.Fprintf(stderr, "taskctl: invalid value %q for flag --timeout: must be positive\n", opts.timeout)
 		return exitUsage
 	}
+	if opts.version {
+		fmt.Fprintln(stdout, buildinfo.String("taskctl"))
+		return exitOK
+	}
 	rest := gfs.Args()
 	if len(rest) == 0 {
 		fmt.Fprintln(stderr, "taskctl: missing command (see 'taskctl help')")
@@ -196,6 +202,7 @@ func runEnv(args []string, e *env) int {
 // defineGlobalFlags registers the flags that come before the command.
 func defineGlobalFlags(fs *flag.FlagSet, o *globalOptions) {
 	fs.StringVar(&o.addr, "addr", o.addr, "`HOST:PORT` of a taskd node's gRPC API (env "+envAddr+")")
+	fs.BoolVar(&o.version, "version", false, "print the build information (module version, VCS revision, Go version) and exit")
 	fs.Var(&o.format, "o", "output `format`: table or json")
 	fs.Var(&o.format, "output", "output `format`: table or json (same as -o)")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "deadline of every RPC (events streams without one)")

@@ -16,19 +16,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/taskd/taskd/internal/buildinfo"
 	"github.com/taskd/taskd/pkg/builtin"
 	"github.com/taskd/taskd/pkg/config"
 	"github.com/taskd/taskd/pkg/etcdembed"
@@ -45,6 +44,10 @@ func main() {
 // run is the whole server; it returns the process exit code.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	began := time.Now()
+	if wantsVersion(args) {
+		fmt.Fprintln(stdout, buildinfo.String("taskd"))
+		return 0
+	}
 	cfg, err := config.Load(args, environ, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -53,11 +56,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "taskd: configuration: %v\n", err)
 		return 2
 	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:   "taskd",
-		Level:  hclog.LevelFromString(cfg.LogLevel),
-		Output: stderr,
-	}).With("node", cfg.Name)
+	log := newLogger(cfg, stderr)
 	if err := serve(ctx, cfg, log, began); err != nil {
 		log.Error("taskd stopped with an error", "error", err)
 		fmt.Fprintf(stderr, "taskd: %v\n", err)
@@ -79,7 +78,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		endpoints = []string{srv.ClientURL()}
 		log.Info("embedded etcd ready", "client_url", srv.ClientURL(), "data_dir", cfg.DataDir)
 	}
-	cli, err := taskservice.DialEtcd(endpoints)
+	metrics := newMetrics()
+	cli, err := taskservice.DialEtcd(endpoints, grpc.WithChainUnaryInterceptor(metrics.etcdInterceptor()))
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		return fmt.Errorf("listen on --http %s: %w", cfg.HTTP, err)
 	}
 
-	metrics := newMetrics()
+	runLog := &runLog{log: log}
 	node, err := taskservice.New(taskservice.Config{
 		Name:             cfg.Name,
 		Replace:          cfg.Replace,
@@ -114,7 +114,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Prefix:           cfg.Prefix,
 		Address:          lis.Addr().String(),
 		Handlers:         handlers,
-		Listeners:        []taskservice.Listener{metrics.observe},
+		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe},
+		Observer:         metrics.observer(),
 		Logger:           log,
 		LeaseTTL:         cfg.LeaseTTL,
 		MisfireThreshold: cfg.MisfireThreshold,
@@ -141,7 +142,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	// accepted while STARTING, runs begin only once RUNNING.
 	// A full batch (100 tasks with payload and data at --max-payload) must
 	// fit in one request.
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload + 4<<20))
+	gs := grpc.NewServer(append(metrics.grpcServerOptions(),
+		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -154,10 +156,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	grpcDone := make(chan error, 1)
 	go func() { grpcDone <- gs.Serve(lis) }()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.runs, metrics.events, metrics.misfires)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.registry(node, gs), promhttp.HandlerOpts{}))
+	if cfg.Pprof {
+		mountPprof(mux)
+	}
 	var started atomic.Bool // Start has returned: the node is fully up
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		serving, reason := node.Health()
@@ -202,6 +205,13 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		defer close(healthDone)
 		hf.follow(healthCtx, cfg.LeaseTTL/10)
 	}()
+	summaryDone := make(chan struct{})
+	go func() {
+		defer close(summaryDone)
+		if cfg.LogSummary > 0 {
+			runLog.follow(healthCtx, cfg.LogSummary)
+		}
+	}()
 	log.Info("taskd running", "api", lis.Addr().String(), "http", httpLis.Addr().String(),
 		"startup_ms", time.Since(began).Milliseconds())
 
@@ -215,6 +225,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	}
 	stopHealth()
 	<-healthDone
+	<-summaryDone
 	// Draining hands the identities to other RUNNING nodes before stopping
 	// (with none, they stay mapped here for the next start).
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+30*time.Second)
@@ -275,37 +286,4 @@ func orNone(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
-}
-
-// metrics counts what the node does, for /metrics.
-type metrics struct {
-	runs     *prometheus.CounterVec
-	events   *prometheus.CounterVec
-	misfires prometheus.Counter
-}
-
-func newMetrics() *metrics {
-	return &metrics{
-		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "taskd_runs_total", Help: "Runs finished, by outcome.",
-		}, []string{"outcome"}),
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "taskd_events_total", Help: "Task events, by type.",
-		}, []string{"type"}),
-		misfires: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "taskd_misfired_fire_times_total", Help: "Fire times resolved by a misfire policy (a MISFIRED event counts its fire times).",
-		}),
-	}
-}
-
-func (m *metrics) observe(ev taskservice.Event) {
-	m.events.WithLabelValues(string(ev.Type)).Inc()
-	switch ev.Type {
-	case taskservice.EventSucceeded, taskservice.EventFailed, taskservice.EventDropped, taskservice.EventInterrupted:
-		m.runs.WithLabelValues(strings.TrimPrefix(ev.Outcome.String(), "OUTCOME_")).Inc()
-	case taskservice.EventVetoed:
-		m.runs.WithLabelValues("VETOED").Inc()
-	case taskservice.EventMisfired:
-		m.misfires.Add(float64(ev.Count))
-	}
 }

@@ -16,7 +16,7 @@ func TestHelpAndBadOptions(t *testing.T) {
 	if code := run(context.Background(), []string{"--help"}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("--help exit %d", code)
 	}
-	for _, opt := range []string{"--lease-ttl", "--handoff-period", "--exec", "--webhook", "--misfire-threshold"} {
+	for _, opt := range []string{"--lease-ttl", "--handoff-period", "--exec", "--webhook", "--misfire-threshold", "--version", "--pprof", "--log-format", "--log-summary"} {
 		if !strings.Contains(out.String(), opt) {
 			t.Errorf("help does not list %s", opt)
 		}

@@ -77,6 +77,14 @@ type Config struct {
 	Workers int
 	// LogLevel is one of trace, debug, info, warn, error (--log-level).
 	LogLevel string
+	// LogFormat is text or json (--log-format).
+	LogFormat string
+	// LogSummary is the period of the INFO summary log line; 0 turns it off
+	// (--log-summary).
+	LogSummary time.Duration
+	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port
+	// (--pprof).
+	Pprof bool
 	// Exec lists the built-in exec handlers (--exec KIND=COMMAND).
 	Exec []KindTarget
 	// Webhook lists the built-in webhook handlers (--webhook KIND=URL).
@@ -124,6 +132,8 @@ func Default() Config {
 		MaxOverlap:       4,
 		Workers:          128,
 		LogLevel:         "info",
+		LogFormat:        "text",
+		LogSummary:       time.Minute,
 	}
 }
 
@@ -493,6 +503,7 @@ stops start-up.
 		fmt.Fprintf(tw, "  --%s %s\t%s\t%s\n", o.name, o.arg, o.def, o.help)
 	}
 	fmt.Fprintf(tw, "  -h, --help\t\tshow this help\n")
+	fmt.Fprintf(tw, "  --version\t\tprint the build information (module version, VCS revision, Go version) and exit\n")
 	_ = tw.Flush()
 
 	fmt.Fprint(w, "\nRemoved options:\n")

@@ -71,6 +71,8 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		MaxOverlap:       4,
 		Workers:          128,
 		LogLevel:         "info",
+		LogFormat:        "text",
+		LogSummary:       time.Minute,
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v\nwant %+v", got, want)
@@ -139,6 +141,9 @@ var samples = map[string]struct {
 	"workers":           {"8", func(c *Config) { c.Workers = 8 }},
 	"replace":           {"true", func(c *Config) { c.Replace = true }},
 	"log-level":         {"debug", func(c *Config) { c.LogLevel = "debug" }},
+	"log-format":        {"json", func(c *Config) { c.LogFormat = "json" }},
+	"log-summary":       {"5s", func(c *Config) { c.LogSummary = 5 * time.Second }},
+	"pprof":             {"true", func(c *Config) { c.Pprof = true }},
 	"exec":              {"echo=cat", func(c *Config) { c.Exec = []KindTarget{{"echo", "cat"}} }},
 	"webhook": {"hook=https://example.com/x", func(c *Config) {
 		c.Webhook = []KindTarget{{"hook", "https://example.com/x"}}
@@ -445,6 +450,8 @@ func TestValidate(t *testing.T) {
 		{"workers 10001", func(c *Config) { c.Workers = 10001 }, "--workers"},
 		{"log-level trace", func(c *Config) { c.LogLevel = "trace" }, ""},
 		{"log-level bad", func(c *Config) { c.LogLevel = "loud" }, "--log-level"},
+		{"log-format bad", func(c *Config) { c.LogFormat = "xml" }, "--log-format"},
+		{"log-summary negative", func(c *Config) { c.LogSummary = -time.Second }, "--log-summary"},
 		{"exec ok", func(c *Config) { c.Exec = []KindTarget{{"report.daily", "echo hi"}, {strings.Repeat("k", 128), "x"}} }, ""},
 		{"exec empty kind", func(c *Config) { c.Exec = []KindTarget{{"", "echo"}} }, "--exec"},
 		{"exec kind space", func(c *Config) { c.Exec = []KindTarget{{"a b", "echo"}} }, "--exec"},

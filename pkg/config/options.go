@@ -216,6 +216,35 @@ var options = []*option{
 		},
 	},
 	{
+		name: "log-format", arg: "FORMAT", def: "text",
+		help: "log line format: text, or json (one JSON object a line)",
+		set:  func(c *Config, v string) error { c.LogFormat = strings.ToLower(v); return nil },
+		check: func(c Config) error {
+			if c.LogFormat != "text" && c.LogFormat != "json" {
+				return fmt.Errorf("%q is not text or json", c.LogFormat)
+			}
+			return nil
+		},
+	},
+	{
+		name: "log-summary", arg: "DURATION", def: "1m",
+		help:  "period of the INFO summary line (runs, failures, fire lag p99 over the period); 0 turns it off",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.LogSummary }),
+		check: func(c Config) error { return checkNonNegative(c.LogSummary) },
+	},
+	{
+		name: "pprof", arg: "", def: "false", boolean: true,
+		help: "serve Go's profiling endpoints under /debug/pprof/ on --http; --pprof alone means true",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("not true or false")
+			}
+			c.Pprof = b
+			return nil
+		},
+	},
+	{
 		name: "exec", arg: "KIND=COMMAND", def: "(none)", repeatable: true,
 		help:  "run tasks of KIND with /bin/sh -c COMMAND, payload on stdin; repeatable (one entry per variable: TASKD_EXEC, TASKD_EXEC_1, TASKD_EXEC_2, ...; in the file repeat the line)",
 		set:   kindTargetSetter(func(c *Config) *[]KindTarget { return &c.Exec }, "KIND=COMMAND"),

@@ -28,6 +28,8 @@ type batcher struct {
 	timeout time.Duration
 	maxOps  int
 	max     int // concurrent Txns
+	// observe is told the items of each Txn sent (Config.Observer).
+	observe func(items int)
 
 	mu     sync.Mutex
 	queue  []*txnItem
@@ -67,7 +69,7 @@ type txnOutcome struct {
 }
 
 func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, concurrent int) *batcher {
-	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, max: concurrent}
+	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, max: concurrent, observe: func(int) {}}
 }
 
 // do runs one item and waits for its outcome, at most until ctx ends. The
@@ -175,6 +177,7 @@ func (b *batcher) send(batch []*txnItem) {
 		ops = append(ops, it.ops...)
 	}
 	ctx, cancel := b.txnCtx(batch...)
+	b.observe(len(batch))
 	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	cancel()
 	if err != nil {
@@ -198,6 +201,7 @@ func (b *batcher) send(batch []*txnItem) {
 func (b *batcher) alone(it *txnItem) txnOutcome {
 	ctx, cancel := b.txnCtx(it)
 	defer cancel()
+	b.observe(1)
 	resp, err := b.cli.Txn(ctx).If(it.cmps...).Then(it.ops...).Else(it.els...).Commit()
 	if err != nil {
 		return txnOutcome{err: ambiguous(err), size: 1}

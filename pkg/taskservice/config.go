@@ -23,6 +23,8 @@ type Config struct {
 	Handlers map[string]Handler
 	// Listeners are told every event.
 	Listeners []Listener
+	// Observer is told measurements of the node's own work (stats.go).
+	Observer Observer
 	// Vetoes are asked, in order, whether each run may start (RunVeto).
 	Vetoes []RunVeto
 	// Logger; every line carries the node name.

@@ -451,6 +451,7 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 		return nil
 	}
 	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Epoch: epoch, Revision: rev}, 0
+	ev.FireTime = p.fire
 	n.runs.Add(1)
 	return func() {
 		ev.Type = EventFired

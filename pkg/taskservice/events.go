@@ -58,6 +58,15 @@ type Event struct {
 	Next time.Time
 	// Count is the number of fire times a MISFIRED event stands for.
 	Count int64
+	// FireTime is the fire time of the run, for the events of a run
+	// (FIRED to the outcome); zero for a run that has none (run-now).
+	FireTime time.Time
+	// State is the task's state after the run, for NEXT_SCHEDULED,
+	// RETRY_SCHEDULED and FINALIZED (DEAD: its attempts are used up).
+	State taskdv1.TaskState
+	// Duration is how long the handler ran, for the outcome events of a
+	// run this node started (SUCCEEDED, FAILED, DROPPED, INTERRUPTED).
+	Duration time.Duration
 }
 
 // Listener is told every event of the node, in order for each run. It is

@@ -27,7 +27,7 @@ func (n *Node) handoffLoop(ctx context.Context) {
 		NoWatch: n.cfg.DisableHandoffWatch,
 		Timeout: n.cfg.EtcdTimeout,
 		Log:     n.log,
-		Handle:  n.takeHandoff,
+		Handle:  n.timedHandoff,
 	}
 	w.Run(ctx)
 }

@@ -117,6 +117,7 @@ func New(cfg Config) (*Node, error) {
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
 	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 2)
+	n.batch.observe = cfg.Observer.observeTxn
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)

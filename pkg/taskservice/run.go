@@ -200,7 +200,8 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	res.message = cleanMessage(res.message)
 	outcomeEvent := outcomeEventOf(res.outcome)
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind, RunNumber: p.runNumber,
-		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message}
+		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
+		FireTime: p.fire, Duration: res.ended.Sub(res.started)}
 	if !st.durable && !st.every {
 		rec := cloneRec(p.rec)
 		_, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
@@ -472,5 +473,6 @@ func (n *Node) emitNext(ev Event, rec *storev1.TaskRecord) {
 			ev.Next = at
 		}
 	}
+	ev.State = rec.GetState()
 	n.emit(ev)
 }

@@ -1,0 +1,96 @@
+package taskservice
+
+import (
+	"context"
+	"time"
+
+	"github.com/taskd/taskd/pkg/handoff"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Stats is a snapshot of what only the node knows, for metrics: read with
+// Node.Stats, which holds the node's lock while it counts.
+type Stats struct {
+	// State is the node's life-cycle state.
+	State taskdv1.NodeState
+	// SelfFenced is true while the node is RUNNING but starts no run because
+	// its last acknowledged lease renewal is older than the lease margin
+	// (two thirds of the TTL).
+	SelfFenced bool
+	// LeaseRenewedAt is when the last acknowledged lease renewal was sent;
+	// zero before the first.
+	LeaseRenewedAt time.Time
+	// Identities is the number of durable identities the node owns.
+	Identities int
+	// TimerQueue is the number of entries in the node's timer queue: tasks
+	// waiting for a fire time or a retry, due ones not yet started, and
+	// finished one-shot tasks waiting for the end of their retention.
+	TimerQueue int
+	// Scheduled counts queued tasks whose next fire time is in the future.
+	Scheduled int
+	// Due counts queued tasks whose fire time has come and that have not
+	// started yet (waiting for a worker, their identity's previous run, or
+	// a fresh lease).
+	Due int
+	// Running counts runs in flight on this node.
+	Running int
+	// Retained counts finished tasks kept until their retention ends.
+	Retained int
+}
+
+// Stats returns a snapshot of the node's counts. It walks the timer queue
+// under the node's lock: its cost grows with the number of tasks held, so
+// call it at the pace of a metrics scrape, not per event.
+func (n *Node) Stats() Stats {
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := Stats{
+		State:          n.state,
+		LeaseRenewedAt: n.renewedAt,
+		Identities:     len(n.idents),
+		TimerQueue:     len(n.queue),
+		Running:        len(n.flights),
+	}
+	s.SelfFenced = n.state == taskdv1.NodeState_NODE_STATE_RUNNING && !n.leaseFreshLocked()
+	for _, e := range n.queue {
+		switch {
+		case e.purge:
+			s.Retained++
+		case e.due.After(now):
+			s.Scheduled++
+		default:
+			s.Due++
+		}
+	}
+	return s
+}
+
+// Observer receives measurements the node takes on its own work, for
+// metrics. Its functions are called synchronously from the node's
+// goroutines: keep them quick. A nil function is not called.
+type Observer struct {
+	// TxnItems is told the number of writes (run starts, commits,
+	// schedules) carried by each Txn the node's batcher sends.
+	TxnItems func(items int)
+	// HandoffTaken is told how long taking one handoff entry took (loading
+	// the identity or task it names), for each entry taken without error.
+	HandoffTaken func(took time.Duration)
+}
+
+// observeTxn reports a Txn of items writes to the observer.
+func (o Observer) observeTxn(items int) {
+	if o.TxnItems != nil {
+		o.TxnItems(items)
+	}
+}
+
+// timedHandoff is takeHandoff, timed for the observer.
+func (n *Node) timedHandoff(ctx context.Context, e handoff.Entry) error {
+	began := time.Now()
+	err := n.takeHandoff(ctx, e)
+	if err == nil && n.cfg.Observer.HandoffTaken != nil {
+		n.cfg.Observer.HandoffTaken(time.Since(began))
+	}
+	return err
+}

@@ -3,6 +3,9 @@
 // serves the taskd.v1 gRPC API (with reflection and health checking) on
 // --listen, and metrics and a health check on --http.
 //
+// `taskd health` instead asks a running node whether it serves (exit 0) or
+// not (exit 1): the health check of a container image with no shell.
+//
 // Run `taskd --help` for the options (contract §9).
 package main
 
@@ -45,6 +48,9 @@ func main() {
 // run is the whole server; it returns the process exit code.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	began := time.Now()
+	if len(args) > 0 && args[0] == healthCommand {
+		return runHealth(ctx, args[1:], environ, stdout, stderr)
+	}
 	cfg, err := config.Load(args, environ, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -118,7 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Replace:          cfg.Replace,
 		Client:           cli,
 		Prefix:           cfg.Prefix,
-		Address:          lis.Addr().String(),
+		Address:          advertisedAddress(cfg.Advertise, lis.Addr()),
 		Handlers:         handlers,
 		Listeners:        []taskservice.Listener{metrics.observe},
 		Logger:           log,
@@ -208,7 +208,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		defer close(healthDone)
 		hf.follow(healthCtx, cfg.LeaseTTL/10)
 	}()
-	log.Info("taskd running", "api", lis.Addr().String(), "http", httpLis.Addr().String(),
+	log.Info("taskd running", "api", lis.Addr().String(), "advertised", advertisedAddress(cfg.Advertise, lis.Addr()), "http", httpLis.Addr().String(),
 		"startup_ms", time.Since(began).Milliseconds())
 
 	select {

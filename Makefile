@@ -12,7 +12,7 @@ COMPOSE_ARGS := -p $(COMPOSE_PROJECT) -f deploy/compose/docker-compose.yml
 
 .PHONY: image cluster-up cluster-down build test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
-build: ## build taskd, taskctl and taskbench into bin/
+build: ## build taskd, taskctl, taskbench and etcd into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 test: ## the whole test suite with the race detector (the README's test command)

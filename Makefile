@@ -10,7 +10,7 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 COMPOSE_PROJECT ?= taskd
 COMPOSE_ARGS := -p $(COMPOSE_PROJECT) -f deploy/compose/docker-compose.yml
 
-.PHONY: image cluster-up cluster-down build test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
+.PHONY: image cluster-up cluster-down cluster-test build test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl, taskbench and etcd into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -89,3 +89,6 @@ cluster-up: image ## start the compose cluster (3 etcd, 3 taskd, the demo handle
 
 cluster-down: ## stop the compose cluster and delete its volumes
 	$(COMPOSE) $(COMPOSE_ARGS) down -v
+
+cluster-test: ## the compose cluster test: faults on a real compose cluster (needs Docker; stop cluster-up's first)
+	$(GO) test -tags compose -count=1 -timeout 10m -v -run '^TestCompose$$' ./integration/compose

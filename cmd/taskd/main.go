@@ -3,6 +3,9 @@
 // serves the taskd.v1 gRPC API (with reflection and health checking) on
 // --listen, and metrics and a health check on --http.
 //
+// `taskd health` instead asks a running node whether it serves (exit 0) or
+// not (exit 1): the health check of a container image with no shell.
+//
 // Run `taskd --help` for the options (contract §9).
 package main
 
@@ -44,6 +47,9 @@ func main() {
 // run is the whole server; it returns the process exit code.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	began := time.Now()
+	if len(args) > 0 && args[0] == healthCommand {
+		return runHealth(ctx, args[1:], environ, stdout, stderr)
+	}
 	if wantsVersion(args) {
 		fmt.Fprintln(stdout, buildinfo.String("taskd"))
 		return 0
@@ -112,7 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Replace:          cfg.Replace,
 		Client:           cli,
 		Prefix:           cfg.Prefix,
-		Address:          lis.Addr().String(),
+		Address:          advertisedAddress(cfg.Advertise, lis.Addr()),
 		Handlers:         handlers,
 		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe},
 		Observer:         metrics.observer(),
@@ -212,7 +218,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 			runLog.follow(healthCtx, cfg.LogSummary)
 		}
 	}()
-	log.Info("taskd running", "api", lis.Addr().String(), "http", httpLis.Addr().String(),
+	log.Info("taskd running", "api", lis.Addr().String(), "advertised", advertisedAddress(cfg.Advertise, lis.Addr()), "http", httpLis.Addr().String(),
 		"startup_ms", time.Since(began).Milliseconds())
 
 	select {

@@ -37,6 +37,10 @@ type Config struct {
 	Prefix string
 	// Listen is the gRPC API address (--listen).
 	Listen string
+	// Advertise is the gRPC address recorded in the node's registration,
+	// at which other nodes and clients reach it (--advertise); "" means the
+	// address --listen is bound to.
+	Advertise string
 	// HTTP is the metrics and health address (--http).
 	HTTP string
 	// Replace lets the node take over its name from a live process

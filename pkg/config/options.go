@@ -95,6 +95,13 @@ var options = []*option{
 		check: func(c Config) error { return checkHostPort(c.Listen) },
 	},
 	{
+		name: "advertise", arg: "HOST:PORT", def: "(the --listen address)",
+		help: "gRPC address at which other nodes and clients reach this node, recorded in its registration; " +
+			"set it when --listen's host is unspecified (0.0.0.0) or not reachable from elsewhere, e.g. in a container",
+		set:   func(c *Config, v string) error { c.Advertise = v; return nil },
+		check: func(c Config) error { return checkAdvertise(c.Advertise) },
+	},
+	{
 		name: "http", arg: "HOST:PORT", def: "127.0.0.1:7421",
 		help:  "metrics and health address",
 		set:   func(c *Config, v string) error { c.HTTP = v; return nil },
@@ -453,6 +460,26 @@ func checkHostPort(v string) error {
 	}
 	if err := checkPort(port); err != nil {
 		return fmt.Errorf("%q: %w", v, err)
+	}
+	return nil
+}
+
+// checkAdvertise checks an advertised address: empty (use the listener's),
+// or a host:port another machine can dial: a host that is not unspecified and
+// a port that is not 0.
+func checkAdvertise(v string) error {
+	if v == "" {
+		return nil
+	}
+	if err := checkHostPort(v); err != nil {
+		return err
+	}
+	host, port, _ := net.SplitHostPort(v)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%q: the host must be one others can dial, not unspecified", v)
+	}
+	if port == "0" {
+		return fmt.Errorf("%q: the port must not be 0", v)
 	}
 	return nil
 }

@@ -67,11 +67,17 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 }
 
 func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.Time) (err error) {
+	tlsSrv, err := setupTLS(cfg)
+	if err != nil {
+		return err
+	}
 	endpoints := cfg.Etcd
 	maxTxnOps := 0 // an external etcd: its default
 	if len(endpoints) == 0 {
 		maxTxnOps = etcdembed.MaxTxnOps
-		srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen})
+		ec := etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen}
+		embeddedEtcdTLS(cfg, &ec)
+		srv, err := etcdembed.Start(ctx, ec)
 		if err != nil {
 			return err
 		}
@@ -79,7 +85,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		endpoints = []string{srv.ClientURL()}
 		log.Info("embedded etcd ready", "client_url", srv.ClientURL(), "data_dir", cfg.DataDir)
 	}
-	cli, err := taskservice.DialEtcd(endpoints)
+	etcdSec, err := etcdSecurity(cfg, endpoints)
+	if err != nil {
+		return err
+	}
+	cli, err := taskservice.DialEtcdSecure(endpoints, etcdSec)
 	if err != nil {
 		return err
 	}
@@ -113,6 +123,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Client:           cli,
 		Prefix:           cfg.Prefix,
 		Address:          lis.Addr().String(),
+		PeerTLS:          tlsSrv.peer,
 		Handlers:         handlers,
 		Listeners:        []taskservice.Listener{metrics.observe},
 		Logger:           log,
@@ -141,7 +152,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	// accepted while STARTING, runs begin only once RUNNING.
 	// A full batch (100 tasks with payload and data at --max-payload) must
 	// fit in one request.
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload + 4<<20))
+	gs := grpc.NewServer(append(tlsSrv.grpcOptions(),
+		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -167,7 +179,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		fmt.Fprintln(w, reason)
 	})
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hsrv.Serve(httpLis) }()
+	go func() { _ = hsrv.Serve(tlsSrv.httpListener(httpLis)) }()
+	defer tlsSrv.watch(log)()
 
 	stopServers := func() {
 		hs.Shutdown()

@@ -78,8 +78,9 @@ var options = []*option{
 	},
 	{
 		name: "etcd-listen", arg: "URL", def: "http://127.0.0.1:2379",
-		help: "client URL of the embedded etcd, so that other nodes on the machine can join it with --etcd",
-		set:  func(c *Config, v string) error { c.EtcdListen = v; return nil },
+		help: "client URL of the embedded etcd, so that other nodes on the machine can join it with --etcd; " +
+			"an https URL serves --tls-cert (and requires client certificates with --tls-client-ca)",
+		set: func(c *Config, v string) error { c.EtcdListen = v; return nil },
 		check: func(c Config) error {
 			if err := checkListenURL(c.EtcdListen); err != nil {
 				return err

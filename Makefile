@@ -2,10 +2,15 @@
 GO ?= go
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: build test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
+.PHONY: build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl and taskbench into bin/
 	$(GO) build -o bin/ ./cmd/...
+
+CERTS_DIR ?= deploy/certs
+
+certs: ## a development CA and certificates for taskd nodes, etcd members and taskctl in $(CERTS_DIR) (Go's crypto, no openssl)
+	$(GO) run ./deploy/certgen -out $(CERTS_DIR)
 
 test: ## the whole test suite with the race detector (the README's test command)
 	$(GO) test -race -count=1 ./...

@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	taskctl [--addr HOST:PORT] [-o table|json] [--timeout DUR] COMMAND [flags] [args]
+//	taskctl [--addr HOST:PORT] [-o table|json] [--timeout DUR]
+//	        [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] COMMAND [flags] [args]
 //
 // Run "taskctl help" for the list of commands and "taskctl COMMAND -h" for
 // the flags of one command.

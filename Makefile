@@ -10,10 +10,15 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 COMPOSE_PROJECT ?= taskd
 COMPOSE_ARGS := -p $(COMPOSE_PROJECT) -f deploy/compose/docker-compose.yml
 
-.PHONY: image cluster-up cluster-down cluster-test build test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
+.PHONY: image cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl, taskbench and etcd into bin/
 	$(GO) build -o bin/ ./cmd/...
+
+CERTS_DIR ?= deploy/certs
+
+certs: ## a development CA and certificates for taskd nodes, etcd members and taskctl in $(CERTS_DIR) (Go's crypto, no openssl)
+	$(GO) run ./deploy/certgen -out $(CERTS_DIR)
 
 test: ## the whole test suite with the race detector (the README's test command)
 	$(GO) test -race -count=1 ./...

@@ -624,11 +624,31 @@ func describeError(err error, opts *globalOptions) string {
 	msg := fmt.Sprintf("%s: %s", st.Code(), oneLine(st.Message()))
 	switch st.Code() {
 	case codes.Unavailable:
-		msg += fmt.Sprintf(" (is a taskd node listening on %s? set it with --addr or %s)", opts.addr, envAddr)
+		if tlsProblem(st.Message()) {
+			msg += fmt.Sprintf(" (TLS with %s failed: check --tls-ca, --tls-cert and --tls-key, or %s, %s and %s)",
+				opts.addr, envTLSCA, envTLSCert, envTLSKey)
+			break
+		}
+		msg += fmt.Sprintf(" (is a taskd node listening on %s? set it with --addr or %s", opts.addr, envAddr)
+		if !opts.tls.Set() {
+			msg += "; if it serves TLS, give --tls-ca"
+		}
+		msg += ")"
 	case codes.DeadlineExceeded:
 		msg += fmt.Sprintf(" (no answer from %s within --timeout %s)", opts.addr, opts.timeout)
 	}
 	return msg
+}
+
+// tlsProblem reports whether a connection error message is about TLS: a
+// failed handshake, a refused or untrusted certificate.
+func tlsProblem(msg string) bool {
+	for _, m := range []string{"tls:", "x509:", "certificate", "authentication handshake failed"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // oneLine folds a message onto one line.

@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	taskctl [--addr HOST:PORT] [-o table|json] [--timeout DUR] COMMAND [flags] [args]
+//	taskctl [--addr HOST:PORT] [-o table|json] [--timeout DUR]
+//	        [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] COMMAND [flags] [args]
 //
 // Run "taskctl help" for the list of commands and "taskctl COMMAND -h" for
 // the flags of one command.
@@ -21,9 +22,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/taskd/taskd/internal/buildinfo"
+	"github.com/taskd/taskd/internal/tlsfiles"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -38,6 +41,9 @@ const (
 	defaultAddr    = "127.0.0.1:7420"
 	defaultTimeout = 10 * time.Second
 	envAddr        = "TASKCTL_ADDR"
+	envTLSCA       = "TASKCTL_TLS_CA"
+	envTLSCert     = "TASKCTL_TLS_CERT"
+	envTLSKey      = "TASKCTL_TLS_KEY"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -45,7 +51,10 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // globalOptions are the flags given before the command. The output format
 // may also be given after the command.
 type globalOptions struct {
-	addr    string
+	addr string
+	// tls names the CA that verifies the node and the client certificate
+	// presented to it; any of them set turns TLS on.
+	tls     tlsfiles.ClientFiles
 	format  outputFormat
 	timeout time.Duration
 	version bool // print the build information and exit
@@ -85,7 +94,15 @@ func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
 	if e.client != nil {
 		return e.client, nil
 	}
-	conn, err := grpc.NewClient(e.opts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if e.opts.tls.Set() {
+		c, err := tlsfiles.ClientConfig(e.opts.tls)
+		if err != nil {
+			return nil, usagef("TLS: %v", err)
+		}
+		creds = credentials.NewTLS(c)
+	}
+	conn, err := grpc.NewClient(e.opts.addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, usagef("invalid --addr %q: %v", e.opts.addr, err)
 	}
@@ -125,6 +142,7 @@ func runEnv(args []string, e *env) int {
 	if a := os.Getenv(envAddr); a != "" {
 		opts.addr = a
 	}
+	opts.tls = tlsfiles.ClientFiles{CA: os.Getenv(envTLSCA), Cert: os.Getenv(envTLSCert), Key: os.Getenv(envTLSKey)}
 
 	gfs := newFlagSet("taskctl")
 	defineGlobalFlags(gfs, opts)
@@ -206,6 +224,9 @@ func defineGlobalFlags(fs *flag.FlagSet, o *globalOptions) {
 	fs.Var(&o.format, "o", "output `format`: table or json")
 	fs.Var(&o.format, "output", "output `format`: table or json (same as -o)")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "deadline of every RPC (events streams without one)")
+	fs.StringVar(&o.tls.CA, "tls-ca", o.tls.CA, "PEM `FILE` of the CA that signed the node's certificate; any --tls-* flag turns TLS on (env "+envTLSCA+")")
+	fs.StringVar(&o.tls.Cert, "tls-cert", o.tls.Cert, "PEM client certificate `FILE`, for a node with --tls-client-ca (env "+envTLSCert+")")
+	fs.StringVar(&o.tls.Key, "tls-key", o.tls.Key, "PEM private key `FILE` of --tls-cert (env "+envTLSKey+")")
 }
 
 // globalFlagHint adds a hint when a global flag was given after the command.
@@ -216,7 +237,7 @@ func globalFlagHint(err error) string {
 		return ""
 	}
 	switch name := strings.TrimLeft(strings.TrimPrefix(msg, prefix), "-"); name {
-	case "addr", "timeout":
+	case "addr", "timeout", "tls-ca", "tls-cert", "tls-key":
 		return fmt.Sprintf("; the global flag --%s goes before the command", name)
 	}
 	return ""

@@ -72,11 +72,17 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 }
 
 func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.Time) (err error) {
+	tlsSrv, err := setupTLS(cfg)
+	if err != nil {
+		return err
+	}
 	endpoints := cfg.Etcd
 	maxTxnOps := 0 // an external etcd: its default
 	if len(endpoints) == 0 {
 		maxTxnOps = etcdembed.MaxTxnOps
-		srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen})
+		ec := etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen}
+		embeddedEtcdTLS(cfg, &ec)
+		srv, err := etcdembed.Start(ctx, ec)
 		if err != nil {
 			return err
 		}
@@ -85,7 +91,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		log.Info("embedded etcd ready", "client_url", srv.ClientURL(), "data_dir", cfg.DataDir)
 	}
 	metrics := newMetrics()
-	cli, err := taskservice.DialEtcd(endpoints, grpc.WithChainUnaryInterceptor(metrics.etcdInterceptor()))
+	etcdSec, err := etcdSecurity(cfg, endpoints)
+	if err != nil {
+		return err
+	}
+	cli, err := taskservice.DialEtcdSecure(endpoints, etcdSec, grpc.WithChainUnaryInterceptor(metrics.etcdInterceptor()))
 	if err != nil {
 		return err
 	}
@@ -119,6 +129,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Client:           cli,
 		Prefix:           cfg.Prefix,
 		Address:          advertisedAddress(cfg.Advertise, lis.Addr()),
+		PeerTLS:          tlsSrv.peer,
 		Handlers:         handlers,
 		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe},
 		Observer:         metrics.observer(),
@@ -148,7 +159,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	// accepted while STARTING, runs begin only once RUNNING.
 	// A full batch (100 tasks with payload and data at --max-payload) must
 	// fit in one request.
-	gs := grpc.NewServer(append(metrics.grpcServerOptions(),
+	gs := grpc.NewServer(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...),
 		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	hs := health.NewServer()
@@ -176,7 +187,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		fmt.Fprintln(w, reason)
 	})
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hsrv.Serve(httpLis) }()
+	go func() { _ = hsrv.Serve(tlsSrv.httpListener(httpLis)) }()
+	defer tlsSrv.watch(log)()
 
 	stopServers := func() {
 		hs.Shutdown()

@@ -33,6 +33,18 @@ type Config struct {
 	Etcd []string
 	// EtcdListen is the client URL of the embedded etcd (--etcd-listen).
 	EtcdListen string
+	// EtcdCA is the CA bundle that verifies the etcd servers (--etcd-ca);
+	// empty: the system roots when an endpoint is https.
+	EtcdCA string
+	// EtcdCert and EtcdKey are the client certificate taskd presents to etcd
+	// (--etcd-cert, --etcd-key); both or neither.
+	EtcdCert string
+	EtcdKey  string
+	// EtcdUser is the etcd user taskd authenticates as (--etcd-user), with
+	// the password read from EtcdPasswordFile (--etcd-password-file); both
+	// or neither.
+	EtcdUser         string
+	EtcdPasswordFile string
 	// Prefix is the etcd key prefix (--prefix); it starts and ends with '/'.
 	Prefix string
 	// Listen is the gRPC API address (--listen).
@@ -43,6 +55,18 @@ type Config struct {
 	Advertise string
 	// HTTP is the metrics and health address (--http).
 	HTTP string
+	// TLSCert and TLSKey are the PEM certificate and key the gRPC API and
+	// the HTTP endpoint serve with (--tls-cert, --tls-key); both or
+	// neither. Empty: plain text. They are reloaded on SIGHUP and when the
+	// files change.
+	TLSCert string
+	TLSKey  string
+	// TLSClientCA, when set, makes the API and the HTTP endpoint require a
+	// client certificate signed by one of its CAs (--tls-client-ca).
+	TLSClientCA string
+	// TLSCA verifies the server certificates of other nodes when this node
+	// dials them (--tls-ca); empty: TLSClientCA, or the system roots.
+	TLSCA string
 	// Replace lets the node take over its name from a live process
 	// registered under it (--replace).
 	Replace bool

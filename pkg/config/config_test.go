@@ -112,11 +112,26 @@ func TestHelpDefaultsParse(t *testing.T) {
 }
 
 // samples holds, for every option but config, a valid non-default value and
-// how it changes Default().
+// how it changes Default(), including the effect of its samplePartners.
 var samples = map[string]struct {
 	value string
 	apply func(*Config)
 }{
+	"tls-cert": {"/etc/taskd/node.crt", func(c *Config) { c.TLSCert, c.TLSKey = "/etc/taskd/node.crt", "/k" }},
+	"tls-key":  {"/etc/taskd/node.key", func(c *Config) { c.TLSCert, c.TLSKey = "/c", "/etc/taskd/node.key" }},
+	"tls-client-ca": {"/etc/taskd/ca.crt", func(c *Config) {
+		c.TLSClientCA, c.TLSCert, c.TLSKey = "/etc/taskd/ca.crt", "/c", "/k"
+	}},
+	"tls-ca": {"/etc/taskd/peers.crt", func(c *Config) {
+		c.TLSCA, c.TLSCert, c.TLSKey = "/etc/taskd/peers.crt", "/c", "/k"
+	}},
+	"etcd-ca":   {"/etc/taskd/etcd-ca.crt", func(c *Config) { c.EtcdCA = "/etc/taskd/etcd-ca.crt" }},
+	"etcd-cert": {"/e.crt", func(c *Config) { c.EtcdCert, c.EtcdKey = "/e.crt", "/e.key" }},
+	"etcd-key":  {"/e.key", func(c *Config) { c.EtcdCert, c.EtcdKey = "/e.crt", "/e.key" }},
+	"etcd-user": {"taskd", func(c *Config) { c.EtcdUser, c.EtcdPasswordFile = "taskd", "/pw" }},
+	"etcd-password-file": {"/pw", func(c *Config) {
+		c.EtcdUser, c.EtcdPasswordFile = "taskd", "/pw"
+	}},
 	"name":        {"node-7", func(c *Config) { c.Name = "node-7" }},
 	"data-dir":    {"/var/lib/taskd", func(c *Config) { c.DataDir = "/var/lib/taskd" }},
 	"etcd":        {"10.0.0.1:2379, http://10.0.0.2:2379", func(c *Config) { c.Etcd = []string{"10.0.0.1:2379", "http://10.0.0.2:2379"} }},
@@ -151,6 +166,19 @@ var samples = map[string]struct {
 	}},
 }
 
+// samplePartners holds the flags an option's sample needs set as well: a
+// certificate needs its key, a user a password.
+var samplePartners = map[string][]string{
+	"tls-cert":           {"--tls-key=/k"},
+	"tls-key":            {"--tls-cert=/c"},
+	"tls-client-ca":      {"--tls-cert=/c", "--tls-key=/k"},
+	"tls-ca":             {"--tls-cert=/c", "--tls-key=/k"},
+	"etcd-cert":          {"--etcd-key=/e.key"},
+	"etcd-key":           {"--etcd-cert=/e.crt"},
+	"etcd-user":          {"--etcd-password-file=/pw"},
+	"etcd-password-file": {"--etcd-user=taskd"},
+}
+
 // TestEveryOptionFromEverySource sets each option as --opt=v, --opt v,
 // -opt v, TASKD_OPT=v and "opt = v" in a file.
 func TestEveryOptionFromEverySource(t *testing.T) {
@@ -181,6 +209,9 @@ func TestEveryOptionFromEverySource(t *testing.T) {
 			{"-opt=v", []string{"-" + o.name + "=" + s.value}, nil, want},
 			{"env", nil, []string{envName(o.name) + "=" + s.value}, want},
 			{"file", []string{"--config", file}, nil, wantFile},
+		}
+		for i := range cases {
+			cases[i].args = append(cases[i].args, samplePartners[o.name]...)
 		}
 		if o.boolean {
 			// A bare boolean flag means true and takes no separate value.
@@ -415,7 +446,18 @@ func TestValidate(t *testing.T) {
 		{"advertise no port", func(c *Config) { c.Advertise = "taskd-1" }, "--advertise"},
 		{"http no port", func(c *Config) { c.HTTP = "127.0.0.1" }, "--http"},
 		{"http empty port", func(c *Config) { c.HTTP = "127.0.0.1:" }, "--http"},
-		{"etcd-listen https", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379" }, ""},
+		{"etcd-listen https", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379"; c.TLSCert, c.TLSKey = "/c", "/k" }, ""},
+		{"etcd-listen https without a certificate", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379" }, "--etcd-listen"},
+		{"etcd-listen https, external etcd", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379"; c.Etcd = []string{"e:2379"} }, ""},
+		{"tls-cert without key", func(c *Config) { c.TLSCert = "/c" }, "--tls-cert"},
+		{"tls-key without cert", func(c *Config) { c.TLSKey = "/k" }, "--tls-cert"},
+		{"tls-client-ca without cert", func(c *Config) { c.TLSClientCA = "/ca" }, "--tls-client-ca"},
+		{"tls-ca without cert", func(c *Config) { c.TLSCA = "/ca" }, "--tls-ca"},
+		{"tls all", func(c *Config) { c.TLSCert, c.TLSKey, c.TLSClientCA, c.TLSCA = "/c", "/k", "/ca", "/ca2" }, ""},
+		{"etcd-cert without key", func(c *Config) { c.EtcdCert = "/c" }, "--etcd-cert"},
+		{"etcd-key without cert", func(c *Config) { c.EtcdKey = "/k" }, "--etcd-cert"},
+		{"etcd-user without password", func(c *Config) { c.EtcdUser = "u" }, "--etcd-user"},
+		{"etcd-password-file without user", func(c *Config) { c.EtcdPasswordFile = "/pw" }, "--etcd-user"},
 		{"etcd-listen no scheme", func(c *Config) { c.EtcdListen = "127.0.0.1:2379" }, "--etcd-listen"},
 		{"etcd-listen ftp", func(c *Config) { c.EtcdListen = "ftp://127.0.0.1:2379" }, "--etcd-listen"},
 		{"etcd-listen no port", func(c *Config) { c.EtcdListen = "http://127.0.0.1" }, "--etcd-listen"},

@@ -78,9 +78,47 @@ var options = []*option{
 	},
 	{
 		name: "etcd-listen", arg: "URL", def: "http://127.0.0.1:2379",
-		help:  "client URL of the embedded etcd, so that other nodes on the machine can join it with --etcd",
-		set:   func(c *Config, v string) error { c.EtcdListen = v; return nil },
-		check: func(c Config) error { return checkListenURL(c.EtcdListen) },
+		help: "client URL of the embedded etcd, so that other nodes on the machine can join it with --etcd; " +
+			"an https URL serves --tls-cert (and requires client certificates with --tls-client-ca)",
+		set: func(c *Config, v string) error { c.EtcdListen = v; return nil },
+		check: func(c Config) error {
+			if err := checkListenURL(c.EtcdListen); err != nil {
+				return err
+			}
+			if len(c.Etcd) == 0 && strings.HasPrefix(c.EtcdListen, "https://") && c.TLSCert == "" {
+				return errors.New("an https URL needs --tls-cert and --tls-key, which the embedded etcd serves")
+			}
+			return nil
+		},
+	},
+	{
+		name: "etcd-ca", arg: "FILE", def: "(none)",
+		help: "PEM CA bundle that verifies the etcd servers' certificates (https endpoints); none = the system roots",
+		set:  func(c *Config, v string) error { c.EtcdCA = v; return nil },
+	},
+	{
+		name: "etcd-cert", arg: "FILE", def: "(none)",
+		help:  "PEM client certificate presented to etcd, with --etcd-key",
+		set:   func(c *Config, v string) error { c.EtcdCert = v; return nil },
+		check: func(c Config) error { return checkPair(c.EtcdCert, c.EtcdKey, "--etcd-cert", "--etcd-key") },
+	},
+	{
+		name: "etcd-key", arg: "FILE", def: "(none)",
+		help: "PEM private key of --etcd-cert",
+		set:  func(c *Config, v string) error { c.EtcdKey = v; return nil },
+	},
+	{
+		name: "etcd-user", arg: "USER", def: "(none)",
+		help: "etcd user to authenticate as (etcd auth), with --etcd-password-file",
+		set:  func(c *Config, v string) error { c.EtcdUser = v; return nil },
+		check: func(c Config) error {
+			return checkPair(c.EtcdUser, c.EtcdPasswordFile, "--etcd-user", "--etcd-password-file")
+		},
+	},
+	{
+		name: "etcd-password-file", arg: "FILE", def: "(none)",
+		help: "file holding the password of --etcd-user (one trailing newline is ignored)",
+		set:  func(c *Config, v string) error { c.EtcdPasswordFile = v; return nil },
 	},
 	{
 		name: "prefix", arg: "PREFIX", def: "/taskd/",
@@ -106,6 +144,30 @@ var options = []*option{
 		help:  "metrics and health address",
 		set:   func(c *Config, v string) error { c.HTTP = v; return nil },
 		check: func(c Config) error { return checkHostPort(c.HTTP) },
+	},
+	{
+		name: "tls-cert", arg: "FILE", def: "(none)",
+		help: "PEM certificate the gRPC API and the HTTP endpoint serve with, with --tls-key; none = plain text; " +
+			"reloaded on SIGHUP and when the file changes; with an https --etcd-listen the embedded etcd serves it too",
+		set:   func(c *Config, v string) error { c.TLSCert = v; return nil },
+		check: func(c Config) error { return checkPair(c.TLSCert, c.TLSKey, "--tls-cert", "--tls-key") },
+	},
+	{
+		name: "tls-key", arg: "FILE", def: "(none)",
+		help: "PEM private key of --tls-cert",
+		set:  func(c *Config, v string) error { c.TLSKey = v; return nil },
+	},
+	{
+		name: "tls-client-ca", arg: "FILE", def: "(none)",
+		help:  "PEM CA bundle: when set, clients of the API, the HTTP endpoint (and the embedded etcd) must present a certificate it signed",
+		set:   func(c *Config, v string) error { c.TLSClientCA = v; return nil },
+		check: func(c Config) error { return needsTLS(c, c.TLSClientCA) },
+	},
+	{
+		name: "tls-ca", arg: "FILE", def: "(--tls-client-ca)",
+		help:  "PEM CA bundle that verifies other nodes' certificates when this node dials them; default --tls-client-ca, else the system roots",
+		set:   func(c *Config, v string) error { c.TLSCA = v; return nil },
+		check: func(c Config) error { return needsTLS(c, c.TLSCA) },
 	},
 	{
 		name: "replace", arg: "", def: "false", boolean: true,
@@ -429,6 +491,26 @@ func checkName(name string) error {
 		default:
 			return fmt.Errorf("%q contains %q; allowed are A-Z a-z 0-9 . _ - (it is used in etcd keys)", name, rune(b))
 		}
+	}
+	return nil
+}
+
+// checkPair requires both of two options or neither.
+func checkPair(a, b, aName, bName string) error {
+	switch {
+	case a != "" && b == "":
+		return fmt.Errorf("needs %s as well", bName)
+	case a == "" && b != "":
+		return fmt.Errorf("%s is set without %s; give both or neither", bName, aName)
+	}
+	return nil
+}
+
+// needsTLS reports a TLS CA option set while the server has no
+// certificate.
+func needsTLS(c Config, v string) error {
+	if v != "" && c.TLSCert == "" {
+		return errors.New("needs --tls-cert and --tls-key: without them the API is plain text")
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -35,6 +36,10 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// QuotaBytes is etcd's space quota (0: etcd's default of 2 GiB).
 	QuotaBytes int64
+	// TLSCert and TLSKey, both set, make the client URL serve TLS with this
+	// PEM pair; the ClientURL must then be https. TLSClientCA, when set,
+	// makes it require client certificates signed by one of its CAs.
+	TLSCert, TLSKey, TLSClientCA string
 	// Logger receives etcd's own log (nil: discarded).
 	Logger *zap.Logger `json:"-"`
 
@@ -145,6 +150,17 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.ClusterState != "" {
 		ec.ClusterState = cfg.ClusterState
+	}
+	if (curl.Scheme == "https") != (cfg.TLSCert != "") {
+		return nil, fmt.Errorf("embedded etcd client URL %q: an https URL and a TLS certificate go together", cfg.ClientURL)
+	}
+	if cfg.TLSCert != "" {
+		ec.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       cfg.TLSCert,
+			KeyFile:        cfg.TLSKey,
+			TrustedCAFile:  cfg.TLSClientCA,
+			ClientCertAuth: cfg.TLSClientCA != "",
+		}
 	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	ec.LogLevel = "error"

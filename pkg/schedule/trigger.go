@@ -115,7 +115,10 @@ func periodicIndex(p *taskdv1.PeriodicTrigger, t time.Time) int64 {
 	if t.Before(start) {
 		return 0
 	}
-	n := int64(t.Sub(start)/iv) + 1
+	n := int64(t.Sub(start) / iv)
+	if n < math.MaxInt64 { // (t.Sub saturates more than ≈292 years apart)
+		n++
+	}
 	if c := p.GetCount(); c > 0 && n > c {
 		n = c
 	}

@@ -1,6 +1,7 @@
 package taskservice
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -19,6 +20,10 @@ type Config struct {
 	Prefix string
 	// Address is the gRPC address advertised in the node's registration.
 	Address string
+	// PeerTLS, when set, is the client TLS configuration for dialling
+	// other nodes' gRPC addresses (the liveness probe of a previous
+	// incarnation); nil dials in plain text.
+	PeerTLS *tls.Config
 	// Handlers run the tasks, by kind.
 	Handlers map[string]Handler
 	// Listeners are told every event.

@@ -2,6 +2,7 @@ package taskservice
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -61,7 +63,7 @@ func (n *Node) refuseLive(ctx context.Context, prev *storev1.NodeRecord, lease c
 	}
 	pctx, cancel := context.WithTimeout(ctx, livenessProbeTimeout)
 	defer cancel()
-	if why := probeIncarnation(pctx, prev.Address, prev.Incarnation); why != "" {
+	if why := probeIncarnation(pctx, prev.Address, prev.Incarnation, n.cfg.PeerTLS); why != "" {
 		n.log.Info("previous incarnation does not answer; replacing it", "previous", prev.Incarnation,
 			"address", prev.Address, "lease_ttl_left_s", ttl.TTL, "probe", why)
 		return nil
@@ -73,9 +75,14 @@ func (n *Node) refuseLive(ctx context.Context, prev *storev1.NodeRecord, lease c
 
 // probeIncarnation asks the gRPC health service at address about
 // incarnation. It returns "" if the process there serves that incarnation
-// (whatever its serving status), else why not.
-func probeIncarnation(ctx context.Context, address, incarnation string) string {
-	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// (whatever its serving status), else why not. It dials with TLS when
+// peerTLS is set: the cluster's nodes all serve TLS or none does.
+func probeIncarnation(ctx context.Context, address, incarnation string, peerTLS *tls.Config) string {
+	creds := insecure.NewCredentials()
+	if peerTLS != nil {
+		creds = credentials.NewTLS(peerTLS)
+	}
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err.Error()
 	}

@@ -10,7 +10,7 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 COMPOSE_PROJECT ?= taskd
 COMPOSE_ARGS := -p $(COMPOSE_PROJECT) -f deploy/compose/docker-compose.yml
 
-.PHONY: image cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
+.PHONY: image cluster-certs cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl, taskbench and etcd into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -91,12 +91,20 @@ image: ## build the images taskd:dev, taskd-etcd:dev and taskd-demo-handler:dev 
 	$(DOCKER) build -q -f deploy/images/handler.Dockerfile -t taskd-demo-handler:dev $(IMAGE_CONTEXT)
 	@$(DOCKER) images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^taskd(-etcd|-demo-handler)?:dev '
 
-cluster-up: image ## start the compose cluster (3 etcd, 3 taskd, the demo handler) and wait until every taskd serves
+# The compose file mounts deploy/certs (whatever CERTS_DIR says). The etcd and
+# taskd keys are made readable by all (not the CA key): the containers run as
+# a non-root user id that does not own the host's files, and these are
+# development certificates.
+cluster-certs: ## the development certificates the compose cluster mounts, written if missing
+	test -f deploy/certs/ca.crt || $(MAKE) certs CERTS_DIR=deploy/certs
+	chmod a+r deploy/certs/etcd-*.key deploy/certs/taskd-*.key
+
+cluster-up: image cluster-certs ## start the compose cluster (3 etcd, 3 taskd, the demo handler) and wait until every taskd serves
 	$(COMPOSE) $(COMPOSE_ARGS) up -d
 	deploy/compose/wait-healthy $(COMPOSE) $(COMPOSE_ARGS)
 
 cluster-down: ## stop the compose cluster and delete its volumes
 	$(COMPOSE) $(COMPOSE_ARGS) down -v
 
-cluster-test: ## the compose cluster test: faults on a real compose cluster (needs Docker; stop cluster-up's first)
+cluster-test: cluster-certs ## the compose cluster test: faults on a real compose cluster (needs Docker; stop cluster-up's first)
 	$(GO) test -tags compose -count=1 -timeout 10m -v -run '^TestCompose$$' ./integration/compose

@@ -62,7 +62,7 @@ func TestCompose(t *testing.T) {
 	defer cancel()
 	c := newCluster(t)
 
-	c.step("make image", func() error { return c.cmd(ctx, nil, "make", "-C", c.root, "image") })
+	c.step("make image cluster-certs", func() error { return c.cmd(ctx, nil, "make", "-C", c.root, "image", "cluster-certs") })
 	_ = c.compose(ctx, "down", "-v") // leftovers of an interrupted run, if any
 	t.Cleanup(func() {
 		if t.Failed() {

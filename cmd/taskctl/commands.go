@@ -139,6 +139,12 @@ var commands = []*command{
 		define:   defineEvents,
 	},
 	{
+		name:     "token create",
+		synopsis: "--verbs VERBS [--identities SCOPES] [--id ID]",
+		summary:  "make a bearer token: print it once, with its line for a node's --tokens-file",
+		define:   defineTokenCreate,
+	},
+	{
 		name:     "nodes",
 		synopsis: "",
 		summary:  "list the registered nodes of the cluster",

@@ -139,6 +139,12 @@ var commands = []*command{
 		define:   defineEvents,
 	},
 	{
+		name:     "token create",
+		synopsis: "--verbs VERBS [--identities SCOPES] [--id ID]",
+		summary:  "make a bearer token: print it once, with its line for a node's --tokens-file",
+		define:   defineTokenCreate,
+	},
+	{
 		name:     "nodes",
 		synopsis: "",
 		summary:  "list the registered nodes of the cluster",
@@ -611,7 +617,8 @@ func buildScheduleRequest(o scheduleOptions, now time.Time) (*taskdv1.ScheduleTa
 }
 
 // describeError renders a failed command's error on one line. gRPC errors
-// read "<code>: <message>", with a hint for Unavailable and DeadlineExceeded.
+// read "<code>: <message>", with a hint for Unavailable, DeadlineExceeded
+// and Unauthenticated without a token.
 func describeError(err error, opts *globalOptions) string {
 	var h *hintError
 	if errors.As(err, &h) {
@@ -636,6 +643,10 @@ func describeError(err error, opts *globalOptions) string {
 		msg += ")"
 	case codes.DeadlineExceeded:
 		msg += fmt.Sprintf(" (no answer from %s within --timeout %s)", opts.addr, opts.timeout)
+	case codes.Unauthenticated:
+		if opts.token == "" {
+			msg += " (the node requires a bearer token: give --token ID.SECRET or " + envToken + ")"
+		}
 	}
 	return msg
 }

@@ -293,6 +293,7 @@ func TestDescribeError(t *testing.T) {
 		{status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`),
 			"Unavailable: connection error: desc = \"transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority\" (TLS with 10.0.0.1:7420 failed: check --tls-ca, --tls-cert and --tls-key, or TASKCTL_TLS_CA, TASKCTL_TLS_CERT and TASKCTL_TLS_KEY)"},
 		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "DeadlineExceeded: context deadline exceeded (no answer from 10.0.0.1:7420 within --timeout 3s)"},
+		{status.Error(codes.Unauthenticated, "a bearer token is required"), "Unauthenticated: a bearer token is required (the node requires a bearer token: give --token ID.SECRET or TASKCTL_TOKEN)"},
 		{errors.New("plain failure"), "plain failure"},
 		{&hintError{err: status.Error(codes.OutOfRange, "cursor 2.0: too old"), hint: "start again"}, "OutOfRange: cursor 2.0: too old (start again)"},
 	} {

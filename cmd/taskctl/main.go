@@ -5,7 +5,8 @@
 // Usage:
 //
 //	taskctl [--addr HOST:PORT] [-o table|json] [--timeout DUR]
-//	        [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] COMMAND [flags] [args]
+//	        [--tls-ca FILE] [--tls-cert FILE --tls-key FILE] [--token ID.SECRET]
+//	        COMMAND [flags] [args]
 //
 // Run "taskctl help" for the list of commands and "taskctl COMMAND -h" for
 // the flags of one command.
@@ -54,7 +55,10 @@ type globalOptions struct {
 	addr string
 	// tls names the CA that verifies the node and the client certificate
 	// presented to it; any of them set turns TLS on.
-	tls     tlsfiles.ClientFiles
+	tls tlsfiles.ClientFiles
+	// token is the bearer token ID.SECRET sent with every call; empty:
+	// none.
+	token   string
 	format  outputFormat
 	timeout time.Duration
 	version bool // print the build information and exit
@@ -102,7 +106,11 @@ func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
 		}
 		creds = credentials.NewTLS(c)
 	}
-	conn, err := grpc.NewClient(e.opts.addr, grpc.WithTransportCredentials(creds))
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if e.opts.token != "" {
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearer(e.opts.token)))
+	}
+	conn, err := grpc.NewClient(e.opts.addr, dialOpts...)
 	if err != nil {
 		return nil, usagef("invalid --addr %q: %v", e.opts.addr, err)
 	}
@@ -143,6 +151,7 @@ func runEnv(args []string, e *env) int {
 		opts.addr = a
 	}
 	opts.tls = tlsfiles.ClientFiles{CA: os.Getenv(envTLSCA), Cert: os.Getenv(envTLSCert), Key: os.Getenv(envTLSKey)}
+	opts.token = os.Getenv(envToken)
 
 	gfs := newFlagSet("taskctl")
 	defineGlobalFlags(gfs, opts)
@@ -227,6 +236,7 @@ func defineGlobalFlags(fs *flag.FlagSet, o *globalOptions) {
 	fs.StringVar(&o.tls.CA, "tls-ca", o.tls.CA, "PEM `FILE` of the CA that signed the node's certificate; any --tls-* flag turns TLS on (env "+envTLSCA+")")
 	fs.StringVar(&o.tls.Cert, "tls-cert", o.tls.Cert, "PEM client certificate `FILE`, for a node with --tls-client-ca (env "+envTLSCert+")")
 	fs.StringVar(&o.tls.Key, "tls-key", o.tls.Key, "PEM private key `FILE` of --tls-cert (env "+envTLSKey+")")
+	fs.StringVar(&o.token, "token", o.token, "bearer `TOKEN` (ID.SECRET) for a node with --tokens-file (env "+envToken+")")
 }
 
 // globalFlagHint adds a hint when a global flag was given after the command.
@@ -237,7 +247,7 @@ func globalFlagHint(err error) string {
 		return ""
 	}
 	switch name := strings.TrimLeft(strings.TrimPrefix(msg, prefix), "-"); name {
-	case "addr", "timeout", "tls-ca", "tls-cert", "tls-key":
+	case "addr", "timeout", "tls-ca", "tls-cert", "tls-key", "token":
 		return fmt.Sprintf("; the global flag --%s goes before the command", name)
 	}
 	return ""

@@ -76,6 +76,10 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	if err != nil {
 		return err
 	}
+	auth, err := setupAuth(cfg, log)
+	if err != nil {
+		return err
+	}
 	endpoints := cfg.Etcd
 	maxTxnOps := 0 // an external etcd: its default
 	if len(endpoints) == 0 {
@@ -159,7 +163,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	// accepted while STARTING, runs begin only once RUNNING.
 	// A full batch (100 tasks with payload and data at --max-payload) must
 	// fit in one request.
-	gs := grpc.NewServer(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...),
+	gs := grpc.NewServer(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...),
 		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	hs := health.NewServer()
@@ -189,6 +193,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hsrv.Serve(tlsSrv.httpListener(httpLis)) }()
 	defer tlsSrv.watch(log)()
+	defer auth.watch(log)()
 
 	stopServers := func() {
 		hs.Shutdown()

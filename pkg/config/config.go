@@ -67,6 +67,12 @@ type Config struct {
 	// TLSCA verifies the server certificates of other nodes when this node
 	// dials them (--tls-ca); empty: TLSClientCA, or the system roots.
 	TLSCA string
+	// TokensFile, when set, names the bearer tokens the gRPC API accepts
+	// (--tokens-file); every TaskService call then needs one of them.
+	TokensFile string
+	// Insecure lets the API serve without tokens on a non-loopback
+	// address (--insecure); without it such a start-up is refused.
+	Insecure bool
 	// Replace lets the node take over its name from a live process
 	// registered under it (--replace).
 	Replace bool

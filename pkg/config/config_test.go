@@ -160,6 +160,8 @@ var samples = map[string]struct {
 	"log-format":        {"json", func(c *Config) { c.LogFormat = "json" }},
 	"log-summary":       {"5s", func(c *Config) { c.LogSummary = 5 * time.Second }},
 	"pprof":             {"true", func(c *Config) { c.Pprof = true }},
+	"tokens-file":       {"/etc/taskd/tokens", func(c *Config) { c.TokensFile = "/etc/taskd/tokens" }},
+	"insecure":          {"true", func(c *Config) { c.Insecure = true }},
 	"exec":              {"echo=cat", func(c *Config) { c.Exec = []KindTarget{{"echo", "cat"}} }},
 	"webhook": {"hook=https://example.com/x", func(c *Config) {
 		c.Webhook = []KindTarget{{"hook", "https://example.com/x"}}

@@ -170,6 +170,24 @@ var options = []*option{
 		check: func(c Config) error { return needsTLS(c, c.TLSCA) },
 	},
 	{
+		name: "tokens-file", arg: "FILE", def: "(none)",
+		help: "bearer tokens the gRPC API accepts (one per line: ID SHA256-OF-SECRET VERBS [IDENTITIES]); " +
+			"when set every API call needs one; read at start and again on SIGHUP",
+		set: func(c *Config, v string) error { c.TokensFile = v; return nil },
+	},
+	{
+		name: "insecure", arg: "", def: "false", boolean: true,
+		help: "serve the API without tokens on a non-loopback --listen address (refused otherwise); --insecure alone means true",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("not true or false")
+			}
+			c.Insecure = b
+			return nil
+		},
+	},
+	{
 		name: "replace", arg: "", def: "false", boolean: true,
 		help: "take over the name even from a live process registered under it (which then stops); " +
 			"without it, start-up refuses while that process answers at its address; --replace alone means true",

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// tokenLine is the tokens-file line of token id with secret.
+func tokenLine(id, secret, verbs, scopes string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s %s", id, hex.EncodeToString(sum[:]), verbs, scopes))
+}
+
+// writeTokens replaces path with lines, by a rename.
+func writeTokens(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTokens: a taskd with --tokens-file refuses TaskService calls without a
+// valid token (UNAUTHENTICATED), refuses calls outside a token's verbs or
+// identities (PERMISSION_DENIED naming them), serves those within, leaves
+// health open, and stops accepting a token removed from the file after
+// SIGHUP.
+func TestTokens(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	lines := []string{
+		"# test tokens",
+		tokenLine("root", "root-secret", "schedule,read,control,admin", ""),
+		tokenLine("reader", "reader-secret", "read", "alice,tenant-7/*"),
+		tokenLine("gone", "gone-secret", "read", ""),
+	}
+	writeTokens(t, file, lines...)
+	d := startTaskd(t, "--tokens-file", file)
+
+	conn, err := grpc.NewClient(d.api, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := taskdv1.NewTaskServiceClient(conn)
+	with := func(token string) context.Context {
+		ctx := context.Background()
+		if token != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+		}
+		return ctx
+	}
+	list := func(token, identity string) error {
+		_, err := c.ListTasks(with(token), &taskdv1.ListTasksRequest{Identity: identity})
+		return err
+	}
+	schedule := func(token, identity string) error {
+		_, err := c.ScheduleTask(with(token), &taskdv1.ScheduleTaskRequest{Task: &taskdv1.TaskSpec{Identity: identity, Kind: "k"}})
+		return err
+	}
+	watch := func(token, identity string) error {
+		ctx, cancel := context.WithCancel(with(token))
+		defer cancel()
+		s, err := c.WatchEvents(ctx, &taskdv1.WatchEventsRequest{Identity: identity, Cursor: "0"})
+		if err != nil {
+			return err
+		}
+		_, err = s.Recv()
+		return err
+	}
+
+	for _, tc := range []struct {
+		name string
+		call func() error
+		code codes.Code
+		want []string // in the message
+	}{
+		{"no token", func() error { return list("", "alice") }, codes.Unauthenticated, nil},
+		{"not a bearer", func() error { return list("root", "alice") }, codes.Unauthenticated, nil},
+		{"wrong secret", func() error { return list("root.nope", "alice") }, codes.Unauthenticated, nil},
+		{"unknown id", func() error { return list("who.root-secret", "alice") }, codes.Unauthenticated, nil},
+		{"no token on a stream", func() error { return watch("", "alice") }, codes.Unauthenticated, nil},
+		{"verb missing", func() error { return schedule("reader.reader-secret", "alice") }, codes.PermissionDenied, []string{`"schedule"`, "reader"}},
+		{"admin verb missing", func() error {
+			_, err := c.DrainNode(with("reader.reader-secret"), &taskdv1.DrainNodeRequest{Node: "x"})
+			return err
+		}, codes.PermissionDenied, []string{`"admin"`}},
+		{"exact identity out of scope", func() error { return list("reader.reader-secret", "bob") }, codes.PermissionDenied, []string{`"bob"`, `"read"`}},
+		{"prefix out of scope", func() error { return list("reader.reader-secret", "tenant-8/a") }, codes.PermissionDenied, []string{`"tenant-8/a"`}},
+		{"prefix is not a substring", func() error { return list("reader.reader-secret", "tenant-7") }, codes.PermissionDenied, []string{`"tenant-7"`}},
+		{"all identities with a scoped token", func() error { return list("reader.reader-secret", "") }, codes.PermissionDenied, []string{`"read"`, "unscoped"}},
+		{"stream out of scope", func() error { return watch("reader.reader-secret", "bob") }, codes.PermissionDenied, []string{`"bob"`}},
+		{"stream across identities with a scoped token", func() error { return watch("reader.reader-secret", "") }, codes.PermissionDenied, []string{"unscoped"}},
+		{"exact identity in scope", func() error { return list("reader.reader-secret", "alice") }, codes.OK, nil},
+		{"prefix in scope", func() error { return list("reader.reader-secret", "tenant-7/a") }, codes.OK, nil},
+		{"unscoped token across identities", func() error { return list("root.root-secret", "") }, codes.OK, nil},
+		{"identity-free read", func() error {
+			_, err := c.ListNodes(with("reader.reader-secret"), &taskdv1.ListNodesRequest{})
+			return err
+		}, codes.OK, nil},
+		{"health stays open", func() error {
+			_, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+			return err
+		}, codes.OK, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if code := status.Code(err); code != tc.code {
+				t.Fatalf("code %v (%v), want %v", code, err, tc.code)
+			}
+			for _, w := range tc.want {
+				if msg := status.Convert(err).Message(); !strings.Contains(msg, w) {
+					t.Errorf("message %q does not name %s", msg, w)
+				}
+			}
+		})
+	}
+
+	t.Run("revoked", func(t *testing.T) {
+		if err := list("gone.gone-secret", "alice"); err != nil {
+			t.Fatalf("before revocation: %v", err)
+		}
+		writeTokens(t, file, lines[:3]...)
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		d.log.wait(t, regexp.MustCompile(`tokens reloaded: .*ids="reader,root"`), d.exited)
+		if code := status.Code(list("gone.gone-secret", "alice")); code != codes.Unauthenticated {
+			t.Fatalf("revoked token: code %v, want Unauthenticated", code)
+		}
+		if err := list("root.root-secret", "alice"); err != nil {
+			t.Fatalf("a kept token after the reload: %v", err)
+		}
+	})
+
+	t.Run("a bad file keeps the previous tokens", func(t *testing.T) {
+		writeTokens(t, file, "root not-hex read")
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		d.log.wait(t, regexp.MustCompile(`tokens reload on SIGHUP failed`), d.exited)
+		if err := list("root.root-secret", "alice"); err != nil {
+			t.Fatalf("after a failed reload: %v", err)
+		}
+	})
+}
+
+// TestListenPolicy: a non-loopback --listen needs --tokens-file or
+// --insecure; start-up refuses otherwise, naming the options.
+func TestListenPolicy(t *testing.T) {
+	d := launchTaskd(t, "--listen", "0.0.0.0:0")
+	select {
+	case <-d.exited:
+	case <-time.After(time.Minute):
+		d.stop()
+		<-d.exited
+		t.Fatal("taskd started on 0.0.0.0 without tokens or --insecure")
+	}
+	if d.code != 1 || !strings.Contains(d.log.String(), "--tokens-file") || !strings.Contains(d.log.String(), "--insecure") {
+		t.Fatalf("exit %d, log:\n%s\nwant exit 1 naming --tokens-file and --insecure", d.code, d.log)
+	}
+
+	startTaskd(t, "--listen", "0.0.0.0:0", "--insecure")
+}
+
+func TestParseTokens(t *testing.T) {
+	h := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		line, err string
+	}{
+		{"a " + h + " read", ""},
+		{"a " + h + " read,admin alice,tenant-7/*", ""},
+		{"a " + h, "want ID"},
+		{"a " + h + " fly", "unknown verb"},
+		{"a abc read", "64 hex"},
+		{"a.b " + h + " read", "dot"},
+		{"a " + h + " read a*b", "bad identity scope"},
+		{"a " + h + " read a,,b", "bad identity scope"},
+		{"a " + h + " read\na " + h + " admin", "twice"},
+	} {
+		_, err := parseTokens(tc.line)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: error %v, want %q", tc.line, err, tc.err)
+		}
+	}
+}

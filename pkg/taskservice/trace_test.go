@@ -89,7 +89,7 @@ func TestRunSpanLinksToScheduleSpan(t *testing.T) {
 	}
 	got := map[attribute.Key]string{}
 	for _, kv := range run.Attributes() {
-		got[kv.Key] = kv.Value.Emit()
+		got[kv.Key] = kv.Value.String()
 	}
 	runs0 := h.runs("tracey", task.Id)[0]
 	for k, want := range map[attribute.Key]string{

@@ -333,7 +333,7 @@ var options = []*option{
 	},
 	{
 		name: "otlp-endpoint", arg: "HOST:PORT", def: "(none)",
-		help: "send OpenTelemetry traces (a span per schedule request and per run) over OTLP/gRPC to HOST:PORT; unset, nothing is traced",
+		help: "send OpenTelemetry traces (a span per task API request and per run, linked to the schedule request) over OTLP/gRPC to HOST:PORT; unset, nothing is traced",
 		set:  func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
 		check: func(c Config) error {
 			if c.OTLPEndpoint == "" {

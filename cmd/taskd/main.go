@@ -80,6 +80,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	if err != nil {
 		return err
 	}
+	tracer, err := setupTracing(cfg)
+	if err != nil {
+		return fmt.Errorf("--otlp-endpoint: %w", err)
+	}
+	defer tracer.shutdown(log)
 	endpoints := cfg.Etcd
 	maxTxnOps := 0 // an external etcd: its default
 	if len(endpoints) == 0 {
@@ -138,6 +143,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe},
 		Observer:         metrics.observer(),
 		Logger:           log,
+		TracerProvider:   tracer.provider(),
 		LeaseTTL:         cfg.LeaseTTL,
 		MisfireThreshold: cfg.MisfireThreshold,
 		MaxCatchUp:       cfg.MaxCatchUp,
@@ -163,7 +169,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	// accepted while STARTING, runs begin only once RUNNING.
 	// A full batch (100 tasks with payload and data at --max-payload) must
 	// fit in one request.
-	gs := grpc.NewServer(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...),
+	gs := grpc.NewServer(append(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...), tracer.serverOptions()...),
 		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	hs := health.NewServer()

@@ -54,7 +54,8 @@ type execHandler struct {
 // NewExec returns a handler that runs `/bin/sh -c command` once per run, in
 // a process group of its own, with the run's payload on stdin and the node's
 // environment plus opts.Env and TASKD_IDENTITY, TASKD_TASK_ID, TASKD_KIND,
-// TASKD_RUN, TASKD_FENCE, TASKD_NODE and TASKD_ATTEMPT.
+// TASKD_RUN, TASKD_FENCE, TASKD_NODE and TASKD_ATTEMPT, and TRACEPARENT (the
+// W3C trace context of the run's span) when the run is traced.
 //
 // Exit code 0 is a success, and the command's stdout (at most 64 KiB, one
 // trailing newline trimmed) becomes the run's message. Exit code 75 asks for
@@ -117,6 +118,9 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		"TASKD_NODE="+run.Node,
 		"TASKD_ATTEMPT="+strconv.Itoa(run.Attempt),
 	)
+	if tp := taskservice.TraceParent(ctx); tp != "" {
+		cmd.Env = append(cmd.Env, "TRACEPARENT="+tp) // the run's span, so the command can join its trace
+	}
 	stdin, err := payloadFile(run.Payload)
 	if err != nil {
 		return "", taskservice.Retry(fmt.Errorf("exec handler for kind %q: %w", run.Kind, err))

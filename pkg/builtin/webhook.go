@@ -48,7 +48,8 @@ type webhookHandler struct {
 // NewWebhook returns a handler that POSTs each run's payload to rawURL with
 // Content-Type application/octet-stream and the headers X-Taskd-Identity,
 // X-Taskd-Task-Id, X-Taskd-Kind, X-Taskd-Run, X-Taskd-Fence, X-Taskd-Node,
-// X-Taskd-Attempt and X-Taskd-Fire-Time (RFC 3339 with nanoseconds, UTC).
+// X-Taskd-Attempt and X-Taskd-Fire-Time (RFC 3339 with nanoseconds, UTC),
+// plus a W3C traceparent header naming the run's span when the run is traced.
 //
 // A 2xx status is a success, and the response body (at most 64 KiB, one
 // trailing newline trimmed) becomes the run's message. 429, 5xx, a
@@ -106,6 +107,9 @@ func (h *webhookHandler) post(ctx context.Context, run *taskservice.Run) (string
 		return "", taskservice.Permanent(fmt.Errorf("%s: %w", what, err))
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
+	if tp := taskservice.TraceParent(ctx); tp != "" {
+		req.Header.Set("Traceparent", tp) // the run's span, so the receiver can join its trace
+	}
 	for _, kv := range headers {
 		// net/http would refuse the request with an error that looks like
 		// a connection error; no retry can fix this one.

@@ -119,6 +119,13 @@ type Config struct {
 	// Pprof serves net/http/pprof under /debug/pprof/ on the HTTP port
 	// (--pprof).
 	Pprof bool
+	// OTLPEndpoint, when set, is the HOST:PORT of the OTLP/gRPC collector
+	// that receives the node's trace spans; empty, tracing is off
+	// (--otlp-endpoint).
+	OTLPEndpoint string
+	// OTLPInsecure sends the spans in plain text rather than over TLS
+	// (--otlp-insecure).
+	OTLPInsecure bool
 	// Exec lists the built-in exec handlers (--exec KIND=COMMAND).
 	Exec []KindTarget
 	// Webhook lists the built-in webhook handlers (--webhook KIND=URL).

@@ -332,6 +332,32 @@ var options = []*option{
 		},
 	},
 	{
+		name: "otlp-endpoint", arg: "HOST:PORT", def: "(none)",
+		help: "send OpenTelemetry traces (a span per task API request and per run, linked to the schedule request) over OTLP/gRPC to HOST:PORT; unset, nothing is traced",
+		set:  func(c *Config, v string) error { c.OTLPEndpoint = v; return nil },
+		check: func(c Config) error {
+			if c.OTLPEndpoint == "" {
+				return nil
+			}
+			if host, port, err := net.SplitHostPort(c.OTLPEndpoint); err != nil || host == "" || port == "" {
+				return fmt.Errorf("%q is not HOST:PORT", c.OTLPEndpoint)
+			}
+			return nil
+		},
+	},
+	{
+		name: "otlp-insecure", arg: "", def: "false", boolean: true,
+		help: "send traces to --otlp-endpoint in plain text instead of TLS; --otlp-insecure alone means true",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("not true or false")
+			}
+			c.OTLPInsecure = b
+			return nil
+		},
+	},
+	{
 		name: "exec", arg: "KIND=COMMAND", def: "(none)", repeatable: true,
 		help:  "run tasks of KIND with /bin/sh -c COMMAND, payload on stdin; repeatable (one entry per variable: TASKD_EXEC, TASKD_EXEC_1, TASKD_EXEC_2, ...; in the file repeat the line)",
 		set:   kindTargetSetter(func(c *Config) *[]KindTarget { return &c.Exec }, "KIND=COMMAND"),

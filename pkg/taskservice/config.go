@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures a Node. Zero values take the defaults of contract §9.
@@ -34,6 +35,9 @@ type Config struct {
 	Vetoes []RunVeto
 	// Logger; every line carries the node name.
 	Logger hclog.Logger
+	// TracerProvider makes the span of each run; nil uses OpenTelemetry's
+	// global provider, a no-op unless the process configured one.
+	TracerProvider trace.TracerProvider
 	// Replace lets Start take the name over from a live process registered
 	// under it; without it Start refuses with ErrNameInUse (a registration
 	// whose process does not answer is replaced either way).

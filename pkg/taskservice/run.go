@@ -43,7 +43,9 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 		Durable:   e.ident.durable,
 	}
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.recovery}
-	if reason := n.veto(f.ctx, run); reason != "" {
+	runCtx, span := n.startRunSpan(f.ctx, run, p.rec.Traceparent)
+	defer endRunSpan(span, &res)
+	if reason := n.veto(runCtx, run); reason != "" {
 		ev.Type, ev.Message = EventVetoed, reason
 		n.emit(ev)
 		close(entered)
@@ -53,7 +55,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	}
 	ev.Type = EventStarted
 	n.emit(ev)
-	err := n.callHandler(f, run, spec.GetTimeout().AsDuration(), entered)
+	err := n.callHandler(runCtx, f, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
 	classify(&res, run, err, context.Cause(f.ctx))
 	n.commit(e, f, p, res, epoch, rev)
@@ -84,8 +86,9 @@ var errNotCalled = errors.New("handler not called: the node could not prove that
 
 // callHandler runs the handler with the task's timeout; a panic is an error.
 // The node's lease is checked immediately before the call (self-fencing):
-// a node that cannot prove its lease is live calls no handler.
-func (n *Node) callHandler(f *flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
+// a node that cannot prove its lease is live calls no handler. runCtx is
+// the flight's context carrying the run's span.
+func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
 	if h == nil {
 		close(entered)
@@ -94,7 +97,7 @@ func (n *Node) callHandler(f *flight, run *Run, timeout time.Duration, entered c
 	if timeout <= 0 {
 		timeout = n.cfg.DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, timeout)
+	ctx, cancel := context.WithTimeout(runCtx, timeout)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

@@ -49,6 +49,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 			return nil, err
 		}
 		recs[i] = n.newRecord(s, now)
+		recs[i].Traceparent = TraceParent(ctx)
 	}
 	out := make([]Scheduled, len(specs))
 	// Group by identity, keeping request order inside a group. A repeated

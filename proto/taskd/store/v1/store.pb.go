@@ -265,7 +265,11 @@ type TaskRecord struct {
 	// overlap_runs are the ids of the overlapping runs (tasks of their own)
 	// this task started while its own run was in flight, pruned of those
 	// found finished when the next one starts: at most --max-overlap.
-	OverlapRuns   []string `protobuf:"bytes,21,rep,name=overlap_runs,json=overlapRuns,proto3" json:"overlap_runs,omitempty"`
+	OverlapRuns []string `protobuf:"bytes,21,rep,name=overlap_runs,json=overlapRuns,proto3" json:"overlap_runs,omitempty"`
+	// traceparent is the W3C trace context of the request that scheduled the
+	// task, so each run's span can link to it; empty when that request was
+	// not traced.
+	Traceparent   string `protobuf:"bytes,22,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -445,6 +449,13 @@ func (x *TaskRecord) GetOverlapRuns() []string {
 		return x.OverlapRuns
 	}
 	return nil
+}
+
+func (x *TaskRecord) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 // RunRecord is one entry of a task's run history.
@@ -1138,7 +1149,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\atrigger\x18\x06 \x01(\x05R\atrigger\x12\x16\n" +
 	"\x06manual\x18\a \x01(\bR\x06manual\x12\x18\n" +
 	"\aattempt\x18\b \x01(\x05R\aattempt\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\xb5\a\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\xd7\a\n" +
 	"\n" +
 	"TaskRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
@@ -1165,7 +1176,8 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\tpaused_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\bpausedAt\x12!\n" +
 	"\fspec_version\x18\x13 \x01(\x03R\vspecVersion\x12)\n" +
 	"\x10trigger_versions\x18\x14 \x03(\x03R\x0ftriggerVersions\x12!\n" +
-	"\foverlap_runs\x18\x15 \x03(\tR\voverlapRuns\",\n" +
+	"\foverlap_runs\x18\x15 \x03(\tR\voverlapRuns\x12 \n" +
+	"\vtraceparent\x18\x16 \x01(\tR\vtraceparent\",\n" +
 	"\tRunRecord\x12\x1f\n" +
 	"\x03run\x18\x01 \x01(\v2\r.taskd.v1.RunR\x03run\"?\n" +
 	"\aMapping\x12\x12\n" +

@@ -81,15 +81,20 @@ clean:
 
 IMAGE_CONTEXT := bin/image
 
-image: ## build the images taskd:dev, taskd-etcd:dev and taskd-demo-handler:dev FROM scratch
+# Prometheus is built from its own module (deploy/prometheus/go.mod pins it),
+# so that its dependencies never mix with taskd's.
+image: ## build the images taskd:dev, taskd-etcd:dev, taskd-demo-handler:dev and taskd-prometheus:dev FROM scratch
 	rm -rf $(IMAGE_CONTEXT)
 	mkdir -p $(IMAGE_CONTEXT)/empty-dir
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags='-s -w' -o $(IMAGE_CONTEXT)/ \
 		./cmd/taskd ./cmd/taskctl ./cmd/etcd ./deploy/compose/handler
+	cd deploy/prometheus && CGO_ENABLED=0 GOOS=linux $(GO) build -tags remove_all_sd -trimpath -ldflags='-s -w' \
+		-o ../../$(IMAGE_CONTEXT)/prometheus github.com/prometheus/prometheus/cmd/prometheus
 	$(DOCKER) build -q -f deploy/images/taskd.Dockerfile -t taskd:dev $(IMAGE_CONTEXT)
 	$(DOCKER) build -q -f deploy/images/etcd.Dockerfile -t taskd-etcd:dev $(IMAGE_CONTEXT)
 	$(DOCKER) build -q -f deploy/images/handler.Dockerfile -t taskd-demo-handler:dev $(IMAGE_CONTEXT)
-	@$(DOCKER) images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^taskd(-etcd|-demo-handler)?:dev '
+	$(DOCKER) build -q -f deploy/images/prometheus.Dockerfile -t taskd-prometheus:dev $(IMAGE_CONTEXT)
+	@$(DOCKER) images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^taskd(-etcd|-demo-handler|-prometheus)?:dev '
 
 # The compose file mounts deploy/certs (whatever CERTS_DIR says). The etcd and
 # taskd keys are made readable by all (not the CA key): the containers run as

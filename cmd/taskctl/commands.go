@@ -140,9 +140,21 @@ var commands = []*command{
 	},
 	{
 		name:     "token create",
-		synopsis: "--verbs VERBS [--identities SCOPES] [--id ID]",
-		summary:  "make a bearer token: print it once, with its line for a node's --tokens-file",
+		synopsis: "--verbs VERBS [--identities SCOPES] [--id ID] [--description TEXT] [--offline]",
+		summary:  "store a bearer token in the cluster (admin) and print it once; --offline: make one for a --tokens-file",
 		define:   defineTokenCreate,
+	},
+	{
+		name:     "token list",
+		synopsis: "",
+		summary:  "list the tokens stored in the cluster and those of the node's tokens file (admin)",
+		define:   defineTokenList,
+	},
+	{
+		name:     "token revoke",
+		synopsis: "ID",
+		summary:  "revoke a token stored in the cluster (admin)",
+		define:   defineTokenRevoke,
 	},
 	{
 		name:     "nodes",

@@ -98,6 +98,19 @@ func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
 	if e.client != nil {
 		return e.client, nil
 	}
+	conn, err := e.dial()
+	if err != nil {
+		return nil, err
+	}
+	e.client = taskdv1.NewTaskServiceClient(conn)
+	return e.client, nil
+}
+
+// dial returns the connection to --addr, creating it on first use.
+func (e *env) dial() (*grpc.ClientConn, error) {
+	if e.conn != nil {
+		return e.conn, nil
+	}
 	creds := insecure.NewCredentials()
 	if e.opts.tls.Set() {
 		c, err := tlsfiles.ClientConfig(e.opts.tls)
@@ -115,8 +128,7 @@ func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
 		return nil, usagef("invalid --addr %q: %v", e.opts.addr, err)
 	}
 	e.conn = conn
-	e.client = taskdv1.NewTaskServiceClient(conn)
-	return e.client, nil
+	return conn, nil
 }
 
 // context returns the command's base context.

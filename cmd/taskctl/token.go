@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"flag"
 	"fmt"
-	"regexp"
+	"io"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/taskd/taskd/pkg/tokens"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // envToken names the environment variable that holds the bearer token.
@@ -27,18 +27,26 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 // trusted.
 func (bearer) RequireTransportSecurity() bool { return false }
 
-var (
-	tokenIDRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	knownVerbs = []string{"schedule", "read", "control", "admin"}
-)
+// tokenClient returns the TokenService client over the command's
+// connection.
+func (e *env) tokenClient() (taskdv1.TokenServiceClient, error) {
+	conn, err := e.dial()
+	if err != nil {
+		return nil, err
+	}
+	return taskdv1.NewTokenServiceClient(conn), nil
+}
 
-// defineTokenCreate defines "token create": it makes a token locally and
-// prints the token once, and the line that grants it in a node's
+// defineTokenCreate defines "token create": it stores a token through the
+// TokenService and prints its bearer once; with --offline it makes a token
+// locally and prints it with the line that grants it in a node's
 // --tokens-file (which holds only the secret's SHA-256).
 func defineTokenCreate(fs *flag.FlagSet) action {
 	id := fs.String("id", "", "`ID` of the token (letters, digits, _ and -); default a random one")
-	verbs := fs.String("verbs", "", "comma-separated `VERBS` among schedule, read, control, admin (required)")
+	verbs := fs.String("verbs", "", "comma-separated `VERBS` among "+strings.Join(tokens.Verbs, ", ")+" (required)")
 	identities := fs.String("identities", "", "comma-separated identities and prefixes ending in * (`SCOPES`); empty: all identities")
+	description := fs.String("description", "", "free `TEXT` for people (stored tokens only)")
+	offline := fs.Bool("offline", false, "make the token here, for a node's --tokens-file, without calling a node")
 	return func(e *env, args []string) error {
 		if err := noArgs(args); err != nil {
 			return err
@@ -46,51 +54,119 @@ func defineTokenCreate(fs *flag.FlagSet) action {
 		if *verbs == "" {
 			return usagef("--verbs is required")
 		}
-		for _, v := range strings.Split(*verbs, ",") {
-			if !contains(knownVerbs, v) {
-				return usagef("unknown verb %q: want %s", v, strings.Join(knownVerbs, ","))
+		vs := strings.Split(*verbs, ",")
+		if err := tokens.ValidateVerbs(vs); err != nil {
+			return usagef("--verbs: %v", err)
+		}
+		var scopes []string
+		if *identities != "" {
+			scopes = strings.Split(*identities, ",")
+			if err := tokens.ValidateScopes(scopes); err != nil {
+				return usagef("--identities: %v", err)
 			}
 		}
-		if *identities != "" {
-			for _, s := range strings.Split(*identities, ",") {
-				if s == "" || strings.Contains(strings.TrimSuffix(s, "*"), "*") || strings.ContainsAny(s, " \t") {
-					return usagef("bad identity scope %q: an identity, or a prefix ending in *", s)
-				}
+		if *id != "" {
+			if err := tokens.ValidateID(*id); err != nil {
+				return usagef("--id: %v", err)
 			}
 		}
-		tid := *id
-		if tid == "" {
-			tid = "t" + hex.EncodeToString(randomBytes(6))
+		if *offline {
+			if *description != "" {
+				return usagef("--description is stored with the token in the cluster: not with --offline")
+			}
+			tid := *id
+			if tid == "" {
+				tid = tokens.NewID()
+			}
+			secret := tokens.NewSecret()
+			fmt.Fprintf(e.stdout, "token: %s.%s\n", tid, secret)
+			fmt.Fprintf(e.stdout, "tokens-file line: %s\n", tokens.FileLine(tid, secret, vs, scopes))
+			fmt.Fprintln(e.stderr, "taskctl: the token is shown only now; add the line to each node's --tokens-file and send the nodes SIGHUP")
+			return nil
 		}
-		if !tokenIDRE.MatchString(tid) {
-			return usagef("bad --id %q: letters, digits, _ and - only", tid)
+		c, err := e.tokenClient()
+		if err != nil {
+			return err
 		}
-		secret := base64.RawURLEncoding.EncodeToString(randomBytes(32))
-		sum := sha256.Sum256([]byte(secret))
-		line := fmt.Sprintf("%s %s %s", tid, hex.EncodeToString(sum[:]), *verbs)
-		if *identities != "" {
-			line += " " + *identities
+		ctx, cancel := e.rpcContext()
+		defer cancel()
+		resp, err := c.CreateToken(ctx, &taskdv1.CreateTokenRequest{Id: *id, Verbs: vs, Identities: scopes, Description: *description})
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(e.stdout, "token: %s.%s\n", tid, secret)
-		fmt.Fprintf(e.stdout, "tokens-file line: %s\n", line)
-		fmt.Fprintln(e.stderr, "taskctl: the token is shown only now; add the line to each node's --tokens-file and send the nodes SIGHUP")
+		if e.opts.format == formatJSON {
+			return writeJSON(e.stdout, resp)
+		}
+		fmt.Fprintf(e.stdout, "token: %s\n", resp.GetBearer())
+		fmt.Fprintln(e.stderr, "taskctl: the token is shown only now; the cluster keeps only its hash")
 		return nil
 	}
 }
 
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
+// defineTokenList defines "token list".
+func defineTokenList(fs *flag.FlagSet) action {
+	return func(e *env, args []string) error {
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		c, err := e.tokenClient()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := e.rpcContext()
+		defer cancel()
+		resp, err := c.ListTokens(ctx, &taskdv1.ListTokensRequest{})
+		if err != nil {
+			return err
+		}
+		if e.opts.format == formatJSON {
+			return writeJSON(e.stdout, resp)
+		}
+		return writeTokensTable(e.stdout, resp.GetTokens())
 	}
-	return b
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// defineTokenRevoke defines "token revoke".
+func defineTokenRevoke(fs *flag.FlagSet) action {
+	return func(e *env, args []string) error {
+		if len(args) != 1 {
+			return usagef("want one token ID")
 		}
+		c, err := e.tokenClient()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := e.rpcContext()
+		defer cancel()
+		if _, err := c.RevokeToken(ctx, &taskdv1.RevokeTokenRequest{Id: args[0]}); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "revoked %s\n", args[0])
+		return nil
 	}
-	return false
+}
+
+func writeTokensTable(w io.Writer, toks []*taskdv1.Token) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSOURCE\tVERBS\tIDENTITIES\tCREATED\tBY\tDESCRIPTION")
+	for _, t := range toks {
+		source := strings.ToLower(strings.TrimPrefix(t.GetSource().String(), "TOKEN_SOURCE_"))
+		ids, created := "*", "-"
+		if len(t.GetIdentities()) > 0 {
+			ids = strings.Join(t.GetIdentities(), ",")
+		}
+		if t.GetCreatedAt() != nil {
+			created = t.GetCreatedAt().AsTime().UTC().Format("2006-01-02T15:04:05Z")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.GetId(), source, strings.Join(t.GetVerbs(), ","), ids, created,
+			orDash(t.GetCreatedBy()), orDash(t.GetDescription()))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -2,159 +2,31 @@ package main
 
 // Bearer tokens on the gRPC API: a tokens file (--tokens-file) lists the
 // tokens the node accepts, each with the verbs it may use and the identities
-// it may touch; an interceptor checks every TaskService call against them.
+// it may touch; the TokenService stores more in etcd; package tokens checks
+// every call of the taskd services against both.
 // docs/security.md describes the file and the rules.
 
 import (
-	"bufio"
-	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
 	"os/signal"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/pkg/config"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+	"github.com/taskd/taskd/pkg/tokens"
 )
 
-// The verbs a token can hold.
-const (
-	verbSchedule = "schedule"
-	verbRead     = "read"
-	verbControl  = "control"
-	verbAdmin    = "admin"
-)
-
-var allVerbs = []string{verbSchedule, verbRead, verbControl, verbAdmin}
-
-// methodVerbs maps each TaskService method to the verb it needs. A method
-// missing here is refused to every token, so a new RPC stays closed until
-// it is given a verb.
-var methodVerbs = map[string]string{
-	"ScheduleTask":    verbSchedule,
-	"ScheduleTasks":   verbSchedule,
-	"GetTask":         verbRead,
-	"ListTasks":       verbRead,
-	"ListRuns":        verbRead,
-	"GetIdentity":     verbRead,
-	"ListNodes":       verbRead,
-	"PreviewTriggers": verbRead,
-	"WatchEvents":     verbRead,
-	"GetCalendar":     verbRead,
-	"ListCalendars":   verbRead,
-	"ListPauses":      verbRead,
-	"CancelTask":      verbControl,
-	"RunTaskNow":      verbControl,
-	"PauseTask":       verbControl,
-	"ResumeTask":      verbControl,
-	"PauseIdentity":   verbControl,
-	"ResumeIdentity":  verbControl,
-	"UpdateTask":      verbControl,
-	"MoveIdentity":    verbAdmin,
-	"DrainNode":       verbAdmin,
-	"CreateCalendar":  verbAdmin,
-	"DeleteCalendar":  verbAdmin,
-	"PauseKind":       verbAdmin,
-	"ResumeKind":      verbAdmin,
-}
-
-// token is one line of the tokens file.
-type token struct {
-	id     string
-	hash   [sha256.Size]byte // SHA-256 of the secret
-	verbs  map[string]bool
-	scopes []string // exact identities and prefixes ending in "*"; empty: all
-}
-
-// allows reports whether the token's scopes cover identity.
-func (t *token) allows(identity string) bool {
-	if len(t.scopes) == 0 {
-		return true
-	}
-	for _, s := range t.scopes {
-		if p, ok := strings.CutSuffix(s, "*"); ok {
-			if strings.HasPrefix(identity, p) {
-				return true
-			}
-		} else if s == identity {
-			return true
-		}
-	}
-	return false
-}
-
-// parseTokens reads a tokens file: one token per line,
-// "ID SHA256-HEX VERBS [IDENTITIES]" with comma-separated verbs and
-// identities; blank lines and lines starting with # are skipped.
-func parseTokens(data string) (map[string]*token, error) {
-	tokens := map[string]*token{}
-	sc := bufio.NewScanner(strings.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 3 || len(f) > 4 {
-			return nil, fmt.Errorf("line %d: want ID SHA256-HEX VERBS [IDENTITIES]", n)
-		}
-		t := &token{id: f[0], verbs: map[string]bool{}}
-		if strings.ContainsAny(t.id, ".") {
-			return nil, fmt.Errorf("line %d: token id %q contains a dot", n, t.id)
-		}
-		if _, dup := tokens[t.id]; dup {
-			return nil, fmt.Errorf("line %d: token id %q listed twice", n, t.id)
-		}
-		h, err := hex.DecodeString(f[1])
-		if err != nil || len(h) != sha256.Size {
-			return nil, fmt.Errorf("line %d: the secret's hash is not 64 hex digits", n)
-		}
-		copy(t.hash[:], h)
-		for _, v := range strings.Split(f[2], ",") {
-			if !isVerb(v) {
-				return nil, fmt.Errorf("line %d: unknown verb %q (want %s)", n, v, strings.Join(allVerbs, ","))
-			}
-			t.verbs[v] = true
-		}
-		if len(f) == 4 {
-			for _, s := range strings.Split(f[3], ",") {
-				if s == "" || strings.Contains(strings.TrimSuffix(s, "*"), "*") {
-					return nil, fmt.Errorf("line %d: bad identity scope %q (an identity, or a prefix ending in *)", n, s)
-				}
-				t.scopes = append(t.scopes, s)
-			}
-		}
-		tokens[t.id] = t
-	}
-	return tokens, sc.Err()
-}
-
-func isVerb(v string) bool {
-	for _, w := range allVerbs {
-		if v == w {
-			return true
-		}
-	}
-	return false
-}
-
-// authorizer checks calls against the tokens most recently loaded.
+// authorizer is the node's token checking: the tokens file, reloaded on
+// SIGHUP, and the tokens stored in etcd. It is nil when the API is open.
 type authorizer struct {
-	file   string
-	tokens atomic.Pointer[map[string]*token]
+	file string
+	*tokens.Authorizer
 }
 
 // load reads the tokens file; on error the tokens already loaded stay.
@@ -163,13 +35,13 @@ func (a *authorizer) load() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--tokens-file: %w", err)
 	}
-	tokens, err := parseTokens(string(data))
+	toks, err := tokens.ParseFile(string(data))
 	if err != nil {
 		return nil, fmt.Errorf("--tokens-file %s: %w", a.file, err)
 	}
-	a.tokens.Store(&tokens)
-	ids := make([]string, 0, len(tokens))
-	for id := range tokens {
+	a.SetFile(toks)
+	ids := make([]string, 0, len(toks))
+	for id := range toks {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
@@ -187,7 +59,7 @@ func setupAuth(cfg config.Config, log hclog.Logger) (*authorizer, error) {
 		}
 		return nil, nil
 	}
-	a := &authorizer{file: cfg.TokensFile}
+	a := &authorizer{file: cfg.TokensFile, Authorizer: tokens.NewAuthorizer(nil, nil)}
 	ids, err := a.load()
 	if err != nil {
 		return nil, err
@@ -249,147 +121,20 @@ func (a *authorizer) serverOptions() []grpc.ServerOption {
 	if a == nil {
 		return nil
 	}
-	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(a.unary),
-		grpc.ChainStreamInterceptor(a.stream),
+	return a.ServerOptions()
+}
+
+// follow makes the authorizer honour the tokens stored in etcd.
+func (a *authorizer) follow(f *tokens.Follower) {
+	if a != nil {
+		a.Follow(f)
 	}
 }
 
-// taskServiceMethod returns the method name of a TaskService call, or
-// false for other services (health, reflection), which stay open.
-func taskServiceMethod(fullMethod string) (string, bool) {
-	return strings.CutPrefix(fullMethod, "/"+taskdv1.TaskService_ServiceDesc.ServiceName+"/")
-}
-
-// authenticate finds the token of the call's "authorization: Bearer
-// ID.SECRET" metadata.
-func (a *authorizer) authenticate(ctx context.Context) (*token, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get("authorization")
-	if len(vals) != 1 {
-		return nil, status.Error(codes.Unauthenticated, "a bearer token is required (authorization: Bearer ID.SECRET)")
-	}
-	bearer, ok := strings.CutPrefix(vals[0], "Bearer ")
-	id, secret, ok2 := strings.Cut(bearer, ".")
-	if !ok || !ok2 {
-		return nil, status.Error(codes.Unauthenticated, "malformed bearer token (want Bearer ID.SECRET)")
-	}
-	t := (*a.tokens.Load())[id]
-	sum := sha256.Sum256([]byte(secret))
-	if t == nil {
-		// Same work as for a known id, so that timing does not tell ids.
-		var zero [sha256.Size]byte
-		subtle.ConstantTimeCompare(sum[:], zero[:])
-		return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
-	}
-	if subtle.ConstantTimeCompare(sum[:], t.hash[:]) != 1 {
-		return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
-	}
-	return t, nil
-}
-
-// requestIdentities returns the identities a request names, and whether
-// it spans identities (a list or watch without an identity), which only an
-// unscoped token may do. Requests that concern no identity (nodes,
-// calendars, kinds, previews) return neither.
-func requestIdentities(req any) (ids []string, crossIdentity bool) {
-	switch r := req.(type) {
-	case *taskdv1.ScheduleTaskRequest:
-		return []string{r.GetTask().GetIdentity()}, false
-	case *taskdv1.ScheduleTasksRequest:
-		for _, t := range r.GetTasks() {
-			ids = append(ids, t.GetIdentity())
-		}
-		return ids, false
-	case *taskdv1.UpdateTaskRequest:
-		ids = []string{r.GetIdentity()}
-		if s := r.GetSpec().GetIdentity(); s != "" && s != r.GetIdentity() {
-			ids = append(ids, s)
-		}
-		return ids, false
-	case *taskdv1.ListTasksRequest:
-		if r.GetIdentity() == "" {
-			return nil, true
-		}
-		return []string{r.GetIdentity()}, false
-	case *taskdv1.WatchEventsRequest:
-		if r.GetIdentity() == "" {
-			return nil, true
-		}
-		return []string{r.GetIdentity()}, false
-	case interface{ GetIdentity() string }:
-		return []string{r.GetIdentity()}, false
-	}
-	return nil, false
-}
-
-// authorize checks that t may make a call of method with req.
-func authorize(t *token, method string, req any) error {
-	verb, known := methodVerbs[method]
-	if !known {
-		return status.Errorf(codes.PermissionDenied, "token %s: method %s is not open to tokens", t.id, method)
-	}
-	if !t.verbs[verb] {
-		return status.Errorf(codes.PermissionDenied, "token %s lacks the verb %q needed by %s", t.id, verb, method)
-	}
-	ids, cross := requestIdentities(req)
-	if cross && len(t.scopes) > 0 {
-		return status.Errorf(codes.PermissionDenied,
-			"token %s is scoped to identities %s: verb %q across all identities (%s without an identity) needs an unscoped token",
-			t.id, strings.Join(t.scopes, ","), verb, method)
-	}
-	for _, id := range ids {
-		if !t.allows(id) {
-			return status.Errorf(codes.PermissionDenied, "token %s: identity %q is out of its scopes %s for verb %q",
-				t.id, id, strings.Join(t.scopes, ","), verb)
-		}
-	}
-	return nil
-}
-
-func (a *authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	method, ours := taskServiceMethod(info.FullMethod)
-	if !ours {
-		return handler(ctx, req)
-	}
-	t, err := a.authenticate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := authorize(t, method, req); err != nil {
-		return nil, err
-	}
-	return handler(ctx, req)
-}
-
-func (a *authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	method, ours := taskServiceMethod(info.FullMethod)
-	if !ours {
-		return handler(srv, ss)
-	}
-	t, err := a.authenticate(ss.Context())
-	if err != nil {
-		return err
-	}
-	return handler(srv, &authorizedStream{ServerStream: ss, token: t, method: method})
-}
-
-// authorizedStream checks the request of a server stream (the first
-// message received) before the handler sees it.
-type authorizedStream struct {
-	grpc.ServerStream
-	token   *token
-	method  string
-	checked bool
-}
-
-func (s *authorizedStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	if s.checked {
+// fileTokens returns the tokens of the file, for the TokenService.
+func (a *authorizer) fileTokens() map[string]*tokens.Token {
+	if a == nil {
 		return nil
 	}
-	s.checked = true
-	return authorize(s.token, s.method, m)
+	return a.FileTokens()
 }

@@ -182,24 +182,90 @@ func TestListenPolicy(t *testing.T) {
 	startTaskd(t, "--listen", "0.0.0.0:0", "--insecure")
 }
 
-func TestParseTokens(t *testing.T) {
-	h := strings.Repeat("ab", 32)
-	for _, tc := range []struct {
-		line, err string
-	}{
-		{"a " + h + " read", ""},
-		{"a " + h + " read,admin alice,tenant-7/*", ""},
-		{"a " + h, "want ID"},
-		{"a " + h + " fly", "unknown verb"},
-		{"a abc read", "64 hex"},
-		{"a.b " + h + " read", "dot"},
-		{"a " + h + " read a*b", "bad identity scope"},
-		{"a " + h + " read a,,b", "bad identity scope"},
-		{"a " + h + " read\na " + h + " admin", "twice"},
-	} {
-		_, err := parseTokens(tc.line)
-		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("%q: error %v, want %q", tc.line, err, tc.err)
+// TestStoredTokens: on two nodes sharing etcd, an admin token of the file
+// creates a token through the TokenService; both nodes accept it (the
+// creating one at once), it is refused outside its verbs and identities,
+// the tokens service itself needs admin, and once revoked it is refused
+// with UNAUTHENTICATED: by the revoking node at once, by the other as soon
+// as its follower sees the deletion.
+func TestStoredTokens(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, file, tokenLine("root", "root-secret", "schedule,read,control,admin", ""),
+		tokenLine("reader", "reader-secret", "read", ""))
+	a := startTaskd(t, "--name", "tok-a", "--tokens-file", file)
+	b := startTaskd(t, "--name", "tok-b", "--tokens-file", file, "--etcd", a.etcd)
+
+	conns := map[string]*grpc.ClientConn{}
+	for name, d := range map[string]*taskd{"a": a, "b": b} {
+		conn, err := grpc.NewClient(d.api, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
 		}
+		defer conn.Close()
+		conns[name] = conn
+	}
+	with := func(token string) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+	}
+	tokA := taskdv1.NewTokenServiceClient(conns["a"])
+	if _, err := tokA.ListTokens(with("reader.reader-secret"), &taskdv1.ListTokensRequest{}); status.Code(err) != codes.PermissionDenied ||
+		!strings.Contains(err.Error(), `"admin"`) {
+		t.Fatalf("ListTokens with a read token: %v, want PermissionDenied naming admin", err)
+	}
+	if _, err := tokA.ListTokens(context.Background(), &taskdv1.ListTokensRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("ListTokens without a token: %v, want Unauthenticated", err)
+	}
+	if _, err := tokA.CreateToken(with("root.root-secret"), &taskdv1.CreateTokenRequest{Id: "ci", Verbs: []string{"sing"}}); status.Code(err) != codes.InvalidArgument ||
+		!strings.Contains(status.Convert(err).Message(), "verbs:") {
+		t.Fatalf("CreateToken with a bad verb: %v, want InvalidArgument naming verbs", err)
+	}
+	created, err := tokA.CreateToken(with("root.root-secret"), &taskdv1.CreateTokenRequest{Id: "ci", Verbs: []string{"schedule", "read"},
+		Identities: []string{"tenant-7/*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by := created.GetToken().GetCreatedBy(); by != "root" {
+		t.Fatalf("created_by %q, want root", by)
+	}
+	ci := created.GetBearer()
+	list := func(node, token, identity string) error {
+		_, err := taskdv1.NewTaskServiceClient(conns[node]).ListTasks(with(token), &taskdv1.ListTasksRequest{Identity: identity})
+		return err
+	}
+	if err := list("a", ci, "tenant-7/x"); err != nil {
+		t.Fatalf("new token on the creating node: %v", err)
+	}
+	waitUntil(t, "node b accepts the new token", func() bool { return list("b", ci, "tenant-7/x") == nil })
+	if err := list("b", ci, "bob"); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `"bob"`) {
+		t.Fatalf("out of scope: %v, want PermissionDenied naming bob", err)
+	}
+	_, err = taskdv1.NewTaskServiceClient(conns["b"]).CancelTask(with(ci), &taskdv1.CancelTaskRequest{Identity: "tenant-7/x", TaskId: "x"})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `"control"`) {
+		t.Fatalf("verb out of the token: %v, want PermissionDenied naming control", err)
+	}
+
+	if _, err := tokA.RevokeToken(with("root.root-secret"), &taskdv1.RevokeTokenRequest{Id: "reader"}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("revoking a file token: %v, want FailedPrecondition", err)
+	}
+	if _, err := tokA.RevokeToken(with("root.root-secret"), &taskdv1.RevokeTokenRequest{Id: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := list("a", ci, "tenant-7/x"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("revoked token on the revoking node: %v, want Unauthenticated", err)
+	}
+	waitUntil(t, "node b refuses the revoked token", func() bool { return status.Code(list("b", ci, "tenant-7/x")) == codes.Unauthenticated })
+}
+
+// waitUntil polls cond until it holds, failing the test after a minute.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/taskd/taskd/pkg/config"
 	"github.com/taskd/taskd/pkg/etcdembed"
 	"github.com/taskd/taskd/pkg/taskservice"
+	"github.com/taskd/taskd/pkg/tokens"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -172,6 +173,16 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	gs := grpc.NewServer(append(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...), tracer.serverOptions()...),
 		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	storedTokens := tokens.NewFollower(cli, cfg.Prefix)
+	auth.follow(storedTokens)
+	taskdv1.RegisterTokenServiceServer(gs, tokens.NewServer(cli, cfg.Prefix, storedTokens, auth.fileTokens))
+	tokensCtx, stopTokens := context.WithCancel(context.Background())
+	tokensDone := make(chan struct{})
+	go func() {
+		defer close(tokensDone)
+		storedTokens.Run(tokensCtx)
+	}()
+	defer func() { stopTokens(); <-tokensDone }()
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	hs.SetServingStatus(taskdv1.TaskService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_NOT_SERVING)

@@ -4,9 +4,12 @@ package compose
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,6 +89,7 @@ func TestCompose(t *testing.T) {
 	c.spread(ctx)
 	owners := c.owners(ctx, "taskd-1")
 	t.Logf("identities per node before the faults: %v", countOwners(owners))
+	c.prometheusScrapes(ctx)
 
 	// docker kill: the node's identities go to the others once its lease
 	// expires; a start under the same name frees its previous incarnation.
@@ -237,6 +241,53 @@ func (c *cluster) poll(ctx context.Context, what string, cond func(ctx context.C
 		case <-tick.C:
 		}
 	}
+}
+
+// prometheusScrapes waits until the compose file's Prometheus scrapes the
+// three nodes and its sum of taskd_identities_owned over them is the number
+// of identities scheduled.
+func (c *cluster) prometheusScrapes(ctx context.Context) {
+	c.t.Helper()
+	query := func(ctx context.Context, q string) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+			"http://127.0.0.1:9090/api/v1/query?query="+url.QueryEscape(q), nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Status string
+			Data   struct {
+				Result []struct {
+					Value []any
+				}
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return "", err
+		}
+		if body.Status != "success" || len(body.Data.Result) != 1 || len(body.Data.Result[0].Value) != 2 {
+			return "", fmt.Errorf("query %s: status %q, %d results", q, body.Status, len(body.Data.Result))
+		}
+		v, _ := body.Data.Result[0].Value[1].(string)
+		return v, nil
+	}
+	took := c.poll(ctx, "Prometheus scrapes the three nodes", func(ctx context.Context) (bool, error) {
+		up, err := query(ctx, `count(up{job="taskd"} == 1)`)
+		if err != nil || up != "3" {
+			return false, fmt.Errorf("nodes up: %q (%v)", up, err)
+		}
+		owned, err := query(ctx, `sum(taskd_identities_owned{job="taskd"})`)
+		if err != nil || owned != fmt.Sprint(identities) {
+			return false, fmt.Errorf("identities owned: %q, want %d (%v)", owned, identities, err)
+		}
+		return true, nil
+	})
+	c.t.Logf("Prometheus: 3 nodes up and %d identities owned in its data %s after the check began", identities, took.Round(100*time.Millisecond))
 }
 
 // waitRunning waits until every named node is RUNNING and serves its API.

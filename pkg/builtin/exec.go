@@ -102,6 +102,21 @@ func (h *execHandler) Work(ctx context.Context, run *taskservice.Run) error {
 	return err
 }
 
+// nodeEnviron is the node's environment without TRACEPARENT and
+// TRACESTATE: a trace the node process was started in is not the run's, so
+// a command of an untraced run must not join it (a traced run's command
+// gets its own TRACEPARENT).
+func nodeEnviron() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TRACEPARENT=") && !strings.HasPrefix(kv, "TRACESTATE=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // run runs the command and returns its stdout as a message, and the outcome.
 func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, error) {
 	cmd, guard, guardEnv, err := guardCommand(ctx, h.command)
@@ -109,7 +124,7 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		return "", taskservice.Retry(fmt.Errorf("exec handler for kind %q: %w", run.Kind, err))
 	}
 	defer guard.close()
-	cmd.Env = append(append(append(os.Environ(), h.env...), guardEnv...), // later entries win
+	cmd.Env = append(append(append(nodeEnviron(), h.env...), guardEnv...), // later entries win
 		"TASKD_IDENTITY="+run.Identity,
 		"TASKD_TASK_ID="+run.TaskID,
 		"TASKD_KIND="+run.Kind,

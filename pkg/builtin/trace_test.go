@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -69,15 +68,16 @@ func TestWebhookSendsTraceparent(t *testing.T) {
 	}
 }
 
+// TestExecGetsTraceparent: the command sees the run span's traceparent when
+// the run is traced, and none when it is not, even when the node itself was
+// started with TRACEPARENT and TRACESTATE in its environment (a stale
+// trace the command must not join).
 func TestExecGetsTraceparent(t *testing.T) {
-	// The node's own environment must not leak into the untraced case.
-	t.Setenv("TRACEPARENT", "")
-	if err := os.Unsetenv("TRACEPARENT"); err != nil {
-		t.Fatal(err)
-	}
+	t.Setenv("TRACEPARENT", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	t.Setenv("TRACESTATE", "vendor=node")
 	for _, tc := range traceCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, err := runExec(t, tc.ctx, NewExec(`printf '%s' "${TRACEPARENT-unset}"`, ExecOptions{}), testRun(""))
+			msg, err := runExec(t, tc.ctx, NewExec(`printf '%s' "${TRACEPARENT-unset}${TRACESTATE+ tracestate}"`, ExecOptions{}), testRun(""))
 			if err != nil {
 				t.Fatalf("err = %v, want nil", err)
 			}

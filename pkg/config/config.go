@@ -67,8 +67,8 @@ type Config struct {
 	// TLSCA verifies the server certificates of other nodes when this node
 	// dials them (--tls-ca); empty: TLSClientCA, or the system roots.
 	TLSCA string
-	// TokensFile, when set, names the bearer tokens the gRPC API accepts
-	// (--tokens-file); every TaskService call then needs one of them.
+	// TokensFile, when set, turns bearer tokens on (--tokens-file): every
+	// API call then needs a token of this file or one stored in etcd.
 	TokensFile string
 	// Insecure lets the API serve without tokens on a non-loopback
 	// address (--insecure); without it such a start-up is refused.

@@ -171,8 +171,8 @@ var options = []*option{
 	},
 	{
 		name: "tokens-file", arg: "FILE", def: "(none)",
-		help: "bearer tokens the gRPC API accepts (one per line: ID SHA256-OF-SECRET VERBS [IDENTITIES]); " +
-			"when set every API call needs one; read at start and again on SIGHUP",
+		help: "turn bearer tokens on: every API call then needs a token of this file (one per line: " +
+			"ID SHA256-OF-SECRET VERBS [IDENTITIES]; read at start and again on SIGHUP) or one stored in etcd (taskctl token create)",
 		set: func(c *Config, v string) error { c.TokensFile = v; return nil },
 	},
 	{

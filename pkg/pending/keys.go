@@ -140,6 +140,14 @@ func (k Keys) SplitPause(key string) (id, kind string, err error) {
 	return "", "", fmt.Errorf("key %q is not a pause key", key)
 }
 
+// Tokens is the prefix of the bearer tokens stored in etcd
+// (storev1.TokenRecord values); every node that checks tokens follows it.
+func (k Keys) Tokens() string { return k.prefix + "token/" }
+
+// Token is the key of the stored token id (ids are letters, digits, _ and
+// -, so they need no encoding).
+func (k Keys) Token(id string) string { return k.prefix + "token/" + id }
+
 // Calendars is the prefix of the stored calendars (taskdv1.Calendar
 // values); every node follows it.
 func (k Keys) Calendars() string { return k.prefix + "cal/" }

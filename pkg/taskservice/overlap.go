@@ -203,6 +203,9 @@ func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *stor
 		Spec:      spec,
 		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
 		CreatedAt: timestamppb.New(now),
+		// Its runs link to the request that scheduled the parent, as the
+		// parent's own runs do.
+		Traceparent: parent.Traceparent,
 	}
 	initTriggers(rec, nil)
 	settle(rec, now)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/taskservice"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -132,4 +133,70 @@ func TestUntracedScheduleStoresNoTraceparent(t *testing.T) {
 		})
 	}
 	traced.End()
+}
+
+// TestOverlappingRunsLinkToTheScheduleSpan: an overlapping run (a child
+// task) carries its parent's traceparent, so its run span links to the
+// request that scheduled the parent too.
+func TestOverlappingRunsLinkToTheScheduleSpan(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	release := make(chan struct{})
+	h := newHarness(t, func(c *taskservice.Config) { c.TracerProvider = tp; c.MaxOverlap = 1 })
+	h.rec.behave = func(ctx context.Context, r *taskservice.Run, n int) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	reqCtx, reqSpan := tp.Tracer("test").Start(context.Background(), "ScheduleTask")
+	iv := 50 * time.Millisecond
+	s := spec("ov", "rec", every(time.Now().Add(iv), iv, 2))
+	s.AllowOverlap = true
+	task := h.scheduleWith(reqCtx, s)
+	reqSpan.End()
+	tst.Eventually(t, 10*time.Second, func() bool {
+		h.rec.mu.Lock()
+		defer h.rec.mu.Unlock()
+		return len(h.rec.calls) >= 2
+	}, "the task's run and an overlapping run in flight")
+	close(release)
+	h.waitState("ov", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	ctx, cancel := rpc()
+	defer cancel()
+	list, err := h.node.Client.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "ov", PageSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentTP := h.storedRecord("ov", task.Id).Traceparent
+	if parentTP == "" {
+		t.Fatal("the traced schedule stored no traceparent")
+	}
+	children := 0
+	for _, tk := range list.Tasks {
+		if tk.Id == task.Id {
+			continue
+		}
+		children++
+		h.waitState("ov", tk.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+		if got := h.storedRecord("ov", tk.Id).Traceparent; got != parentTP {
+			t.Errorf("overlapping run %s stored traceparent %q, want the parent's %q", tk.Id, got, parentTP)
+		}
+	}
+	if children != 1 {
+		t.Fatalf("%d overlapping runs, want 1", children)
+	}
+	linked := 0
+	for _, sp := range sr.Ended() {
+		if sp.Name() == "taskd.run rec" {
+			if l := sp.Links(); len(l) == 1 && l[0].SpanContext.SpanID() == reqSpan.SpanContext().SpanID() {
+				linked++
+			}
+		}
+	}
+	if linked != 2 {
+		t.Fatalf("%d run spans link to the schedule span, want 2 (the task's run and the overlapping run)", linked)
+	}
 }

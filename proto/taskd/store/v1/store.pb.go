@@ -1128,11 +1128,67 @@ func (x *EveryNodeProgress) GetSpecVersion() int64 {
 	return 0
 }
 
+// TokenRecord is a bearer token stored in etcd (taskd.v1.TokenService).
+type TokenRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token as the API shows it (its source is TOKEN_SOURCE_ETCD).
+	Token *v1.Token `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// secret_sha256 is the SHA-256 of the token's secret; the secret itself
+	// is never stored.
+	SecretSha256  []byte `protobuf:"bytes,2,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenRecord) Reset() {
+	*x = TokenRecord{}
+	mi := &file_taskd_store_v1_store_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenRecord) ProtoMessage() {}
+
+func (x *TokenRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_store_v1_store_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenRecord.ProtoReflect.Descriptor instead.
+func (*TokenRecord) Descriptor() ([]byte, []int) {
+	return file_taskd_store_v1_store_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TokenRecord) GetToken() *v1.Token {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *TokenRecord) GetSecretSha256() []byte {
+	if x != nil {
+		return x.SecretSha256
+	}
+	return nil
+}
+
 var File_taskd_store_v1_store_proto protoreflect.FileDescriptor
 
 const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\n" +
-	"\x1ataskd/store/v1/store.proto\x12\x0etaskd.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14taskd/v1/taskd.proto\"\x8f\x01\n" +
+	"\x1ataskd/store/v1/store.proto\x12\x0etaskd.store.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x14taskd/v1/taskd.proto\x1a\x15taskd/v1/tokens.proto\"\x8f\x01\n" +
 	"\fTriggerState\x12.\n" +
 	"\x04next\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04next\x12\x14\n" +
 	"\x05fired\x18\x02 \x01(\x03R\x05fired\x129\n" +
@@ -1239,7 +1295,10 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	" \x01(\v2\x19.taskd.store.v1.RunMarkerR\x0frecoveryPending\x12*\n" +
 	"\x11manual_served_rev\x18\v \x01(\x03R\x0fmanualServedRev\x12\x1a\n" +
 	"\bmisfires\x18\f \x01(\x03R\bmisfires\x12!\n" +
-	"\fspec_version\x18\r \x01(\x03R\vspecVersionB\xaf\x01\n" +
+	"\fspec_version\x18\r \x01(\x03R\vspecVersion\"Y\n" +
+	"\vTokenRecord\x12%\n" +
+	"\x05token\x18\x01 \x01(\v2\x0f.taskd.v1.TokenR\x05token\x12#\n" +
+	"\rsecret_sha256\x18\x02 \x01(\fR\fsecretSha256B\xaf\x01\n" +
 	"\x12com.taskd.store.v1B\n" +
 	"StoreProtoP\x01Z3github.com/taskd/taskd/proto/taskd/store/v1;storev1\xa2\x02\x03TSX\xaa\x02\x0eTaskd.Store.V1\xca\x02\x0eTaskd\\Store\\V1\xe2\x02\x1aTaskd\\Store\\V1\\GPBMetadata\xea\x02\x10Taskd::Store::V1b\x06proto3"
 
@@ -1255,7 +1314,7 @@ func file_taskd_store_v1_store_proto_rawDescGZIP() []byte {
 	return file_taskd_store_v1_store_proto_rawDescData
 }
 
-var file_taskd_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_taskd_store_v1_store_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_taskd_store_v1_store_proto_goTypes = []any{
 	(*TriggerState)(nil),          // 0: taskd.store.v1.TriggerState
 	(*RunMarker)(nil),             // 1: taskd.store.v1.RunMarker
@@ -1267,50 +1326,53 @@ var file_taskd_store_v1_store_proto_goTypes = []any{
 	(*ForwardedResult)(nil),       // 7: taskd.store.v1.ForwardedResult
 	(*Status)(nil),                // 8: taskd.store.v1.Status
 	(*EveryNodeProgress)(nil),     // 9: taskd.store.v1.EveryNodeProgress
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(*v1.TaskSpec)(nil),           // 11: taskd.v1.TaskSpec
-	(v1.TaskState)(0),             // 12: taskd.v1.TaskState
-	(*v1.RunSummary)(nil),         // 13: taskd.v1.RunSummary
-	(*v1.Run)(nil),                // 14: taskd.v1.Run
-	(v1.NodeState)(0),             // 15: taskd.v1.NodeState
-	(v1.Outcome)(0),               // 16: taskd.v1.Outcome
+	(*TokenRecord)(nil),           // 10: taskd.store.v1.TokenRecord
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*v1.TaskSpec)(nil),           // 12: taskd.v1.TaskSpec
+	(v1.TaskState)(0),             // 13: taskd.v1.TaskState
+	(*v1.RunSummary)(nil),         // 14: taskd.v1.RunSummary
+	(*v1.Run)(nil),                // 15: taskd.v1.Run
+	(v1.NodeState)(0),             // 16: taskd.v1.NodeState
+	(v1.Outcome)(0),               // 17: taskd.v1.Outcome
+	(*v1.Token)(nil),              // 18: taskd.v1.Token
 }
 var file_taskd_store_v1_store_proto_depIdxs = []int32{
-	10, // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
-	10, // 1: taskd.store.v1.TriggerState.last_start:type_name -> google.protobuf.Timestamp
-	10, // 2: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
-	10, // 3: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
-	11, // 4: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
-	12, // 5: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
-	10, // 6: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
+	11, // 0: taskd.store.v1.TriggerState.next:type_name -> google.protobuf.Timestamp
+	11, // 1: taskd.store.v1.TriggerState.last_start:type_name -> google.protobuf.Timestamp
+	11, // 2: taskd.store.v1.RunMarker.started_at:type_name -> google.protobuf.Timestamp
+	11, // 3: taskd.store.v1.RunMarker.fire_time:type_name -> google.protobuf.Timestamp
+	12, // 4: taskd.store.v1.TaskRecord.spec:type_name -> taskd.v1.TaskSpec
+	13, // 5: taskd.store.v1.TaskRecord.state:type_name -> taskd.v1.TaskState
+	11, // 6: taskd.store.v1.TaskRecord.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 7: taskd.store.v1.TaskRecord.triggers:type_name -> taskd.store.v1.TriggerState
-	10, // 8: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
-	10, // 9: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
+	11, // 8: taskd.store.v1.TaskRecord.retry_at:type_name -> google.protobuf.Timestamp
+	11, // 9: taskd.store.v1.TaskRecord.pending_fire:type_name -> google.protobuf.Timestamp
 	1,  // 10: taskd.store.v1.TaskRecord.running:type_name -> taskd.store.v1.RunMarker
-	13, // 11: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
-	10, // 12: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
+	14, // 11: taskd.store.v1.TaskRecord.last_run:type_name -> taskd.v1.RunSummary
+	11, // 12: taskd.store.v1.TaskRecord.finished_at:type_name -> google.protobuf.Timestamp
 	1,  // 13: taskd.store.v1.TaskRecord.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	10, // 14: taskd.store.v1.TaskRecord.paused_at:type_name -> google.protobuf.Timestamp
-	14, // 15: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
-	15, // 16: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
-	10, // 17: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
-	10, // 18: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
-	16, // 19: taskd.store.v1.ForwardedResult.outcome:type_name -> taskd.v1.Outcome
-	10, // 20: taskd.store.v1.ForwardedResult.started_at:type_name -> google.protobuf.Timestamp
-	10, // 21: taskd.store.v1.ForwardedResult.ended_at:type_name -> google.protobuf.Timestamp
-	10, // 22: taskd.store.v1.ForwardedResult.snooze:type_name -> google.protobuf.Timestamp
-	10, // 23: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
+	11, // 14: taskd.store.v1.TaskRecord.paused_at:type_name -> google.protobuf.Timestamp
+	15, // 15: taskd.store.v1.RunRecord.run:type_name -> taskd.v1.Run
+	16, // 16: taskd.store.v1.NodeRecord.state:type_name -> taskd.v1.NodeState
+	11, // 17: taskd.store.v1.NodeRecord.started_at:type_name -> google.protobuf.Timestamp
+	11, // 18: taskd.store.v1.NodeRecord.dispatch_start:type_name -> google.protobuf.Timestamp
+	17, // 19: taskd.store.v1.ForwardedResult.outcome:type_name -> taskd.v1.Outcome
+	11, // 20: taskd.store.v1.ForwardedResult.started_at:type_name -> google.protobuf.Timestamp
+	11, // 21: taskd.store.v1.ForwardedResult.ended_at:type_name -> google.protobuf.Timestamp
+	11, // 22: taskd.store.v1.ForwardedResult.snooze:type_name -> google.protobuf.Timestamp
+	11, // 23: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
 	0,  // 24: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
-	13, // 25: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
+	14, // 25: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
 	1,  // 26: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
-	10, // 27: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
-	10, // 28: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
+	11, // 27: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
+	11, // 28: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
 	1,  // 29: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	18, // 30: taskd.store.v1.TokenRecord.token:type_name -> taskd.v1.Token
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_taskd_store_v1_store_proto_init() }
@@ -1324,7 +1386,7 @@ func file_taskd_store_v1_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskd_store_v1_store_proto_rawDesc), len(file_taskd_store_v1_store_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

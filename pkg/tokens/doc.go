@@ -1,0 +1,20 @@
+// Package tokens is taskd's bearer-token authorization: the tokens a node
+// accepts, each with the verbs it may use (schedule, read, control, admin)
+// and the identities it may touch, and the gRPC interceptors that check
+// every call against them.
+//
+// Tokens come from two places. A tokens file (ParseFile) lists the tokens an
+// operator configures by hand; it is how the first admin token is made. The
+// TokenService (Server) stores more in etcd, where every node follows them
+// (Follower). A client sends "authorization: Bearer ID.SECRET"; only the
+// secret's SHA-256 is ever kept, in the file or in etcd.
+//
+// Guarantees: a call is served only when its token is known, its secret
+// matches, the token holds the verb of the method, and its identity scopes
+// cover every identity the request names (a request across all identities
+// needs an unscoped token). A method without a verb is refused to every
+// token. A token revoked through the TokenService is refused by the node
+// that answered the revocation once the call returns, and by every other
+// node as soon as its follower sees the deletion. A token of the file
+// shadows a stored one of the same id.
+package tokens

@@ -107,7 +107,8 @@ type Config struct {
 	// MaxOverlap caps the unfinished overlapping runs of one allow_overlap
 	// task (--max-overlap).
 	MaxOverlap int
-	// Workers is the number of concurrent runs per node (--workers).
+	// Workers is how many runs may be starting or in their handler at
+	// once on the node (--workers); a run's commit holds none.
 	Workers int
 	// LogLevel is one of trace, debug, info, warn, error (--log-level).
 	LogLevel string

@@ -286,7 +286,7 @@ var options = []*option{
 	},
 	{
 		name: "workers", arg: "N", def: "128",
-		help:  "concurrent runs per node, 1 to 10000",
+		help:  "runs starting or in their handler at once, per node (a run's commit holds no worker), 1 to 10000",
 		set:   intSetter(func(c *Config) *int { return &c.Workers }),
 		check: func(c Config) error { return checkRange(c.Workers, 1, maxWorkers) },
 	},

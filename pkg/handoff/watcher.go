@@ -30,6 +30,13 @@ type Entry struct {
 // (by the watch and by a poll).
 type Handler func(ctx context.Context, e Entry) error
 
+// BatchHandler takes several entries at once and returns one error per
+// entry (nil: taken, and the watcher deletes it). The same rules as for
+// Handler hold for each entry. A dead node's identities arrive as thousands
+// of entries together: a batch lets the handler read them all in a few
+// etcd round trips instead of a few each.
+type BatchHandler func(ctx context.Context, es []Entry) []error
+
 // Watcher delivers the entries of one node's handoff area (contract §3.4): it
 // watches the area so that an entry is normally picked up at once, and
 // polls it every Period starting Start after Run, as the safety net for a
@@ -44,11 +51,17 @@ type Watcher struct {
 	// test that proves polling is enough).
 	NoWatch bool
 	Timeout time.Duration // deadline of one etcd call
-	// Workers is how many entries are handled at once (default 16): a
-	// dead node's identities arrive as thousands of entries together.
+	// Workers is how many batches are handled at once (default 16).
 	Workers int
-	Log     hclog.Logger
-	Handle  Handler
+	// BatchSize bounds the entries of one batch (default 64; it must stay
+	// within etcd's --max-txn-ops, as the entries of a batch are deleted by
+	// one Txn).
+	BatchSize int
+	Log       hclog.Logger
+	// HandleBatch, when set, takes the entries; otherwise Handle takes them
+	// one by one.
+	HandleBatch BatchHandler
+	Handle      Handler
 
 	mu       sync.Mutex
 	inFlight map[string]bool
@@ -111,9 +124,11 @@ func (w *Watcher) poll(ctx context.Context) (int64, error) {
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
+		found := make([]rawEntry, 0, len(resp.Kvs))
 		for _, kv := range resp.Kvs {
-			w.deliver(ctx, string(kv.Key), kv.Value, kv.ModRevision)
+			found = append(found, rawEntry{string(kv.Key), kv.Value, kv.ModRevision})
 		}
+		w.deliver(ctx, found)
 		if !resp.More || len(resp.Kvs) == 0 {
 			return rev, nil
 		}
@@ -130,11 +145,13 @@ func (w *Watcher) watchLoop(ctx context.Context) {
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		List:    w.poll,
 		Events: func(ctx context.Context, evs []*clientv3.Event) {
+			found := make([]rawEntry, 0, len(evs))
 			for _, ev := range evs {
 				if ev.Type == clientv3.EventTypePut {
-					w.deliver(ctx, string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
+					found = append(found, rawEntry{string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision})
 				}
 			}
+			w.deliver(ctx, found)
 		},
 		Initial: 50 * time.Millisecond,
 		Max:     2 * time.Second,
@@ -145,57 +162,103 @@ func (w *Watcher) watchLoop(ctx context.Context) {
 	f.Run(ctx)
 }
 
-// deliver hands an entry to the handler on one of the worker slots unless
-// it is already being handled; the handler's goroutine then deletes it
-// (only the write that was delivered).
-func (w *Watcher) deliver(ctx context.Context, key string, value []byte, rev int64) {
-	w.mu.Lock()
-	if w.inFlight[key] {
-		w.mu.Unlock()
-		return
-	}
-	w.inFlight[key] = true
-	w.mu.Unlock()
-	select {
-	case w.slots <- struct{}{}:
-	case <-ctx.Done():
-		w.mu.Lock()
-		delete(w.inFlight, key)
-		w.mu.Unlock()
-		return
-	}
-	w.handlers.Add(1)
-	go func() {
-		defer w.handlers.Done()
-		defer func() { <-w.slots }()
-		defer func() {
-			w.mu.Lock()
-			delete(w.inFlight, key)
-			w.mu.Unlock()
-		}()
-		w.take(ctx, key, value, rev)
-	}()
+// rawEntry is an entry as read, before decoding.
+type rawEntry struct {
+	key   string
+	value []byte
+	rev   int64
 }
 
-// take handles one entry and deletes it if the handler took it.
-func (w *Watcher) take(ctx context.Context, key string, value []byte, rev int64) {
-	if e, err := decodeEntry(key, value, rev); err != nil {
-		w.Log.Error("bad handoff entry; deleting it", "key", key, "error", err)
+// deliver hands the entries not already being handled to the handler, in
+// batches of up to BatchSize, each on one of the worker slots; the batch's
+// goroutine then deletes the entries taken (only the writes delivered).
+func (w *Watcher) deliver(ctx context.Context, found []rawEntry) {
+	fresh := found[:0:0]
+	w.mu.Lock()
+	for _, r := range found {
+		if !w.inFlight[r.key] {
+			w.inFlight[r.key] = true
+			fresh = append(fresh, r)
+		}
+	}
+	w.mu.Unlock()
+	size := w.BatchSize
+	if size <= 0 {
+		size = 64
+	}
+	for len(fresh) > 0 {
+		batch := fresh[:min(len(fresh), size)]
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			w.done(fresh)
+			return
+		}
+		fresh = fresh[len(batch):]
+		w.handlers.Add(1)
+		go func() {
+			defer w.handlers.Done()
+			defer func() { <-w.slots }()
+			defer w.done(batch)
+			w.take(ctx, batch)
+		}()
+	}
+}
+
+// done marks entries as no longer being handled.
+func (w *Watcher) done(rs []rawEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range rs {
+		delete(w.inFlight, r.key)
+	}
+}
+
+// take handles a batch of entries and deletes those the handler took, and
+// those that do not decode, in one Txn: each delete is conditional on the
+// entry's revision, so a newer write to the same key stays.
+func (w *Watcher) take(ctx context.Context, batch []rawEntry) {
+	var es []Entry
+	var deletes []clientv3.Op
+	del := func(key string, rev int64) {
+		deletes = append(deletes, clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
+			[]clientv3.Op{clientv3.OpDelete(key)}, nil))
+	}
+	for _, r := range batch {
+		e, err := decodeEntry(r.key, r.value, r.rev)
+		if err != nil {
+			w.Log.Error("bad handoff entry; deleting it", "key", r.key, "error", err)
+			del(r.key, r.rev)
+			continue
+		}
+		es = append(es, e)
+	}
+	var errs []error
+	if w.HandleBatch != nil && len(es) > 0 {
+		errs = w.HandleBatch(ctx, es)
 	} else {
-		if err := w.Handle(ctx, e); err != nil {
+		errs = make([]error, len(es))
+		for i, e := range es {
+			errs[i] = w.Handle(ctx, e)
+		}
+	}
+	for i, e := range es {
+		if err := errs[i]; err != nil {
 			if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 				w.Log.Warn("handoff entry not taken; will retry", "identity", e.Identity, "task", e.TaskID, "error", err)
 			}
-			return
+			continue
 		}
+		del(e.Key, e.Rev)
+	}
+	if len(deletes) == 0 {
+		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
-	if _, err := w.Client.Txn(cctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpDelete(key)).
-		Commit(); err != nil && ctx.Err() == nil {
-		w.Log.Warn("delete handoff entry", "key", key, "error", err)
+	if _, err := w.Client.Txn(cctx).Then(deletes...).Commit(); err != nil && ctx.Err() == nil {
+		w.Log.Warn("delete handoff entries", "entries", len(deletes), "error", err)
 	}
 }
 

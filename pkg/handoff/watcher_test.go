@@ -110,3 +110,84 @@ func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
 	}
 	tst.Eventually(t, 10*time.Second, func() bool { return k.count("alice/after") >= 1 }, "the entry written across the break")
 }
+
+// TestBatchesAreTakenAndDeletedTogether: 200 entries written at once reach
+// HandleBatch in batches of at most BatchSize; the entries taken are
+// deleted, the one refused stays (and is offered again by the next poll),
+// and an entry rewritten while its batch was being handled stays too (its
+// delete is conditional on the revision delivered).
+func TestBatchesAreTakenAndDeletedTogether(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	cli := etcd.Client(t)
+	keys := handoff.NewKeys("/b/")
+	var ops []clientv3.Op
+	for i := 0; i < 200; i++ {
+		op, err := keys.PutOp("n1", "n2", fmt.Sprintf("id-%03d", i), "*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, op)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < len(ops); i += 100 {
+		if _, err := cli.Txn(ctx).Then(ops[i : i+100]...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	largest, refusals, rewritten := 0, 0, false
+	taken := map[string]int{}
+	handle := func(ctx context.Context, es []handoff.Entry) []error {
+		errs := make([]error, len(es))
+		mu.Lock()
+		defer mu.Unlock()
+		largest = max(largest, len(es))
+		for i, e := range es {
+			switch {
+			case e.Identity == "id-007" && refusals == 0:
+				refusals++
+				errs[i] = fmt.Errorf("not now")
+			case e.Identity == "id-042" && !rewritten:
+				rewritten = true
+				op, _ := keys.PutOp("n1", "n3", "id-042", "*")
+				if _, err := cli.Do(ctx, op); err != nil {
+					errs[i] = err
+				}
+				taken[e.Identity]++
+			default:
+				taken[e.Identity]++
+			}
+		}
+		return errs
+	}
+	startWatcher(t, cli, &handoff.Watcher{Client: cli, Keys: keys, Node: "n1", Period: 200 * time.Millisecond, Start: 200 * time.Millisecond,
+		BatchSize: 64, Timeout: 5 * time.Second, Log: hclog.NewNullLogger(), HandleBatch: handle})
+	tst.Eventually(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(taken) == 199 && refusals == 1
+	}, "199 entries taken and id-007 refused once")
+	// The refused entry, and the one rewritten while it was being handled
+	// (the watch's event for the rewrite arrives while the key is in
+	// flight), come back with a poll and are taken then.
+	tst.Eventually(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return taken["id-007"] == 1 && taken["id-042"] == 2
+	}, "id-007 taken after its refusal, id-042's newer write taken again")
+	tst.Eventually(t, 10*time.Second, func() bool {
+		resp, err := cli.Get(ctx, keys.Area("n1"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 0
+	}, "the area to be empty")
+	mu.Lock()
+	defer mu.Unlock()
+	if largest > 64 {
+		t.Fatalf("a batch of %d entries, want at most 64", largest)
+	}
+	for id, n := range taken {
+		if n != 1 && id != "id-042" {
+			t.Errorf("%s taken %d times, want once", id, n)
+		}
+	}
+}

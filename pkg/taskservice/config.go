@@ -50,7 +50,7 @@ type Config struct {
 	History          int           // runs kept per task; default 20
 	Retention        time.Duration // finished tasks kept; default 24h
 	MaxPayload       int           // payload and data limit; default 256 KiB
-	Workers          int           // concurrent runs; default 128
+	Workers          int           // runs starting or in their handler at once (a commit holds none); default 128
 	DefaultTimeout   time.Duration // run timeout when a task names none; default 5m
 	EtcdTimeout      time.Duration // deadline of one etcd call; default 5s
 	// MaxTxnOps is the etcd server's --max-txn-ops (default 128; the

@@ -27,7 +27,9 @@ func (n *Node) handoffLoop(ctx context.Context) {
 		NoWatch: n.cfg.DisableHandoffWatch,
 		Timeout: n.cfg.EtcdTimeout,
 		Log:     n.log,
-		Handle:  n.timedHandoff,
+		// Two reads per entry in one Txn (takeHandoffs).
+		BatchSize:   max(1, min(64, n.cfg.MaxTxnOps/2)),
+		HandleBatch: n.takeHandoffs,
 	}
 	w.Run(ctx)
 }
@@ -75,6 +77,117 @@ func (n *Node) takeHandoff(ctx context.Context, e handoff.Entry) error {
 	}
 	n.installTasks(e.Identity, owner.Epoch, []pending.Stored{stored}, 0)
 	n.emit(Event{Type: EventHandedOff, Identity: e.Identity, TaskID: e.TaskID, Kind: stored.Rec.Spec.GetKind(),
+		Message: "from " + e.From})
+	return nil
+}
+
+// handoffLoadLimit bounds the tasks of one identity read with a batch of
+// handoff entries; an identity with more is loaded on its own, in pages.
+const handoffLoadLimit = 500
+
+// takeHandoffs takes a batch of handoff entries (a dead node's identities
+// arrive by the thousand) with one read for the whole batch: a Txn that
+// reads, for each entry, its identity's mapping and the tasks it names (all
+// the identity's tasks, or the one task for an identity already held here),
+// at one revision. What that read settles is installed as takeHandoff would;
+// an entry it cannot settle (an identity mapped to an earlier incarnation
+// of this name, or adopted under an epoch older than this registration, or
+// with more tasks than one read returns, or a task named for an identity
+// that was not held when the read was planned) is taken by takeHandoff.
+func (n *Node) takeHandoffs(ctx context.Context, es []handoff.Entry) []error {
+	began := time.Now()
+	errs := make([]error, len(es))
+	one := make([]bool, len(es)) // read the one task, not all
+	n.mu.Lock()
+	for i, e := range es {
+		st := n.idents[e.Identity]
+		one[i] = e.TaskID != "*" && st != nil && !st.lost
+	}
+	registered := n.registeredRev
+	n.mu.Unlock()
+	ops := make([]clientv3.Op, 0, 2*len(es))
+	for i, e := range es {
+		ops = append(ops, clientv3.OpGet(n.idmap.Keys().Mapping(e.Identity)))
+		if one[i] {
+			ops = append(ops, clientv3.OpGet(n.keys.Task(e.Identity, e.TaskID)))
+		} else {
+			prefix := n.keys.Tasks(e.Identity)
+			ops = append(ops, clientv3.OpGet(prefix, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)),
+				clientv3.WithLimit(handoffLoadLimit)))
+		}
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
+	cancel()
+	if err != nil {
+		for i := range errs {
+			errs[i] = fmt.Errorf("read a batch of %d handoff entries: %w", len(es), err)
+		}
+		return errs
+	}
+	rev := resp.Header.Revision
+	for i, e := range es {
+		errs[i] = n.takeRead(ctx, e, one[i], registered, rev,
+			(*clientv3.GetResponse)(resp.Responses[2*i].GetResponseRange()),
+			(*clientv3.GetResponse)(resp.Responses[2*i+1].GetResponseRange()))
+		if errs[i] == nil && n.cfg.Observer.HandoffTaken != nil {
+			n.cfg.Observer.HandoffTaken(time.Since(began))
+		}
+	}
+	return errs
+}
+
+// takeRead takes one entry of a batch from what takeHandoffs read at rev:
+// the identity's mapping, and its tasks (or the one task, when one).
+func (n *Node) takeRead(ctx context.Context, e handoff.Entry, one bool, registered, rev int64, mapping, tasks *clientv3.GetResponse) error {
+	owner, err := identity.OwnerFromResponse(e.Identity, mapping)
+	if err != nil {
+		return err
+	}
+	if !owner.Mapped || owner.Node != n.cfg.Name {
+		return nil // stale: a later move wrote the new owner an entry of its own
+	}
+	if owner.Incarnation != n.incarnation || owner.Epoch < registered || tasks.More {
+		return n.takeHandoff(ctx, e)
+	}
+	n.mu.Lock()
+	st := n.idents[e.Identity]
+	have := st != nil && !st.lost && st.epoch == owner.Epoch
+	n.mu.Unlock()
+	if e.TaskID == "*" || !have {
+		if one {
+			return n.takeHandoff(ctx, e) // it read one task; all are needed
+		}
+		stored := make([]pending.Stored, 0, len(tasks.Kvs))
+		for _, kv := range tasks.Kvs {
+			rec, err := pending.Decode(kv.Value)
+			if err != nil {
+				return fmt.Errorf("task key %s: %w", kv.Key, err)
+			}
+			stored = append(stored, pending.Stored{Rec: rec, Rev: kv.ModRevision})
+		}
+		n.installTasks(e.Identity, owner.Epoch, stored, rev)
+		n.log.Debug("handed off", "identity", e.Identity, "from", e.From, "epoch", owner.Epoch)
+		n.emit(Event{Type: EventHandedOff, Identity: e.Identity, Message: "from " + e.From})
+		return nil
+	}
+	if !one {
+		return n.takeHandoff(ctx, e) // held now, not when the read was planned
+	}
+	if len(tasks.Kvs) == 0 {
+		n.mu.Lock()
+		if x := st.tasks[e.TaskID]; x != nil && !x.running {
+			n.removeEntryLocked(x)
+		}
+		n.mu.Unlock()
+		return nil
+	}
+	rec, err := pending.Decode(tasks.Kvs[0].Value)
+	if err != nil {
+		return fmt.Errorf("task key %s: %w", tasks.Kvs[0].Key, err)
+	}
+	n.installTasks(e.Identity, owner.Epoch, []pending.Stored{{Rec: rec, Rev: tasks.Kvs[0].ModRevision}}, 0)
+	n.emit(Event{Type: EventHandedOff, Identity: e.Identity, TaskID: e.TaskID, Kind: rec.Spec.GetKind(),
 		Message: "from " + e.From})
 	return nil
 }

@@ -23,7 +23,17 @@ import (
 // launcher can call one identity's handlers in order.
 func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.runs.Done()
-	defer n.release()
+	// The run's slot is freed once its handler has returned: the commit
+	// that follows is batched with others and needs no slot, so a burst of
+	// short runs is bounded by handler time, not by commit round trips.
+	var freed bool
+	free := func() {
+		if !freed {
+			freed = true
+			n.release()
+		}
+	}
+	defer free()
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.rec.Spec
 	run := &Run{
@@ -50,6 +60,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 		n.emit(ev)
 		close(entered)
 		res.ended, res.outcome, res.message = time.Now(), taskdv1.Outcome_OUTCOME_VETOED, reason
+		free()
 		n.commit(e, f, p, res, epoch, rev)
 		return
 	}
@@ -58,6 +69,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	err := n.callHandler(runCtx, f, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
 	classify(&res, run, err, context.Cause(f.ctx))
+	free()
 	n.commit(e, f, p, res, epoch, rev)
 }
 

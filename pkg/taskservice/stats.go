@@ -1,10 +1,8 @@
 package taskservice
 
 import (
-	"context"
 	"time"
 
-	"github.com/taskd/taskd/pkg/handoff"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -83,14 +81,4 @@ func (o Observer) observeTxn(items int) {
 	if o.TxnItems != nil {
 		o.TxnItems(items)
 	}
-}
-
-// timedHandoff is takeHandoff, timed for the observer.
-func (n *Node) timedHandoff(ctx context.Context, e handoff.Entry) error {
-	began := time.Now()
-	err := n.takeHandoff(ctx, e)
-	if err == nil && n.cfg.Observer.HandoffTaken != nil {
-		n.cfg.Observer.HandoffTaken(time.Since(began))
-	}
-	return err
 }

@@ -10,7 +10,7 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 COMPOSE_PROJECT ?= taskd
 COMPOSE_ARGS := -p $(COMPOSE_PROJECT) -f deploy/compose/docker-compose.yml
 
-.PHONY: image cluster-certs cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
+.PHONY: bench-scale image cluster-certs cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl, taskbench and etcd into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -45,6 +45,10 @@ run: ## run one node on the embedded etcd, with a demo exec handler (or your TAS
 bench: ## short benchmark (about a minute on 2 cores), writes bench/results/latest.json
 	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench
 	bin/taskbench -taskd bin/taskd -out bench/results/latest.json
+
+bench-scale: ## 2, 5 and 10 in-process nodes sharing 100,000 identities; the busiest dies; writes bench/results/scale.json
+	$(GO) build -o bin/ ./cmd/taskbench
+	bin/taskbench -skip schedule,e2e,lag,memory,relocation -scale 2,5,10x100000 -out bench/results/scale.json
 
 bench-long: ## the scale run: 1,000,000 pending tasks for 100,000 identities
 	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench

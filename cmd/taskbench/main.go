@@ -58,6 +58,7 @@ type options struct {
 	cpuprofile  string
 	skip        string
 	nodes       int
+	scale       string
 }
 
 // Results are the figures of one run. The top-level numeric keys are the
@@ -105,6 +106,7 @@ type Results struct {
 	FailoverMs      float64            `json:"failover_ms"`
 	StartupMs       float64            `json:"startup_ms,omitempty"`
 	Relocation      *RelocationResults `json:"relocation,omitempty"`
+	Scale           []ScaleResult      `json:"scale,omitempty"`
 	ElapsedSeconds  float64            `json:"elapsed_seconds"`
 	ScenariosFailed []string           `json:"scenarios_failed,omitempty"`
 }
@@ -125,6 +127,7 @@ func main() {
 	flag.IntVar(&o.memIDs, "mem-identities", 2000, "identities of those pending tasks")
 	flag.IntVar(&o.nodes, "nodes", 1, "in-process nodes sharing the end-to-end scenarios' work")
 	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,memory,relocation")
+	flag.StringVar(&o.scale, "scale", "", "scale scenario: `NODES[,NODES...]xIDENTITIES` in-process nodes sharing that many identities, then one dies (e.g. 2,5,10x100000)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memChild := flag.String("memory-child", "", "internal: load the memory scenario's tasks from this etcd and report the heap")
 	memPrefix := flag.String("memory-prefix", "", "internal: the memory scenario's key prefix")
@@ -297,6 +300,20 @@ func run(o options) (*Results, error) {
 			fail("relocation", err)
 		}
 	}
+	if o.scale != "" {
+		counts, ids, err := parseScale(o.scale)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range counts {
+			r, err := measureScale(ctx, endpoint, n, ids)
+			if err != nil {
+				fail(fmt.Sprintf("scale %d nodes", n), err)
+				continue
+			}
+			res.Scale = append(res.Scale, r)
+		}
+	}
 	res.ElapsedSeconds = time.Since(began).Seconds()
 	return res, nil
 }
@@ -398,6 +415,10 @@ func printTable(w io.Writer, r *Results) {
 		}
 	}
 	row("elapsed", "%.0f s", r.ElapsedSeconds)
+	if len(r.Scale) > 0 {
+		tw.Flush()
+		fmt.Fprintf(w, "\nscale: in-process nodes sharing identities (one pending task each); the node holding the most dies\n%s", writeScale(r.Scale))
+	}
 	for _, f := range r.ScenariosFailed {
 		row("FAILED", "%s", f)
 	}

@@ -3,6 +3,7 @@ package etcdfault_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,6 +232,29 @@ func TestPrefixMatchesTxnComparesAndOps(t *testing.T) {
 	want := []string{"x/c", "x/2", "guard/e"}
 	if got := calls[2].Keys; len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Fatalf("txn keys = %q, want %q", got, want)
+	}
+}
+
+// TestPrefixMatchesKeysOfNestedTxns: a Txn of nested Txns (the node's
+// batches) is matched by the keys inside them, in order.
+func TestPrefixMatchesKeysOfNestedTxns(t *testing.T) {
+	in, cli, plain := clients(t)
+	var calls []etcdfault.Call
+	in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: "guard/",
+		Match:  func(c etcdfault.Call) bool { calls = append(calls, c); return true },
+		Action: etcdfault.Fail(nil)})
+	nested := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Version("n/c"), ">", -1)},
+		[]clientv3.Op{clientv3.OpPut("guard/inner", "v")}, []clientv3.Op{clientv3.OpGet("n/e")})
+	_, err := cli.Txn(ctxFor(t, 5*time.Second)).Then(clientv3.OpPut("x/outer", "v"), nested).Commit()
+	if !errors.Is(err, etcdfault.ErrInjected) {
+		t.Fatalf("a txn whose nested txn writes a key under the prefix: %v, want the injected failure", err)
+	}
+	if written(t, plain, "x/outer") || written(t, plain, "guard/inner") {
+		t.Fatal("the failed txn was applied")
+	}
+	want := []string{"x/outer", "n/c", "guard/inner", "n/e"}
+	if len(calls) != 1 || strings.Join(calls[0].Keys, " ") != strings.Join(want, " ") {
+		t.Fatalf("calls %v, want one with keys %q", calls, want)
 	}
 }
 

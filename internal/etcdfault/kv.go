@@ -92,6 +92,10 @@ func txnCall(cmps []clientv3.Cmp, thens, elss []clientv3.Op) Call {
 	}
 	for _, ops := range [][]clientv3.Op{thens, elss} {
 		for _, op := range ops {
+			if op.IsTxn() { // a nested Txn: its keys, in the same order
+				c.Keys = append(c.Keys, txnCall(op.Txn()).Keys...)
+				continue
+			}
 			c.Keys = append(c.Keys, string(op.KeyBytes()))
 		}
 	}

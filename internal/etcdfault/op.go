@@ -46,7 +46,8 @@ func (o Op) String() string {
 
 // Call describes one intercepted call: its kind and every key it touches.
 // For a Txn, Keys holds the keys of its compares and of its Then and Else
-// operations (nested Txns are not looked into); for a watch event, the
+// operations, those of nested Txns included (a batch of items is one Txn of
+// nested Txns); for a watch event, the
 // event's key; lease calls touch no key.
 type Call struct {
 	Op   Op

@@ -18,11 +18,13 @@ import (
 // so many small Txns cost far more than one Txn of the same operations.
 //
 // Guarantee: an item's operations are applied only if all its compares
-// hold, exactly as if it had its own Txn. A batch is If(every item's
-// compares) Then(every item's operations); if it fails, each of its items
-// is tried alone, with its Else operations, so the caller learns why its
-// own compares failed. A batch never holds two writes of one key (etcd
-// refuses those): an item that would add one waits for the next batch.
+// hold, exactly as if it had its own Txn. A batch is one Txn whose Then
+// holds one nested Txn per item, If(its compares) Then(its operations)
+// Else(its Else operations): each item succeeds or fails on its own
+// compares, all in one round trip and at one revision, and a failing item
+// gets its Else responses so the caller learns why. A batch never holds two
+// writes of one key (etcd refuses those): an item that would add one waits
+// for the next batch.
 type batcher struct {
 	cli     *clientv3.Client
 	timeout time.Duration
@@ -146,7 +148,9 @@ func (b *batcher) take() []*txnItem {
 				break
 			}
 		}
-		fits := len(batch) == 0 || (ops+len(it.ops) <= b.maxOps && cmps+len(it.cmps) <= b.maxOps &&
+		// An item costs its operations plus the nested Txn that holds
+		// them (etcd counts both against --max-txn-ops).
+		fits := len(batch) == 0 || (ops+len(it.ops)+1 <= b.maxOps && cmps+len(it.cmps) <= b.maxOps &&
 			size+it.size <= maxBatchBytes)
 		if clash || !fits {
 			rest = append(rest, it)
@@ -155,7 +159,7 @@ func (b *batcher) take() []*txnItem {
 		for _, k := range it.keys {
 			keys[k] = true
 		}
-		ops += len(it.ops)
+		ops += len(it.ops) + 1
 		cmps += len(it.cmps)
 		size += it.size
 		batch = append(batch, it)
@@ -164,21 +168,19 @@ func (b *batcher) take() []*txnItem {
 	return batch
 }
 
-// send commits one batch, and its items alone if the batch failed.
+// send commits one batch: one Txn of one nested Txn per item.
 func (b *batcher) send(batch []*txnItem) {
 	if len(batch) == 1 {
 		batch[0].done <- b.alone(batch[0])
 		return
 	}
-	var cmps []clientv3.Cmp
-	var ops []clientv3.Op
-	for _, it := range batch {
-		cmps = append(cmps, it.cmps...)
-		ops = append(ops, it.ops...)
+	ops := make([]clientv3.Op, len(batch))
+	for i, it := range batch {
+		ops[i] = clientv3.OpTxn(it.cmps, it.ops, it.els)
 	}
 	ctx, cancel := b.txnCtx(batch...)
 	b.observe(len(batch))
-	resp, err := b.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	resp, err := b.cli.Txn(ctx).Then(ops...).Commit()
 	cancel()
 	if err != nil {
 		for _, it := range batch {
@@ -186,14 +188,20 @@ func (b *batcher) send(batch []*txnItem) {
 		}
 		return
 	}
-	if resp.Succeeded {
-		for _, it := range batch {
-			it.done <- txnOutcome{ok: true, rev: resp.Header.Revision, size: len(batch)}
+	for i, it := range batch {
+		var nested *etcdserverpb.TxnResponse
+		if i < len(resp.Responses) {
+			nested = resp.Responses[i].GetResponseTxn()
 		}
-		return
-	}
-	for _, it := range batch {
-		it.done <- b.alone(it)
+		switch {
+		case nested == nil: // cannot happen: etcd answers each op of Then
+			it.done <- txnOutcome{err: fmt.Errorf("%w: the batched Txn answered %d of %d items", ErrOutcomeUnknown, len(resp.Responses), len(batch)),
+				size: len(batch)}
+		case nested.Succeeded:
+			it.done <- txnOutcome{ok: true, rev: resp.Header.Revision, size: len(batch)}
+		default:
+			it.done <- txnOutcome{els: nested.Responses, rev: resp.Header.Revision, size: len(batch)}
+		}
 	}
 }
 

@@ -73,9 +73,10 @@ func createItem(key string) ([]clientv3.Cmp, []clientv3.Op) {
 	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}, []clientv3.Op{clientv3.OpPut(key, "v")}
 }
 
-// A batch whose compares fail because of one item is retried item by item:
-// the others are written, the failing one gets its Else responses.
-func TestBatcherFallsBackToEachItemAlone(t *testing.T) {
+// Items batched together succeed or fail each on its own compares, in one
+// Txn: the others are written, the failing one gets its Else responses, and
+// nothing is sent again.
+func TestBatcherGivesEachItemItsOwnOutcome(t *testing.T) {
 	in, cli, plain := faultyEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -135,11 +136,15 @@ func TestBatcherFallsBackToEachItemAlone(t *testing.T) {
 			t.Errorf("etcd holds %s: %v, want %v", key, !want, want)
 		}
 	}
-	// Txns: the first item alone, the batch of three, then each of the three alone.
+	// Txns: the first item alone, then the batch of three (their compares
+	// and writes, and item 2's Else read), and nothing more.
 	mu.Lock()
 	defer mu.Unlock()
-	if len(txns) != 5 || len(txns[1].Keys) != 6 {
-		t.Fatalf("txns %v, want 5 with the second carrying all three queued items", txns)
+	if len(txns) != 2 || len(txns[1].Keys) != 7 {
+		t.Fatalf("txns %v, want 2 with the second carrying all three queued items", txns)
+	}
+	if outs[1].size != 3 || outs[2].size != 3 || outs[3].size != 3 || outs[1].rev != outs[2].rev || outs[2].rev != outs[3].rev {
+		t.Fatalf("outcomes %+v, want the three queued items in one Txn at one revision", outs[1:])
 	}
 }
 

@@ -67,12 +67,18 @@ func TestRunSpanLinksToScheduleSpan(t *testing.T) {
 	h.waitState("tracey", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
 	handlerSaw := <-seen
 
+	// The span ends once the run's commit returns, a moment after the
+	// state the test waited for is stored.
 	var runs []sdktrace.ReadOnlySpan
-	for _, s := range sr.Ended() {
-		if s.Name() == "taskd.run traced" {
-			runs = append(runs, s)
+	tst.Eventually(t, 10*time.Second, func() bool {
+		runs = runs[:0]
+		for _, s := range sr.Ended() {
+			if s.Name() == "taskd.run traced" {
+				runs = append(runs, s)
+			}
 		}
-	}
+		return len(runs) >= 1
+	}, "the run span to end")
 	if len(runs) != 1 {
 		t.Fatalf("%d run spans ended, want 1", len(runs))
 	}
@@ -189,13 +195,17 @@ func TestOverlappingRunsLinkToTheScheduleSpan(t *testing.T) {
 		t.Fatalf("%d overlapping runs, want 1", children)
 	}
 	linked := 0
-	for _, sp := range sr.Ended() {
-		if sp.Name() == "taskd.run rec" {
-			if l := sp.Links(); len(l) == 1 && l[0].SpanContext.SpanID() == reqSpan.SpanContext().SpanID() {
-				linked++
+	tst.Eventually(t, 10*time.Second, func() bool {
+		linked = 0
+		for _, sp := range sr.Ended() {
+			if sp.Name() == "taskd.run rec" {
+				if l := sp.Links(); len(l) == 1 && l[0].SpanContext.SpanID() == reqSpan.SpanContext().SpanID() {
+					linked++
+				}
 			}
 		}
-	}
+		return linked >= 2
+	}, "both run spans to end")
 	if linked != 2 {
 		t.Fatalf("%d run spans link to the schedule span, want 2 (the task's run and the overlapping run)", linked)
 	}

@@ -24,6 +24,7 @@ import (
 func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.runs.Done()
 	defer n.release()
+	defer n.runEnded(e.ident, f)
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.rec.Spec
 	run := &Run{

@@ -36,6 +36,9 @@ type Stats struct {
 	Running int
 	// Retained counts finished tasks kept until their retention ends.
 	Retained int
+	// WaitingForLimit counts, for each kind of Config.KindLimits, the due
+	// runs waiting for that kind's limit (they are counted in Due too).
+	WaitingForLimit map[string]int
 }
 
 // Stats returns a snapshot of the node's counts. It walks the timer queue
@@ -62,6 +65,23 @@ func (n *Node) Stats() Stats {
 		default:
 			s.Due++
 		}
+	}
+	// Due entries taken off the timer queue but not started yet: waiting
+	// for a worker or for their kind's limit.
+	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {
+		for _, st := range m {
+			for _, q := range [][]*entry{st.startQ, st.grantQ} {
+				for _, e := range q {
+					if !e.purge && e.overlapOf == nil {
+						s.Due++
+					}
+				}
+			}
+		}
+	}
+	s.WaitingForLimit = n.waitingForLimitLocked()
+	for _, w := range s.WaitingForLimit {
+		s.Due += w
 	}
 	return s
 }

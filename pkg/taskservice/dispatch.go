@@ -81,20 +81,12 @@ func (n *Node) starter(st *identState) {
 			n.mu.Unlock()
 			return
 		}
-		// Up to startBatch due entries of the identity start together:
-		// their start writes go out at once (and share a Txn), then their
-		// handlers are called in queue order. An entry of a kind at its
-		// limit leaves the batch to wait for its kind (limits.go).
-		k := min(len(*q), startBatch)
-		batch := append([]*entry(nil), (*q)[:k]...)
-		clear((*q)[:k])
-		*q = (*q)[k:]
-		batch = n.admitLocked(st, batch)
 		// One identity holds at most its share of the run slots; the rest
-		// stay free for the other identities (identityShare).
-		room := n.identityShare() - st.held
-		if room <= 0 && len(batch) > 0 {
-			*q = append(batch[:len(batch):len(batch)], *q...)
+		// stay free for the other identities (identityShare). Short of
+		// room for a good batch, the starter waits for its runs to end.
+		share := n.identityShare()
+		room := share - st.held
+		if room < min(startBatch, max(1, share/4)) && st.held > 0 {
 			wait := make(chan struct{})
 			st.shareWait = wait
 			n.mu.Unlock()
@@ -104,10 +96,15 @@ func (n *Node) starter(st *identState) {
 			}
 			continue
 		}
-		if len(batch) > room {
-			*q = append(batch[room:len(batch):len(batch)], *q...)
-			batch = batch[:room]
-		}
+		// Up to startBatch due entries of the identity start together:
+		// their start writes go out at once (and share a Txn), then their
+		// handlers are called in queue order. An entry of a kind at its
+		// limit leaves the batch to wait for its kind (limits.go).
+		k := min(len(*q), startBatch, room)
+		batch := append([]*entry(nil), (*q)[:k]...)
+		clear((*q)[:k])
+		*q = (*q)[k:]
+		batch = n.admitLocked(st, batch)
 		st.held += len(batch)
 		n.mu.Unlock()
 		if len(batch) == 0 {

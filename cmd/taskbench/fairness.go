@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -69,8 +67,7 @@ func measureFairness(ctx context.Context, etcdURL string, hot, cold, perCold int
 		check()
 		return nil
 	})
-	w, _ := strconv.Atoi(os.Getenv("FAIR_WORKERS"))
-	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-fair/", []string{"fair"}, h, nodeOptions{workers: w})
+	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-fair/", []string{"fair"}, h, nodeOptions{})
 	if err != nil {
 		return res, err
 	}
@@ -141,16 +138,6 @@ func measureFairness(ctx context.Context, etcdURL string, hot, cold, perCold int
 	for _, f := range fires {
 		if f.Before(hotLast) {
 			res.ColdDuringBurst++
-		}
-	}
-	if os.Getenv("FAIR_DEBUG") != "" {
-		idx := make([]int, len(lags))
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.Slice(idx, func(a, b int) bool { return lags[idx[a]] > lags[idx[b]] })
-		for _, i := range idx[:20] {
-			fmt.Fprintf(os.Stderr, "late %v fire +%v\n", lags[i], fires[i].Sub(due))
 		}
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })

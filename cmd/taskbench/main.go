@@ -119,7 +119,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.tasks, "tasks", 10000, "tasks per throughput scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also for etcd's raw Put and Txn)")
-	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario")
+	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario and for the fairness scenario's hot identity")
 	flag.StringVar(&o.etcd, "etcd", "", "external etcd endpoint (default: an embedded etcd in a temporary directory)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
 	flag.StringVar(&o.out, "out", "", "also write the JSON results to this file")
@@ -144,7 +144,7 @@ func main() {
 		return
 	}
 	if o.long {
-		o.tasks, o.memTasks, o.memIDs = 100000, 1000000, 100000
+		o.tasks, o.memTasks, o.memIDs, o.fairHot = 100000, 1000000, 100000, 100000
 	}
 	if err := mainErr(o); err != nil {
 		fmt.Fprintln(os.Stderr, "taskbench:", err)

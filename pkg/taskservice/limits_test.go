@@ -267,3 +267,34 @@ func TestKindLimitsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWaitingForALimitLeavesWithItsIdentity: a run waits on node a for
+// its kind's only turn while another identity's run holds it; its identity
+// is moved to b. It leaves a's wait list at once (it does not wait there
+// for a turn it would not use) and runs on b; a's turn is not lost: once
+// the holder ends, a runs the kind again.
+func TestRunWaitingForALimitLeavesWithItsIdentity(t *testing.T) {
+	g := newGate("rec")
+	c := newCluster(t, []string{"a", "b"}, func(cfg *taskservice.Config) {
+		cfg.Handlers = map[string]taskservice.Handler{"rec": g}
+		cfg.KindLimits = map[string]int{"rec": 1}
+	})
+	c.own("a", "ida")
+	c.own("a", "idb")
+	a := c.schedule("a", spec("ida", "rec", now()))
+	tst.Eventually(t, 10*time.Second, func() bool { return g.called(a.Id) == 1 }, "A's handler on a")
+	b := c.schedule("a", spec("idb", "rec", now()))
+	tst.Eventually(t, 10*time.Second, func() bool { return c.nodes["a"].Stats().WaitingForLimit["rec"] == 1 }, "B waiting on a")
+	c.move("a", "idb", "b")
+	tst.Eventually(t, 10*time.Second, func() bool { return g.called(b.Id) == 1 }, "B's handler on b")
+	tst.Eventually(t, 10*time.Second, func() bool { return c.nodes["a"].Stats().WaitingForLimit["rec"] == 0 },
+		"B to leave a's wait list while A still holds the turn")
+	if in, _ := g.now("rec"); in != 2 {
+		t.Fatalf("%d runs in their handlers, want 2 (A on a, B on b)", in)
+	}
+	close(g.open)
+	waitTaskState(t, c.nodes["a"], "ida", a.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	waitTaskState(t, c.nodes["a"], "idb", b.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	next := c.schedule("a", spec("ida", "rec", now()))
+	waitTaskState(t, c.nodes["a"], "ida", next.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+}

@@ -42,7 +42,7 @@ type Stats struct {
 }
 
 // Stats returns a snapshot of the node's counts. It walks the timer queue
-// under the node's lock: its cost grows with the number of tasks held, so
+// and the identities' start queues under the node's lock: its cost grows with the number of tasks held, so
 // call it at the pace of a metrics scrape, not per event.
 func (n *Node) Stats() Stats {
 	now := time.Now()

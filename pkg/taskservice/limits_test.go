@@ -120,9 +120,29 @@ func TestKindLimitIsNeverExceeded(t *testing.T) {
 		t.Fatalf("after the fast runs: %d slow in flight (most %d), %d waiting, %d due; want 2, 2, 7, at least 7",
 			in, most, st.WaitingForLimit["slow"], st.Due)
 	}
+	released := time.Now()
 	close(g.open)
 	for _, task := range slow {
 		h.waitState(task.Spec.Identity, task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	}
+	// The runs that waited for the limit count their wait from when they
+	// fell due: their Ready is before the release, their start after it.
+	waited := 0
+	h.ev.mu.Lock()
+	for _, ev := range h.ev.evs {
+		if ev.Type != taskservice.EventStarted || ev.Kind != "slow" {
+			continue
+		}
+		if ev.Ready.IsZero() || ev.Ready.After(ev.Time) {
+			t.Errorf("STARTED of %s: Ready %v, start %v; want a Ready no later than the start", ev.TaskID, ev.Ready, ev.Time)
+		}
+		if ev.Time.After(released) && ev.Ready.Before(released) {
+			waited++
+		}
+	}
+	h.ev.mu.Unlock()
+	if waited != 7 {
+		t.Errorf("%d runs started after the release with a Ready before it, want the 7 that waited", waited)
 	}
 	if _, most := g.now("slow"); most != 2 {
 		t.Fatalf("most slow runs in flight at once: %d, want 2", most)

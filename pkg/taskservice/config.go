@@ -50,7 +50,7 @@ type Config struct {
 	History          int           // runs kept per task; default 20
 	Retention        time.Duration // finished tasks kept; default 24h
 	MaxPayload       int           // payload and data limit; default 256 KiB
-	Workers          int           // concurrent runs; default 128
+	Workers          int           // concurrent runs; default 128; one identity holds at most 3/4 of them
 	// KindLimits caps, per kind, the runs of that kind in flight on this
 	// node at once (each at least 1; a kind not named has no cap but
 	// Workers). A run waiting for its kind's cap holds no worker and does

@@ -109,7 +109,7 @@ func TestMetricsLogsAndPprof(t *testing.T) {
 		"--exec", "ok=true",
 		"--exec", `flaky=test "$TASKD_ATTEMPT" -ge 2 || exit 75`,
 		"--exec", "bad=echo boom >&2; exit 75",
-		"--log-format", "json", "--log-summary", "50ms", "--pprof",
+		"--log-format", "json", "--log-summary", "50ms", "--pprof", "--limit", "flaky=1",
 	}})
 	c := p.Client()
 	retry := func(spec *taskdv1.TaskSpec) *taskdv1.TaskSpec {
@@ -155,6 +155,9 @@ func TestMetricsLogsAndPprof(t *testing.T) {
 		{"taskd_run_duration_seconds", []string{"kind", "flaky", "outcome", "SUCCESS"}, 1},
 		{"taskd_run_duration_seconds", []string{"kind", "bad", "outcome", "ERROR"}, 2},
 		{"taskd_fire_lag_seconds", nil, 5},
+		{"taskd_run_queue_wait_seconds", []string{"kind", "flaky"}, 2},
+		{"taskd_run_queue_wait_seconds", []string{"kind", "bad"}, 2},
+		{"taskd_runs_waiting_for_limit", []string{"kind", "flaky"}, 0},
 		{"taskd_identities_owned", nil, 3},
 		{"taskd_tasks", []string{"state", "running"}, 0},
 		{"taskd_tasks", []string{"state", "due"}, 0},

@@ -13,6 +13,9 @@
 //     one-shot tasks for 1, 100 and 10,000 identities;
 //   - fire lag (run start − due time) for 10,000 tasks due in the same
 //     second, and at a steady 1,000 tasks/s;
+//   - fairness: one identity with 50,000 tasks due at one instant while
+//     100 other identities have tasks due over the burst: their lateness,
+//     and the hot identity's throughput;
 //   - heap per pending task on a node that loaded them, and etcd bytes per
 //     task;
 //   - handoff latency, reassignment of a dead node's identities, failover
@@ -59,6 +62,7 @@ type options struct {
 	skip        string
 	nodes       int
 	scale       string
+	fairHot     int
 }
 
 // Results are the figures of one run. The top-level numeric keys are the
@@ -92,6 +96,8 @@ type Results struct {
 	CronLag lagResult `json:"fire_lag_cron"`
 	// PerSecondLag: the same with periodic triggers of one second.
 	PerSecondLag lagResult `json:"fire_lag_periodic_1s"`
+	// Fairness: a hot identity's backlog against 100 cold identities.
+	Fairness *fairnessResult `json:"fairness,omitempty"`
 
 	HeapBytesPerTask float64 `json:"heap_bytes_per_task"`
 	// HeapBytesPerCronTask is the same figure for tasks with a cron trigger.
@@ -115,7 +121,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.tasks, "tasks", 10000, "tasks per throughput scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also for etcd's raw Put and Txn)")
-	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario")
+	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario and for the fairness scenario's hot identity")
 	flag.StringVar(&o.etcd, "etcd", "", "external etcd endpoint (default: an embedded etcd in a temporary directory)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
 	flag.StringVar(&o.out, "out", "", "also write the JSON results to this file")
@@ -126,7 +132,8 @@ func main() {
 	flag.IntVar(&o.memTasks, "mem-tasks", 20000, "pending tasks to load for the memory figure")
 	flag.IntVar(&o.memIDs, "mem-identities", 2000, "identities of those pending tasks")
 	flag.IntVar(&o.nodes, "nodes", 1, "in-process nodes sharing the end-to-end scenarios' work")
-	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,memory,relocation")
+	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,fairness,memory,relocation")
+	flag.IntVar(&o.fairHot, "fairness-tasks", 50000, "tasks of the hot identity in the fairness scenario")
 	flag.StringVar(&o.scale, "scale", "", "scale scenario: `NODES[,NODES...]xIDENTITIES` in-process nodes sharing that many identities, then one dies (e.g. 2,5,10x100000)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memChild := flag.String("memory-child", "", "internal: load the memory scenario's tasks from this etcd and report the heap")
@@ -140,7 +147,7 @@ func main() {
 		return
 	}
 	if o.long {
-		o.tasks, o.memTasks, o.memIDs = 100000, 1000000, 100000
+		o.tasks, o.memTasks, o.memIDs, o.fairHot = 100000, 1000000, 100000, 100000
 	}
 	if err := mainErr(o); err != nil {
 		fmt.Fprintln(os.Stderr, "taskbench:", err)
@@ -284,6 +291,14 @@ func run(o options) (*Results, error) {
 			fail("periodic 1s lag", err)
 		}
 	}
+	if !skip["fairness"] {
+		f, err := measureFairness(ctx, endpoint, o.fairHot, 100, 10, 10*time.Second, o.concurrency/8+1)
+		if err != nil {
+			fail("fairness", err)
+		} else {
+			res.Fairness = &f
+		}
+	}
 	put2, err := rawPut(ctx, cli, o.tasks, o.concurrency, "b")
 	if err != nil {
 		return nil, err
@@ -294,6 +309,9 @@ func run(o options) (*Results, error) {
 	res.E2ERatio, res.E2ETxnRatio = ratio(res.E2ETasksPerSec), res.E2ETasksPerSec/res.EtcdTxnPerSec
 	for i := range res.E2E {
 		res.E2E[i].Ratio = ratio(res.E2E[i].TasksPerSec)
+	}
+	if res.Fairness != nil {
+		res.Fairness.HotRatio = ratio(res.Fairness.HotTasksPerSec)
 	}
 	if !skip["relocation"] {
 		if err := runRelocation(ctx, o, endpoint, res); err != nil {
@@ -391,6 +409,11 @@ func printTable(w io.Writer, r *Results) {
 	}
 	if r.CronLag.Tasks > 0 {
 		row("fire lag, 1,000 cron tasks every second", "p50 %.1f ms, p99 %.1f ms, max %.1f ms\t(%d runs)", r.CronLag.P50Ms, r.CronLag.P99Ms, r.CronLag.MaxMs, r.CronLag.Tasks)
+	}
+	if f := r.Fairness; f != nil {
+		row(fmt.Sprintf("fairness: %d cold identities' runs during %d due runs of one identity", f.ColdIdentities, f.HotTasks),
+			"lateness p50 %.1f ms, p99 %.1f ms, max %.1f ms\t(%d of %d runs due during the burst)", f.ColdP50Ms, f.ColdP99Ms, f.ColdMaxMs, f.ColdDuringBurst, f.ColdTasks)
+		row("fairness: the hot identity's runs", "%.0f tasks/s\t%.2f × Put\t(%d in %.1f s)", f.HotTasksPerSec, f.HotRatio, f.HotTasks, f.HotSeconds)
 	}
 	if r.PendingLoaded > 0 {
 		row("heap per pending task", "%.0f bytes\t(%d tasks loaded in %.0f ms)", r.HeapBytesPerTask, r.PendingLoaded, r.LoadMs)

@@ -223,7 +223,8 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 		"taskd_runs_total", "taskd_run_duration_seconds", "taskd_fire_lag_seconds", "taskd_tasks",
 		"taskd_timer_queue_entries", "taskd_identities_owned", "taskd_handoff_duration_seconds",
 		"taskd_etcd_request_duration_seconds", "taskd_etcd_request_errors_total",
-		"taskd_lease_renewal_age_seconds", "taskd_self_fenced",
+		"taskd_lease_renewal_age_seconds", "taskd_self_fenced", "taskd_run_queue_wait_seconds",
+		"taskd_runs_waiting_for_limit",
 	} {
 		if !used[name] {
 			t.Errorf("the dashboard has no panel over %s", name)

@@ -153,6 +153,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Retention:        cfg.Retention,
 		MaxPayload:       cfg.MaxPayload,
 		Workers:          cfg.Workers,
+		KindLimits:       cfg.LimitsByKind(),
 		MaxTxnOps:        maxTxnOps,
 		HandoffPeriod:    cfg.HandoffPeriod,
 		HandoffStart:     orNone(cfg.HandoffStart),

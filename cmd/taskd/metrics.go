@@ -39,6 +39,7 @@ type metrics struct {
 	misfires    prometheus.Counter
 	runDuration *prometheus.HistogramVec
 	fireLag     prometheus.Histogram
+	queueWait   *prometheus.HistogramVec
 	handoffs    prometheus.Counter
 	handoffTime prometheus.Histogram
 	moves       prometheus.Counter
@@ -70,6 +71,10 @@ func newMetrics() *metrics {
 			Name: "taskd_fire_lag_seconds", Help: "Start of a run minus its fire time (runs with a fire time; run-now has none).",
 			Buckets: lagBuckets,
 		}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "taskd_run_queue_wait_seconds", Help: "Start of a run's handler minus when the run became due on this node (its fire or retry time, or when the node queued its run-now request), by task kind: time waiting for a worker, the kind's --limit, the identity's earlier runs, or a proven lease.",
+			Buckets: lagBuckets,
+		}, []string{"kind"}),
 		handoffs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "taskd_handoffs_total", Help: "Identities and tasks handed to this node (HANDED_OFF events).",
 		}),
@@ -121,6 +126,9 @@ func (m *metrics) observe(ev taskservice.Event) {
 	case taskservice.EventStarted:
 		if !ev.FireTime.IsZero() {
 			m.fireLag.Observe(max(ev.Time.Sub(ev.FireTime), 0).Seconds())
+		}
+		if !ev.Ready.IsZero() {
+			m.queueWait.WithLabelValues(ev.Kind).Observe(max(ev.Time.Sub(ev.Ready), 0).Seconds())
 		}
 	case taskservice.EventVetoed:
 		m.runs.WithLabelValues("VETOED").Inc()
@@ -175,7 +183,7 @@ func (m *metrics) grpcServerOptions() []grpc.ServerOption {
 func (m *metrics) registry(node *taskservice.Node, gs *grpc.Server) *prometheus.Registry {
 	m.grpcServer.InitializeMetrics(gs)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.runs, m.events, m.misfires, m.runDuration, m.fireLag, m.handoffs, m.handoffTime,
+	reg.MustRegister(m.runs, m.events, m.misfires, m.runDuration, m.fireLag, m.queueWait, m.handoffs, m.handoffTime,
 		m.moves, m.dropped, m.retries, m.dead, m.txnItems, m.etcdTime, m.etcdErrors, m.grpcServer,
 		&nodeCollector{node: node},
 		collectors.NewGoCollector(),
@@ -198,6 +206,8 @@ var (
 		"Time since the last acknowledged lease renewal was sent (absent before the first).", nil, nil)
 	fencedDesc = prometheus.NewDesc("taskd_self_fenced",
 		"1 while the node is RUNNING but self-fenced (its lease renewal is older than two thirds of the TTL: no run starts), else 0.", nil, nil)
+	limitWaitDesc = prometheus.NewDesc("taskd_runs_waiting_for_limit",
+		"Due runs waiting for their kind's --limit on this node, by limited kind (also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
 	stateDesc = prometheus.NewDesc("taskd_node_state",
 		"1 for the node's life-cycle state (STARTING, RUNNING, DRAINING, STOPPED), 0 for the others.", []string{"state"}, nil)
 )
@@ -209,7 +219,7 @@ var nodeStates = []taskdv1.NodeState{
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc} {
 		ch <- d
 	}
 }
@@ -233,6 +243,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		fenced = 1
 	}
 	gauge(fencedDesc, fenced)
+	for kind, w := range s.WaitingForLimit {
+		gauge(limitWaitDesc, float64(w), kind)
+	}
 	for _, st := range nodeStates {
 		v := 0.0
 		if st == s.State {

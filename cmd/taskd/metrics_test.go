@@ -39,14 +39,16 @@ func TestMetricsCountMisfiresAndOutcomes(t *testing.T) {
 }
 
 // Each event feeds its metric: durations by kind and outcome for runs
-// started here, the fire lag of starts with a fire time, handoffs, moves,
+// started here, the fire lag of starts with a fire time, the queue wait of
+// every start by kind, handoffs, moves,
 // retries, dropped commits and DEAD tasks.
 func TestMetricsFromEvents(t *testing.T) {
 	m := newMetrics()
 	fire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, ev := range []taskservice.Event{
-		{Type: taskservice.EventStarted, FireTime: fire, Time: fire.Add(30 * time.Millisecond)},
-		{Type: taskservice.EventStarted, Time: fire}, // run-now: no fire time
+		{Type: taskservice.EventStarted, Kind: "mail", FireTime: fire, Ready: fire, Time: fire.Add(30 * time.Millisecond)},
+		{Type: taskservice.EventStarted, Kind: "mail", Ready: fire, Time: fire.Add(time.Millisecond)}, // run-now: no fire time
+		{Type: taskservice.EventStarted, Kind: "sms", Ready: fire, Time: fire},
 		{Type: taskservice.EventSucceeded, Kind: "mail", Outcome: taskdv1.Outcome_OUTCOME_SUCCESS, Duration: 2 * time.Second},
 		{Type: taskservice.EventFailed, Kind: "mail", Outcome: taskdv1.Outcome_OUTCOME_ERROR, Duration: time.Second},
 		{Type: taskservice.EventInterrupted, Kind: "mail", Outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED}, // resolved: no duration
@@ -70,6 +72,8 @@ func TestMetricsFromEvents(t *testing.T) {
 		want float64
 	}{
 		{"fire lag samples", m.fireLag, 1},
+		{"mail queue waits", m.queueWait.WithLabelValues("mail").(prometheus.Histogram), 2},
+		{"sms queue waits", m.queueWait.WithLabelValues("sms").(prometheus.Histogram), 1},
 		{"mail SUCCESS durations", m.runDuration.WithLabelValues("mail", "SUCCESS").(prometheus.Histogram), 1},
 		{"mail ERROR durations", m.runDuration.WithLabelValues("mail", "ERROR").(prometheus.Histogram), 1},
 		{"mail INTERRUPTED durations", m.runDuration.WithLabelValues("mail", "INTERRUPTED").(prometheus.Histogram), 0},

@@ -110,6 +110,9 @@ type Config struct {
 	// Workers is how many runs may be starting or in their handler at
 	// once on the node (--workers); a run's commit holds none.
 	Workers int
+	// Limits caps, per kind, the runs of that kind in flight on the node
+	// at once (--limit KIND=N).
+	Limits []KindLimit
 	// LogLevel is one of trace, debug, info, warn, error (--log-level).
 	LogLevel string
 	// LogFormat is text or json (--log-format).
@@ -144,6 +147,28 @@ type KindTarget struct {
 	Kind string
 	// Target is the command (exec) or the http(s) URL (webhook).
 	Target string
+}
+
+// KindLimit is one --limit entry: at most Limit runs of Kind in flight on
+// the node at once.
+type KindLimit struct {
+	// Kind is the task kind, 1-128 bytes without whitespace or control
+	// characters.
+	Kind string
+	// Limit is at least 1.
+	Limit int
+}
+
+// LimitsByKind returns the --limit entries as a map from kind to limit.
+func (c Config) LimitsByKind() map[string]int {
+	if len(c.Limits) == 0 {
+		return nil
+	}
+	m := make(map[string]int, len(c.Limits))
+	for _, l := range c.Limits {
+		m[l.Kind] = l.Limit
+	}
+	return m
 }
 
 // Default returns the contract §9 defaults. Name is the host name, or "" if it

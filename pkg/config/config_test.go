@@ -165,6 +165,7 @@ var samples = map[string]struct {
 	"tokens-file":       {"/etc/taskd/tokens", func(c *Config) { c.TokensFile = "/etc/taskd/tokens" }},
 	"insecure":          {"true", func(c *Config) { c.Insecure = true }},
 	"exec":              {"echo=cat", func(c *Config) { c.Exec = []KindTarget{{"echo", "cat"}} }},
+	"limit":             {"report=2", func(c *Config) { c.Limits = []KindLimit{{"report", 2}} }},
 	"webhook": {"hook=https://example.com/x", func(c *Config) {
 		c.Webhook = []KindTarget{{"hook", "https://example.com/x"}}
 	}},
@@ -403,6 +404,7 @@ func TestKindConfiguredOnce(t *testing.T) {
 		want []string
 	}{
 		{"exec twice", []string{"--exec", "k=a", "--exec", "k=b"}, nil, []string{"--exec", `kind "k"`}},
+		{"limit twice", []string{"--limit", "k=1", "--limit", "k=2"}, nil, []string{"--limit", `kind "k"`}},
 		{"webhook twice", []string{"--webhook", "k=http://a", "--webhook", "k=http://b"}, nil, []string{"--webhook", `kind "k"`}},
 		{"exec and webhook", []string{"--exec", "k=a"}, []string{"TASKD_WEBHOOK=k=https://x"}, []string{"--webhook", `kind "k"`, "--exec", "environment variable TASKD_WEBHOOK"}},
 	}
@@ -514,6 +516,13 @@ func TestValidate(t *testing.T) {
 		{"exec kind control", func(c *Config) { c.Exec = []KindTarget{{"a\x01", "echo"}} }, "--exec"},
 		{"exec kind too long", func(c *Config) { c.Exec = []KindTarget{{long, "echo"}} }, "--exec"},
 		{"exec empty target", func(c *Config) { c.Exec = []KindTarget{{"k", " "}} }, "--exec"},
+		{"limit ok", func(c *Config) { c.Limits = []KindLimit{{"report.daily", 1}, {strings.Repeat("k", 128), 10000}} }, ""},
+		{"limit 0", func(c *Config) { c.Limits = []KindLimit{{"k", 0}} }, "--limit"},
+		{"limit negative", func(c *Config) { c.Limits = []KindLimit{{"k", -3}} }, "--limit"},
+		{"limit 10001", func(c *Config) { c.Limits = []KindLimit{{"k", 10001}} }, "--limit"},
+		{"limit empty kind", func(c *Config) { c.Limits = []KindLimit{{"", 1}} }, "--limit"},
+		{"limit kind space", func(c *Config) { c.Limits = []KindLimit{{"a b", 1}} }, "--limit"},
+		{"limit kind too long", func(c *Config) { c.Limits = []KindLimit{{long, 1}} }, "--limit"},
 		{"webhook ok", func(c *Config) { c.Webhook = []KindTarget{{"k", "https://example.com/hook?x=1"}} }, ""},
 		{"webhook relative", func(c *Config) { c.Webhook = []KindTarget{{"k", "/hook"}} }, "--webhook"},
 		{"webhook ftp", func(c *Config) { c.Webhook = []KindTarget{{"k", "ftp://example.com"}} }, "--webhook"},
@@ -594,6 +603,9 @@ func TestInvalidValue(t *testing.T) {
 		{"size huge", []string{"--max-payload=99999999999MiB"}, nil, "", []string{`invalid value "99999999999MiB" for --max-payload`}},
 		{"size too big", []string{"--max-payload=2MiB"}, nil, "", []string{"--max-payload: ", "1MiB"}},
 		{"exec without =", []string{"--exec", "nokind"}, nil, "", []string{`invalid value "nokind" for --exec`, "KIND=COMMAND"}},
+		{"limit without =", []string{"--limit", "report"}, nil, "", []string{`invalid value "report" for --limit`, "KIND=N"}},
+		{"limit not a number", nil, []string{"TASKD_LIMIT=report=two"}, "", []string{`invalid value "report=two" for --limit`, "TASKD_LIMIT", "whole number"}},
+		{"limit fraction", nil, nil, "limit = report=1.5\n", []string{`invalid value "report=1.5" for --limit`, "line 1"}},
 		{"webhook without =", nil, nil, "webhook = http://x\n", []string{`invalid value "http://x" for --webhook`, "line 1", "KIND=URL"}},
 		{"overridden bad file value still fails", []string{"--lease-ttl=5s"}, nil, "lease-ttl = abc\n", []string{`invalid value "abc" for --lease-ttl`}},
 	}

@@ -286,9 +286,17 @@ var options = []*option{
 	},
 	{
 		name: "workers", arg: "N", def: "128",
-		help:  "runs starting or in their handler at once, per node (a run's commit holds no worker), 1 to 10000",
+		help:  "runs starting or in their handler at once, per node (a run's commit holds no worker), 1 to 10000; one identity holds at most three quarters of them (at least 1)",
 		set:   intSetter(func(c *Config) *int { return &c.Workers }),
 		check: func(c Config) error { return checkRange(c.Workers, 1, maxWorkers) },
+	},
+	{
+		name: "limit", arg: "KIND=N", def: "(none)", repeatable: true,
+		help: "at most N (1 to 10000) runs of KIND in flight on this node at once; a run waiting for its kind holds no worker " +
+			"and does not hold back other kinds; repeatable, one entry per kind (TASKD_LIMIT, TASKD_LIMIT_1, ...; in the file repeat the line)",
+		set:   setLimit,
+		reset: func(c *Config) { c.Limits = nil },
+		check: func(c Config) error { return checkLimits(c.Limits) },
 	},
 	{
 		name: "log-level", arg: "LEVEL", def: "info",
@@ -484,6 +492,40 @@ func kindTargetSetter(field func(*Config) *[]KindTarget, want string) func(*Conf
 		*field(c) = append(*field(c), KindTarget{Kind: kind, Target: target})
 		return nil
 	}
+}
+
+// setLimit appends one --limit KIND=N entry; N must be a whole number.
+func setLimit(c *Config, v string) error {
+	kind, num, ok := strings.Cut(v, "=")
+	if !ok {
+		return errors.New("want KIND=N")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil {
+		return fmt.Errorf("want KIND=N with N a whole number, got %q", num)
+	}
+	c.Limits = append(c.Limits, KindLimit{Kind: kind, Limit: n})
+	return nil
+}
+
+// checkLimits checks the --limit entries: valid kinds, each named once,
+// limits from 1 to maxWorkers.
+func checkLimits(list []KindLimit) error {
+	seen := make(map[string]bool, len(list))
+	for _, l := range list {
+		entry := fmt.Sprintf("%s=%d", l.Kind, l.Limit)
+		if err := checkKind(l.Kind); err != nil {
+			return fmt.Errorf("entry %q: %w", entry, err)
+		}
+		if err := checkRange(l.Limit, 1, maxWorkers); err != nil {
+			return fmt.Errorf("entry %q: limit %w", entry, err)
+		}
+		if seen[l.Kind] {
+			return fmt.Errorf("kind %q is limited more than once; give one limit per kind", l.Kind)
+		}
+		seen[l.Kind] = true
+	}
+	return nil
 }
 
 // setEtcd stores a comma-separated endpoint list; an empty value means the

@@ -50,9 +50,14 @@ type Config struct {
 	History          int           // runs kept per task; default 20
 	Retention        time.Duration // finished tasks kept; default 24h
 	MaxPayload       int           // payload and data limit; default 256 KiB
-	Workers          int           // runs starting or in their handler at once (a commit holds none); default 128
-	DefaultTimeout   time.Duration // run timeout when a task names none; default 5m
-	EtcdTimeout      time.Duration // deadline of one etcd call; default 5s
+	Workers          int           // runs starting or in their handler at once (a commit holds none); default 128; one identity holds at most 3/4 of them
+	// KindLimits caps, per kind, the runs of that kind in flight on this
+	// node at once (each at least 1; a kind not named has no cap but
+	// Workers). A run waiting for its kind's cap holds no worker and does
+	// not hold back other kinds or identities (contract §5.7).
+	KindLimits     map[string]int
+	DefaultTimeout time.Duration // run timeout when a task names none; default 5m
+	EtcdTimeout    time.Duration // deadline of one etcd call; default 5s
 	// MaxTxnOps is the etcd server's --max-txn-ops (default 128; the
 	// embedded etcd allows 1024). A schedule batch that needs more
 	// operations is written one identity at a time.
@@ -131,6 +136,14 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
+	}
+	for kind, l := range c.KindLimits {
+		if err := validateKind("Config.KindLimits kind", kind); err != nil {
+			return fmt.Errorf("taskservice: %w", err)
+		}
+		if l < 1 {
+			return fmt.Errorf("taskservice: Config.KindLimits[%q] is %d; a limit is at least 1", kind, l)
+		}
 	}
 	for kind, h := range c.Handlers {
 		if kind == "" || len(kind) > MaxKindLen {

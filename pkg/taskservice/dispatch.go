@@ -33,16 +33,15 @@ func (n *Node) dispatchLoop() {
 			}
 			heap.Pop(&n.queue)
 			e.running = true
+			if e.readyAt.IsZero() {
+				e.readyAt = e.due
+			}
 			n.touchLocked(e)
 			// Purges go through the starters too, so that they are bounded
 			// by the run slots like everything else.
 			st := e.ident
 			st.startQ = append(st.startQ, e)
-			if !st.starting {
-				st.starting = true
-				n.wg.Add(1)
-				go n.starter(st)
-			}
+			n.ensureStarterLocked(st)
 		}
 		if !fresh {
 			wait = n.cfg.LeaseTTL / 20
@@ -58,24 +57,59 @@ func (n *Node) dispatchLoop() {
 	}
 }
 
-// starter drains one identity's start queue in order.
+// ensureStarterLocked starts st's starter unless it runs. n.mu held.
+func (n *Node) ensureStarterLocked(st *identState) {
+	if !st.starting && n.life.Err() == nil {
+		st.starting = true
+		n.wg.Add(1)
+		go n.starter(st)
+	}
+}
+
+// starter drains one identity's start queues in order: first the runs
+// given a token of their kind's limit (grantQ), then the start queue.
 func (n *Node) starter(st *identState) {
 	defer n.wg.Done()
 	for {
 		n.mu.Lock()
-		if len(st.startQ) == 0 || n.life.Err() != nil {
+		q := &st.grantQ
+		if len(*q) == 0 {
+			q = &st.startQ
+		}
+		if len(*q) == 0 || n.life.Err() != nil {
 			st.starting = false
 			n.mu.Unlock()
 			return
 		}
+		// One identity holds at most its share of the run slots; the rest
+		// stay free for the other identities (identityShare). Short of
+		// room for a good batch, the starter waits for its runs to end.
+		share := n.identityShare()
+		room := share - st.held
+		if room < min(startBatch, max(1, share/4)) && st.held > 0 {
+			wait := make(chan struct{})
+			st.shareWait = wait
+			n.mu.Unlock()
+			select {
+			case <-wait:
+			case <-n.life.Done():
+			}
+			continue
+		}
 		// Up to startBatch due entries of the identity start together:
 		// their start writes go out at once (and share a Txn), then their
-		// handlers are called in queue order.
-		k := min(len(st.startQ), startBatch)
-		batch := append([]*entry(nil), st.startQ[:k]...)
-		clear(st.startQ[:k])
-		st.startQ = st.startQ[k:]
+		// handlers are called in queue order. An entry of a kind at its
+		// limit leaves the batch to wait for its kind (limits.go).
+		k := min(len(*q), startBatch, room)
+		batch := append([]*entry(nil), (*q)[:k]...)
+		clear((*q)[:k])
+		*q = (*q)[k:]
+		batch = n.admitLocked(st, batch)
+		st.held += len(batch)
 		n.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
 		// One slot is waited for; the others are taken only if free, and
 		// entries without one go back to the front of the queue.
 		select {
@@ -95,7 +129,8 @@ func (n *Node) starter(st *identState) {
 		}
 		if held < len(batch) {
 			n.mu.Lock()
-			st.startQ = append(batch[held:len(batch):len(batch)], st.startQ...)
+			*q = append(batch[held:len(batch):len(batch)], *q...)
+			n.releaseShareLocked(st, len(batch)-held)
 			n.mu.Unlock()
 			batch = batch[:held]
 		}
@@ -113,11 +148,18 @@ func (n *Node) starter(st *identState) {
 			}
 			wg.Wait()
 		}
-		for _, launch := range launches {
+		for i, launch := range launches {
 			if launch != nil {
 				launch()
 			} else {
 				<-n.slots
+				// Nothing started: the identity's share and the kind's
+				// token go back (a run that started gives them back when
+				// it ends).
+				n.mu.Lock()
+				n.releaseShareLocked(st, 1)
+				n.releaseTokenLocked(&batch[i].token)
+				n.mu.Unlock()
 			}
 		}
 	}
@@ -125,6 +167,23 @@ func (n *Node) starter(st *identState) {
 
 // startBatch is how many due runs of one identity start together.
 const startBatch = 32
+
+// identityShare is how many run slots one identity may hold at once:
+// three quarters of Workers (at least one), so that an identity with a
+// large backlog of long runs leaves slots to the others.
+func (n *Node) identityShare() int {
+	return max(1, n.cfg.Workers-max(1, n.cfg.Workers/4))
+}
+
+// releaseShareLocked gives back k of st's slots and wakes its starter if
+// it waits for them. n.mu held.
+func (n *Node) releaseShareLocked(st *identState, k int) {
+	st.held -= k
+	if st.shareWait != nil {
+		close(st.shareWait)
+		st.shareWait = nil
+	}
+}
 
 // startAny does what a due entry of either scope needs: a purge, the
 // resolution of a run marker, or a run start. It returns the function that
@@ -258,6 +317,7 @@ func (n *Node) start(e *entry) func() {
 	if at, purge, ok := dueTime(cur, n.cfg.Retention, tm); !ok || purge || at.After(now) ||
 		n.pausedByLocked(cur, st.name) != nil {
 		e.running = false
+		e.readyAt = time.Time{}
 		n.reschedLocked(e) // (parks a paused entry)
 		n.mu.Unlock()
 		return nil
@@ -279,9 +339,13 @@ func (n *Node) start(e *entry) func() {
 		n.mu.Unlock()
 		return nil
 	}
+	// The run's flight carries its kind's token from here on (limits.go).
+	f.token, e.token = e.token, nil
+	ready := e.readyAt
 	n.mu.Unlock()
 
 	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
+	p.ready = ready
 	rev, record, ok := n.writeStart(e, p, snap)
 	if !ok {
 		n.abortFlight(f, e)
@@ -289,6 +353,7 @@ func (n *Node) start(e *entry) func() {
 	}
 	n.mu.Lock()
 	record()
+	e.readyAt = time.Time{}
 	if !p.run {
 		e.running = false
 		n.reschedLocked(e)
@@ -428,6 +493,7 @@ func (n *Node) abortFlight(f *flight, e *entry) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f.cancel(nil)
+	n.releaseTokenLocked(&f.token)
 	if n.flights[f.ref] == f {
 		delete(n.flights, f.ref)
 	}
@@ -451,7 +517,7 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 		return nil
 	}
 	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Epoch: epoch, Revision: rev}, 0
-	ev.FireTime = p.fire
+	ev.FireTime, ev.Ready = p.fire, p.ready
 	n.runs.Add(1)
 	return func() {
 		ev.Type = EventFired
@@ -591,7 +657,8 @@ func (n *Node) dropIdentityLocked(st *identState) {
 		delete(n.pauses.parked, e)
 		e.counted = false
 	}
-	st.startQ = nil
+	n.forgetWaitingLocked(st)
+	st.startQ, st.grantQ = nil, nil
 	delete(n.idents, st.name)
 	n.identityLeftFlightsLocked(st.name)
 	n.voter.Forget(st.name) // a move clears the old node's votes

@@ -61,6 +61,12 @@ type Event struct {
 	// FireTime is the fire time of the run, for the events of a run
 	// (FIRED to the outcome); zero for a run that has none (run-now).
 	FireTime time.Time
+	// Ready is when the run became due on this node, for the events of a
+	// run (FIRED to the outcome): its fire or retry time, or when the node
+	// queued its run-now request. STARTED's Time minus Ready is the time
+	// the run waited to start (for a worker, its kind's limit, its
+	// identity's earlier runs, or a proven lease).
+	Ready time.Time
 	// State is the task's state after the run, for NEXT_SCHEDULED,
 	// RETRY_SCHEDULED and FINALIZED (DEAD: its attempts are used up).
 	State taskdv1.TaskState

@@ -45,6 +45,9 @@ type flight struct {
 	// run goes on and its result is forwarded to the new owner.
 	left     chan struct{}
 	leftDone bool
+	// token is the token of the run's kind's limit, given back when the
+	// run ends (limits.go). Under n.mu.
+	token *kindLimit
 }
 
 // errLeaseLost is the cause of a run's context when its node lost its lease:

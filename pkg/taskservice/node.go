@@ -73,8 +73,9 @@ type Node struct {
 
 	voter    *vote.Voter
 	batch    *batcher
-	draining bool     // no run starts; identities are being handed away
-	pauses   pauseSet // identity and kind pauses in force (pauses.go)
+	draining bool                  // no run starts; identities are being handed away
+	pauses   pauseSet              // identity and kind pauses in force (pauses.go)
+	limits   map[string]*kindLimit // per-kind concurrency limits (limits.go); read-only map
 
 	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
 	cals  calendarSet  // the calendars, compiled (calendars.go)
@@ -111,6 +112,7 @@ func New(cfg Config) (*Node, error) {
 		wake:         make(chan struct{}, 1),
 		slots:        make(chan struct{}, cfg.Workers),
 		pauses:       newPauseSet(),
+		limits:       newKindLimits(cfg.KindLimits),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)

@@ -19,9 +19,17 @@ type identState struct {
 	tasks   map[string]*entry
 	// startQ holds due entries in dispatch order; one starter goroutine per
 	// identity drains it, so one identity's runs start in order (contract §2.6).
-	startQ   []*entry
+	startQ []*entry
+	// grantQ holds entries given a token of their kind's limit, started
+	// before startQ (limits.go).
+	grantQ   []*entry
 	starting bool
-	lost     bool
+	// held counts the run slots the identity's runs hold (at most
+	// identityShare); shareWait, when set, is closed when one is given
+	// back.
+	held      int
+	shareWait chan struct{}
+	lost      bool
 }
 
 // entry is one task in the node's timer queue. A durable task waiting in
@@ -46,6 +54,11 @@ type entry struct {
 	// recheckAt is when its marker is looked at again.
 	awaitSince time.Time
 	recheckAt  time.Time
+	// readyAt is when the entry was first popped due for its next run
+	// (the queue wait is measured from it); token is the token of its
+	// kind's limit it holds until its start (limits.go). Both under n.mu.
+	readyAt time.Time
+	token   *kindLimit
 
 	// allow_overlap (overlap.go): a shadow entry stands for the next fire
 	// time of overlapOf's task while its run is in flight (it is in the

@@ -156,6 +156,7 @@ type startPlan struct {
 	manual    bool
 	attempt   int
 	runNumber int64
+	ready     time.Time // when the run became due on this node (Event.Ready)
 }
 
 // planStart decides what a due record does now and returns the record to

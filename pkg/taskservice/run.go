@@ -23,16 +23,22 @@ import (
 // launcher can call one identity's handlers in order.
 func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.runs.Done()
-	// The run's slot is freed once its handler has returned: the commit
-	// that follows is batched with others and needs no slot, so a burst of
-	// short runs is bounded by handler time, not by commit round trips.
+	// The run's worker slot and its identity's share are freed once its
+	// handler has returned: the commit that follows is batched with others
+	// and needs no slot, so a burst of short runs is bounded by handler
+	// time, not by commit round trips. The kind's token (KindLimits) is
+	// given back once the commit is done.
 	var freed bool
 	free := func() {
 		if !freed {
 			freed = true
 			n.release()
+			n.mu.Lock()
+			n.releaseShareLocked(e.ident, 1)
+			n.mu.Unlock()
 		}
 	}
+	defer n.runEnded(f)
 	defer free()
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.rec.Spec

@@ -34,10 +34,13 @@ type Stats struct {
 	Running int
 	// Retained counts finished tasks kept until their retention ends.
 	Retained int
+	// WaitingForLimit counts, for each kind of Config.KindLimits, the due
+	// runs waiting for that kind's limit (they are counted in Due too).
+	WaitingForLimit map[string]int
 }
 
 // Stats returns a snapshot of the node's counts. It walks the timer queue
-// under the node's lock: its cost grows with the number of tasks held, so
+// and the identities' start queues under the node's lock: its cost grows with the number of tasks held, so
 // call it at the pace of a metrics scrape, not per event.
 func (n *Node) Stats() Stats {
 	now := time.Now()
@@ -60,6 +63,23 @@ func (n *Node) Stats() Stats {
 		default:
 			s.Due++
 		}
+	}
+	// Due entries taken off the timer queue but not started yet: waiting
+	// for a worker or for their kind's limit.
+	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {
+		for _, st := range m {
+			for _, q := range [][]*entry{st.startQ, st.grantQ} {
+				for _, e := range q {
+					if !e.purge && e.overlapOf == nil {
+						s.Due++
+					}
+				}
+			}
+		}
+	}
+	s.WaitingForLimit = n.waitingForLimitLocked()
+	for _, w := range s.WaitingForLimit {
+		s.Due += w
 	}
 	return s
 }

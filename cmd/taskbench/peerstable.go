@@ -125,6 +125,7 @@ var peerPairs = map[string]string{
 	"oneshot_everysec": "oneshot",
 	"periodic":         "periodic",
 	"burst":            "burst",
+	"burst_tuned":      "burst",
 }
 
 // peerFigureNames lists the figures each peer is expected to report, so a

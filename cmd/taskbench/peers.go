@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -170,7 +171,9 @@ func runPeer(ctx context.Context, o peerOptions, r *peerResult, bin string, args
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(rctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The peer's own warnings (River logs a stalled fetch, for one) show
+	// as the run goes, and its last words go into a failure's status.
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(os.Stderr, &stderr)
 	if err := cmd.Run(); err != nil {
 		r.Status = fmt.Sprintf("failed: %v: %s", err, tail(stderr.Bytes()))
 		return

@@ -59,13 +59,12 @@ type PeerResults struct {
 	Periodic       int          `json:"periodic_jobs"`
 	Concurrency    int          `json:"concurrency"`
 	Method         string       `json:"method"`
-	Peers          []peerResult `json:"peers"`
-	Taskd          peerResult   `json:"taskd"`
+	Runs           []peerRun    `json:"runs"`
 	Comparisons    []comparison `json:"comparisons"`
 	ElapsedSeconds float64      `json:"elapsed_seconds"`
 }
 
-const peerMethod = "Each run (a peer's, then taskd's) is preceded by etcd's raw Put rate (64 goroutines, 256-byte values) " +
+const peerMethod = "Each peer's run is followed by taskd's run of the figures it is compared on; each run (a peer's, then taskd's) is preceded by etcd's raw Put rate (64 goroutines, 256-byte values) " +
 	"on a fresh embedded etcd 3.7 with fsync on, in this process. Rates are compared as (taskd ÷ its Put reference) ÷ " +
 	"(peer ÷ its Put reference); burst lateness (start − due, 10,000 jobs due at one instant) as taskd's p99 ÷ the peer's p99. " +
 	"Every store runs with fsync on: PostgreSQL fsync=on and synchronous_commit=on, Redis appendonly with appendfsync always " +
@@ -87,28 +86,39 @@ func runPeers(o peerOptions) error {
 	want := func(p string) bool { return len(o.only) == 0 || o.only[p] }
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "taskbench -peers: "+format+"\n", a...) }
 
+	pair := func(p peerResult) {
+		if strings.HasPrefix(p.Status, "unavailable") {
+			logf("%s is %s", p.Peer, p.Status)
+			res.Runs = append(res.Runs, peerRun{Peer: p, Taskd: peerResult{Peer: "taskd", Status: "not run: the peer is unavailable"}})
+			return
+		}
+		logf("taskd, for the %s lines", p.Peer)
+		res.Runs = append(res.Runs, peerRun{Peer: p, Taskd: runTaskd(ctx, o, taskdFiguresFor(p.Peer))})
+	}
 	if want("river") {
 		logf("River")
-		res.Peers = append(res.Peers, runRiver(ctx, o, tmp))
+		pair(runRiver(ctx, o, tmp))
 	}
 	if want("asynq") {
-		logf("asynq")
-		res.Peers = append(res.Peers, runAsynq(ctx, o, tmp, "always"), runAsynq(ctx, o, tmp, "everysec"))
+		logf("asynq, Redis appendfsync always")
+		pair(runAsynq(ctx, o, tmp, "always"))
+		logf("asynq, Redis appendfsync everysec")
+		pair(runAsynq(ctx, o, tmp, "everysec"))
 	}
 	if want("go-etcd-cron") {
 		logf("go-etcd-cron")
-		res.Peers = append(res.Peers, runEtcdCron(ctx, o, tmp))
+		pair(runEtcdCron(ctx, o, tmp))
 	}
-	logf("taskd")
-	res.Taskd = runTaskd(ctx, o)
-	res.Comparisons = comparisons(res.Peers, res.Taskd)
+	res.Comparisons = comparisons(res.Runs)
 	res.ElapsedSeconds = time.Since(began).Seconds()
 	printPeerTable(os.Stdout, res.Comparisons)
-	for _, p := range append(append([]peerResult(nil), res.Peers...), res.Taskd) {
-		fmt.Printf("%s %s: %s; store: %s; etcd Put %.0f/s before, %.0f/s after\n", p.Peer, p.Version, p.Status, p.Store, p.PutRef, p.PutAfter)
-		for _, f := range p.Figures {
-			if f.Name == "etcd35_put" {
-				fmt.Printf("  %s: %.0f/s (%s)\n", f.Name, f.PerSec, f.Setting)
+	for _, run := range res.Runs {
+		for _, p := range []peerResult{run.Peer, run.Taskd} {
+			fmt.Printf("%s %s: %s; store: %s; etcd Put reference %.0f/s\n", p.Peer, p.Version, p.Status, p.Store, p.PutRef)
+			for _, f := range p.Figures {
+				if f.Name == "etcd35_put" {
+					fmt.Printf("  %s: %.0f/s (%s)\n", f.Name, f.PerSec, f.Setting)
+				}
 			}
 		}
 	}
@@ -191,9 +201,6 @@ func runPeer(ctx context.Context, o peerOptions, r *peerResult, bin string, args
 		return
 	}
 	r.Version, r.Store, r.Status = out.Version, out.Store, "ok"
-	if r.PutAfter, err = putRef(ctx, o.jobs, o.concurrency); err != nil {
-		r.Status = "failed: etcd Put after the run: " + err.Error()
-	}
 	for _, f := range out.Figures {
 		pf := f.peerFigure
 		if len(f.LatenessMs) > 0 {
@@ -469,9 +476,9 @@ func startEtcd35(ctx context.Context, bin, dir string) (string, func(), error) {
 
 // ---- taskd ----
 
-// runTaskd measures taskd's side on a fresh embedded etcd (fsync on),
-// after its own Put reference.
-func runTaskd(ctx context.Context, o peerOptions) peerResult {
+// runTaskd measures taskd's figures named in want on a fresh embedded etcd
+// (fsync on), after its own Put reference.
+func runTaskd(ctx context.Context, o peerOptions, want map[string]bool) peerResult {
 	r := peerResult{Peer: "taskd", Version: "this checkout", Store: "etcd 3.7 embedded in the same process, fsync on"}
 	ref, err := putRef(ctx, o.jobs, o.concurrency)
 	if err != nil {
@@ -500,23 +507,25 @@ func runTaskd(ctx context.Context, o peerOptions) peerResult {
 	defer cli.Close()
 	const ids = 10000
 	var fails []string
-	e, err := measureE2E(ctx, cli, endpoint, "/peers-oneshot/", o.jobs, ids, o.concurrency, 1)
-	if err != nil {
-		fails = append(fails, "oneshot: "+err.Error())
-	} else {
-		r.Figures = append(r.Figures, peerFigure{Name: "oneshot", Count: o.jobs, Seconds: float64(o.jobs) / e.TasksPerSec, PerSec: e.TasksPerSec,
-			Setting: fmt.Sprintf("one ScheduleTask per task (due now) from %d goroutines, %d identities, one node; until each run's result is committed", o.concurrency, ids)})
+	if want["oneshot"] {
+		if e, err := measureE2E(ctx, cli, endpoint, "/peers-oneshot/", o.jobs, ids, o.concurrency, 1); err != nil {
+			fails = append(fails, "oneshot: "+err.Error())
+		} else {
+			r.Figures = append(r.Figures, peerFigure{Name: "oneshot", Count: o.jobs, Seconds: float64(o.jobs) / e.TasksPerSec, PerSec: e.TasksPerSec,
+				Setting: fmt.Sprintf("one ScheduleTask per task (due now) from %d goroutines, %d identities, one node; until each run's result is committed", o.concurrency, ids)})
+		}
 	}
 	const batch = 100
 	bc := o.concurrency/8 + 1
-	rate, err := measureE2EBatch(ctx, endpoint, "/peers-batch/", o.jobs, ids, batch, bc)
-	if err != nil {
-		fails = append(fails, "oneshot_batch: "+err.Error())
-	} else {
-		r.Figures = append(r.Figures, peerFigure{Name: "oneshot_batch", Count: o.jobs, Seconds: float64(o.jobs) / rate, PerSec: rate,
-			Setting: fmt.Sprintf("ScheduleTasks of %d tasks (due now) from %d goroutines, %d identities, one node; until committed", batch, bc, ids)})
+	if want["oneshot_batch"] {
+		if rate, err := measureE2EBatch(ctx, endpoint, "/peers-batch/", o.jobs, ids, batch, bc); err != nil {
+			fails = append(fails, "oneshot_batch: "+err.Error())
+		} else {
+			r.Figures = append(r.Figures, peerFigure{Name: "oneshot_batch", Count: o.jobs, Seconds: float64(o.jobs) / rate, PerSec: rate,
+				Setting: fmt.Sprintf("ScheduleTasks of %d tasks (due now) from %d goroutines, %d identities, one node; until committed", batch, bc, ids)})
+		}
 	}
-	if o.periodic > 0 {
+	if want["periodic"] && o.periodic > 0 {
 		count, window, err := measurePeriodicRate(ctx, endpoint, "/peers-periodic/", o.periodic, 5*time.Second)
 		if err != nil {
 			fails = append(fails, "periodic: "+err.Error())
@@ -525,7 +534,7 @@ func runTaskd(ctx context.Context, o peerOptions) peerResult {
 				Setting: fmt.Sprintf("%d tasks (one identity each) with a periodic 1s trigger from one whole second (%d runs/s due)", o.periodic, o.periodic)})
 		}
 	}
-	if o.burst > 0 {
+	if want["burst"] && o.burst > 0 {
 		l, err := measureBurstLag(ctx, endpoint, o.burst, 1000, bc)
 		if err != nil {
 			fails = append(fails, "burst: "+err.Error())
@@ -535,9 +544,6 @@ func runTaskd(ctx context.Context, o peerOptions) peerResult {
 		}
 	}
 	r.Status = "ok"
-	if r.PutAfter, err = putRef(ctx, o.jobs, o.concurrency); err != nil {
-		fails = append(fails, "etcd Put after the run: "+err.Error())
-	}
 	if len(fails) > 0 {
 		r.Status = "failed: " + strings.Join(fails, "; ")
 	}

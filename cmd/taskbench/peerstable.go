@@ -30,15 +30,12 @@ func (f peerFigure) isLateness() bool { return f.PerSec == 0 && f.P99Ms != 0 }
 // peerResult is one run of one peer (or of taskd): its etcd raw Put
 // reference measured right before, its status and its figures.
 type peerResult struct {
-	Peer    string  `json:"peer"`
-	Version string  `json:"version,omitempty"`
-	Store   string  `json:"store,omitempty"`
-	Status  string  `json:"status"` // "ok", "unavailable: …" or "failed: …"
-	PutRef  float64 `json:"etcd_put_ref_per_sec,omitempty"`
-	// PutAfter is the same measure right after the run: not used in the
-	// ratios, it shows how far the machine drifted during the run.
-	PutAfter float64      `json:"etcd_put_after_per_sec,omitempty"`
-	Figures  []peerFigure `json:"figures,omitempty"`
+	Peer    string       `json:"peer"`
+	Version string       `json:"version,omitempty"`
+	Store   string       `json:"store,omitempty"`
+	Status  string       `json:"status"` // "ok", "unavailable: …" or "failed: …"
+	PutRef  float64      `json:"etcd_put_ref_per_sec,omitempty"`
+	Figures []peerFigure `json:"figures,omitempty"`
 }
 
 func (r peerResult) figure(name string) (peerFigure, bool) {
@@ -137,10 +134,28 @@ var peerFigureNames = map[string][]string{
 	"go-etcd-cron":   {"oneshot", "periodic", "burst"},
 }
 
-// comparisons pairs every peer figure with taskd's.
-func comparisons(peers []peerResult, taskd peerResult) []comparison {
+// peerRun is one peer's run and the taskd run made right after it, with
+// the figures it is compared on, so that each pair is measured in the same
+// stretch of the machine's time.
+type peerRun struct {
+	Peer  peerResult `json:"peer"`
+	Taskd peerResult `json:"taskd"`
+}
+
+// taskdFiguresFor names the taskd figures a peer's lines are compared with.
+func taskdFiguresFor(peer string) map[string]bool {
+	want := map[string]bool{}
+	for _, n := range peerFigureNames[peer] {
+		want[peerPairs[n]] = true
+	}
+	return want
+}
+
+// comparisons pairs every peer figure with taskd's of the same run.
+func comparisons(runs []peerRun) []comparison {
 	var out []comparison
-	for _, p := range peers {
+	for _, run := range runs {
+		p, taskd := run.Peer, run.Taskd
 		names := peerFigureNames[p.Peer]
 		if p.Status == "ok" {
 			names = nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -68,7 +69,11 @@ func TestComparisons(t *testing.T) {
 		{Peer: "go-etcd-cron", Status: "unavailable: etcd 3.5 did not start"},
 		{Peer: "asynq", Status: "ok", PutRef: 10000, Figures: []peerFigure{{Name: "oneshot", PerSec: 500}}},
 	}
-	cs := comparisons(peers, taskd)
+	var runs []peerRun
+	for _, p := range peers {
+		runs = append(runs, peerRun{Peer: p, Taskd: taskd})
+	}
+	cs := comparisons(runs)
 	byKey := map[string]comparison{}
 	for _, c := range cs {
 		byKey[c.Peer+"/"+c.Figure] = c
@@ -101,7 +106,7 @@ func TestComparisons(t *testing.T) {
 	// taskd's own failure marks every line.
 	failed := taskd
 	failed.Status = "failed: boom"
-	for _, c := range comparisons(peers[:1], failed) {
+	for _, c := range comparisons([]peerRun{{Peer: peers[0], Taskd: failed}}) {
 		if c.Ratio != 0 || !strings.Contains(c.Status, "boom") {
 			t.Errorf("with taskd failed: %+v", c)
 		}
@@ -117,5 +122,23 @@ func TestComparisons(t *testing.T) {
 	}
 	if got := strings.Count(out, "\n"); got != len(cs)+1 {
 		t.Errorf("table has %d lines, want %d:\n%s", got, len(cs)+1, out)
+	}
+}
+
+func TestTaskdFiguresFor(t *testing.T) {
+	for peer, want := range map[string]string{
+		"river":          "burst oneshot oneshot_batch",
+		"asynq":          "burst oneshot",
+		"asynq-everysec": "oneshot",
+		"go-etcd-cron":   "burst oneshot periodic",
+	} {
+		var got []string
+		for n := range taskdFiguresFor(peer) {
+			got = append(got, n)
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != want {
+			t.Errorf("taskdFiguresFor(%s) = %v, want %s", peer, got, want)
+		}
 	}
 }

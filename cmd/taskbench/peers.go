@@ -120,6 +120,9 @@ func runPeers(o peerOptions) error {
 					fmt.Printf("  %s: %.0f/s (%s)\n", f.Name, f.PerSec, f.Setting)
 				}
 			}
+			for _, w := range p.Warnings {
+				fmt.Printf("  logged: %s\n", w)
+			}
 		}
 	}
 	fmt.Printf("elapsed %.0f s\n", res.ElapsedSeconds)
@@ -201,6 +204,7 @@ func runPeer(ctx context.Context, o peerOptions, r *peerResult, bin string, args
 		return
 	}
 	r.Version, r.Store, r.Status = out.Version, out.Store, "ok"
+	r.Warnings = append(r.Warnings, matchingLines(stderr.Bytes(), "level=ERROR", "level=WARN")...)
 	for _, f := range out.Figures {
 		pf := f.peerFigure
 		if len(f.LatenessMs) > 0 {
@@ -209,6 +213,27 @@ func runPeer(ctx context.Context, o peerOptions, r *peerResult, bin string, args
 		}
 		r.Figures = append(r.Figures, pf)
 	}
+}
+
+// matchingLines returns the lines of b that contain any of subs (at most
+// 20, each cut to 300 bytes).
+func matchingLines(b []byte, subs ...string) []string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, sub := range subs {
+			if strings.Contains(l, sub) {
+				if len(l) > 300 {
+					l = l[:300] + "…"
+				}
+				out = append(out, strings.TrimSpace(l))
+				break
+			}
+		}
+		if len(out) == 20 {
+			break
+		}
+	}
+	return out
 }
 
 func tail(b []byte) string {
@@ -233,9 +258,13 @@ func runRiver(ctx context.Context, o peerOptions, tmp string) peerResult {
 		r.Status = "unavailable: " + err.Error()
 		return r
 	}
-	defer pg.stop()
 	runPeer(ctx, o, &r, bin, "-dsn", pg.dsn, "-jobs", strconv.Itoa(o.jobs), "-burst", strconv.Itoa(o.burst),
 		"-concurrency", strconv.Itoa(o.concurrency))
+	pg.stop()
+	// Statements over 2 s and lock waits over 1 s, which PostgreSQL was
+	// told to log.
+	log, _ := os.ReadFile(filepath.Join(pg.dir, "log"))
+	r.Warnings = append(r.Warnings, matchingLines(log, "duration:", "still waiting", "acquired")...)
 	return r
 }
 
@@ -291,7 +320,7 @@ func startPostgres(ctx context.Context, dir string) (*postgres, error) {
 	if out, err := pg.run(ctx, "initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8"); err != nil {
 		return nil, fmt.Errorf("initdb: %v: %s", err, tail(out))
 	}
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c max_connections=300 -c fsync=on -c synchronous_commit=on -c shared_buffers=256MB", dir)
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c max_connections=300 -c fsync=on -c synchronous_commit=on -c shared_buffers=256MB -c log_min_duration_statement=2000 -c log_lock_waits=on -c deadlock_timeout=1s", dir)
 	if out, err := pg.run(ctx, "pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		return nil, fmt.Errorf("pg_ctl start: %v: %s", err, tail(out))
 	}

@@ -36,6 +36,10 @@ type peerResult struct {
 	Status  string       `json:"status"` // "ok", "unavailable: …" or "failed: …"
 	PutRef  float64      `json:"etcd_put_ref_per_sec,omitempty"`
 	Figures []peerFigure `json:"figures,omitempty"`
+	// Warnings are the errors the peer logged while it ran (a River fetch
+	// that timed out, say) and its store's slow statements and lock waits:
+	// what the reader needs to judge a figure that came out low.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func (r peerResult) figure(name string) (peerFigure, bool) {

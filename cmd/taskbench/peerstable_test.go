@@ -142,3 +142,20 @@ func TestTaskdFiguresFor(t *testing.T) {
 		}
 	}
 }
+
+func TestMatchingLines(t *testing.T) {
+	in := []byte("a level=INFO x\nb level=ERROR y\nc duration: 2500 ms\n\nd level=WARN z\n")
+	got := matchingLines(in, "level=ERROR", "level=WARN", "duration:")
+	want := []string{"b level=ERROR y", "c duration: 2500 ms", "d level=WARN z"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("matchingLines = %q, want %q", got, want)
+	}
+	long := bytes.Repeat([]byte("level=ERROR "), 100)
+	if got := matchingLines(long, "level=ERROR"); len(got) != 1 || len(got[0]) > 310 {
+		t.Errorf("a long line is not cut: %d bytes", len(got[0]))
+	}
+	many := bytes.Repeat([]byte("level=ERROR\n"), 50)
+	if got := matchingLines(many, "level=ERROR"); len(got) != 20 {
+		t.Errorf("%d lines kept, want at most 20", len(got))
+	}
+}

@@ -115,12 +115,36 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 	if err := pool.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit); err != nil {
 		return err
 	}
-	mig, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-	if err != nil {
-		return err
-	}
-	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate: %w", err)
+	// Each figure runs in a database of its own, freshly migrated, so each
+	// starts from the same state as the first: a jobs table PostgreSQL has
+	// not yet sized. Emptying one table between figures did not: after
+	// TRUNCATE (and VACUUM FULL, as River's own benchmark adds) PostgreSQL
+	// could record the table as empty, plan River's job fetch for an empty
+	// table (a nested loop over sequential scans) and take seconds per
+	// fetch once thousands of jobs arrived: River's fetch (10 s) or
+	// scheduler (30 s) timeout then fired and the figure fell tenfold.
+	dbs := 0
+	fresh := func(measure func(*pgxpool.Pool) (Figure, error)) (Figure, error) {
+		dbs++
+		name := fmt.Sprintf("river_bench_%d", dbs)
+		if _, err := pool.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			return Figure{}, err
+		}
+		c := cfg.Copy()
+		c.ConnConfig.Database = name
+		p, err := pgxpool.NewWithConfig(ctx, c)
+		if err != nil {
+			return Figure{}, err
+		}
+		defer p.Close()
+		mig, err := rivermigrate.New(riverpgxv5.New(p), nil)
+		if err != nil {
+			return Figure{}, err
+		}
+		if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return Figure{}, fmt.Errorf("migrate: %w", err)
+		}
+		return measure(p)
 	}
 	out := Output{Peer: "river", Version: Version,
 		Store: fmt.Sprintf("PostgreSQL %s, fsync=%s, synchronous_commit=%s", version, fsync, syncCommit)}
@@ -129,7 +153,9 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 		want[strings.TrimSpace(f)] = true
 	}
 	if want["default"] {
-		f, err := throughput(ctx, pool, defaultJobs, conc, 1, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: conc}}})
+		f, err := fresh(func(p *pgxpool.Pool) (Figure, error) {
+			return throughput(ctx, p, defaultJobs, conc, 1, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: conc}}})
+		})
 		if err != nil {
 			return fmt.Errorf("default: %w", err)
 		}
@@ -142,9 +168,11 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 		// FetchPollInterval 20 ms, InsertMany in batches of 5,000.
 		const batch = 5000
 		workers := tunedWorkers
-		f, err := throughput(ctx, pool, jobs, 1, batch, &river.Config{
-			FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond,
-			Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}}})
+		f, err := fresh(func(p *pgxpool.Pool) (Figure, error) {
+			return throughput(ctx, p, jobs, 1, batch, &river.Config{
+				FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond,
+				Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}}})
+		})
 		if err != nil {
 			return fmt.Errorf("tuned: %w", err)
 		}
@@ -153,7 +181,9 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 		out.Figures = append(out.Figures, f)
 	}
 	if want["burst"] && burst > 0 {
-		f, err := burstLateness(ctx, pool, burst, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: conc}}})
+		f, err := fresh(func(p *pgxpool.Pool) (Figure, error) {
+			return burstLateness(ctx, p, burst, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: conc}}})
+		})
 		if err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}
@@ -162,9 +192,11 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 		out.Figures = append(out.Figures, f)
 	}
 	if want["burst_tuned"] && burst > 0 {
-		f, err := burstLateness(ctx, pool, burst, &river.Config{
-			FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond,
-			Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: tunedWorkers}}})
+		f, err := fresh(func(p *pgxpool.Pool) (Figure, error) {
+			return burstLateness(ctx, p, burst, &river.Config{
+				FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond,
+				Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: tunedWorkers}}})
+		})
 		if err != nil {
 			return fmt.Errorf("burst_tuned: %w", err)
 		}
@@ -184,26 +216,11 @@ func newClient(pool *pgxpool.Pool, cfg *river.Config, w *noopWorker) (*river.Cli
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }
 
-// reset empties the jobs table between figures. River's own benchmark
-// also runs VACUUM FULL, which records the table as empty (reltuples 0):
-// PostgreSQL then plans the job fetch for an empty table (a nested loop
-// over sequential scans) while 20,000 jobs arrive, and a fetch of 2,000
-// jobs takes seconds — River's 10 s fetch timeout fired in most runs.
-// TRUNCATE alone leaves the table as new (size unknown), as the first
-// figure finds it.
-func reset(ctx context.Context, pool *pgxpool.Pool) error {
-	_, err := pool.Exec(ctx, "TRUNCATE river_job")
-	return err
-}
-
 // throughput starts a client, inserts n jobs (batch 1: one Insert per
 // job from c goroutines; else InsertMany of batch jobs, c goroutines) and
 // returns the rate from the first insert to the n-th completion event
 // (the completion is stored when the event is sent).
 func throughput(ctx context.Context, pool *pgxpool.Pool, n, c, batch int, cfg *river.Config) (Figure, error) {
-	if err := reset(ctx, pool); err != nil {
-		return Figure{}, err
-	}
 	w := &noopWorker{}
 	client, err := newClient(pool, cfg, w)
 	if err != nil {
@@ -275,9 +292,6 @@ func throughput(ctx context.Context, pool *pgxpool.Pool, n, c, batch int, cfg *r
 // 1,000, ahead of time) on a client of the given config and returns each
 // job's start − scheduled time.
 func burstLateness(ctx context.Context, pool *pgxpool.Pool, n int, cfg *river.Config) (Figure, error) {
-	if err := reset(ctx, pool); err != nil {
-		return Figure{}, err
-	}
 	due := time.Now().Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
 	w := &noopWorker{due: due}
 	client, err := newClient(pool, cfg, w)

@@ -640,7 +640,7 @@ func measurePeriodicRate(ctx context.Context, etcdURL, prefix string, tasks int,
 		return 0, 0, err
 	}
 	defer stop()
-	start := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)
+	start := time.Now().Add(6 * time.Second).Truncate(time.Second).Add(time.Second)
 	trig := &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{
 		Start: timestamppb.New(start), Interval: durationpb.New(time.Second)}}}
 	if _, err := parallel((tasks+99)/100, 9, func(k int) error {

@@ -62,12 +62,13 @@ func main() {
 	burst := flag.Int("burst", 10000, "jobs of the burst (0 skips)")
 	conc := flag.Int("concurrency", 64, "goroutines adding jobs (the cron's workers stay at their default of 64)")
 	figures := flag.String("figures", "put,oneshot,periodic,burst", "figures to measure")
+	lead := flag.Duration("lead", 12*time.Second, "how far ahead the periodic jobs' first fire time and the burst's due time are (all their jobs must be added by then)")
 	flag.Parse()
 	var err error
 	if *serve != "" {
 		err = serveEtcd(*serve)
 	} else {
-		err = run(*endpoint, *jobs, *periodic, *burst, *conc, *window, *figures)
+		err = run(*endpoint, *jobs, *periodic, *burst, *conc, *window, *lead, *figures)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcdcronpeer:", err)
@@ -111,7 +112,7 @@ func serveEtcd(dir string) error {
 	}
 }
 
-func run(endpoint string, jobs, periodic, burst, conc int, window time.Duration, figures string) error {
+func run(endpoint string, jobs, periodic, burst, conc int, window, lead time.Duration, figures string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
@@ -145,14 +146,14 @@ func run(endpoint string, jobs, periodic, burst, conc int, window time.Duration,
 		out.Figures = append(out.Figures, f)
 	}
 	if want["periodic"] && periodic > 0 {
-		f, err := periodics(ctx, cli, periodic, conc, window)
+		f, err := periodics(ctx, cli, periodic, conc, window, lead)
 		if err != nil {
 			return fmt.Errorf("periodic: %w", err)
 		}
 		out.Figures = append(out.Figures, f)
 	}
 	if want["burst"] && burst > 0 {
-		f, err := burstLateness(ctx, cli, burst, conc)
+		f, err := burstLateness(ctx, cli, burst, conc, lead)
 		if err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}
@@ -307,7 +308,7 @@ func oneShots(ctx context.Context, cli *clientv3.Client, n, c int) (Figure, erro
 // periodics adds n jobs triggering every second from a common whole
 // second and counts the triggers during window, from two seconds after
 // the first fire time.
-func periodics(ctx context.Context, cli *clientv3.Client, n, c int, window time.Duration) (Figure, error) {
+func periodics(ctx context.Context, cli *clientv3.Client, n, c int, window, lead time.Duration) (Figure, error) {
 	var mu sync.Mutex
 	var from, to time.Time
 	count := 0
@@ -323,7 +324,7 @@ func periodics(ctx context.Context, cli *clientv3.Client, n, c int, window time.
 		return Figure{}, err
 	}
 	defer in.stop()
-	start := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second)
+	start := time.Now().Add(lead).Truncate(time.Second).Add(time.Second)
 	due := start.UTC().Format(time.RFC3339)
 	every := "@every 1s"
 	if err := parallel(n, c, func(i int) error {
@@ -352,8 +353,8 @@ func periodics(ctx context.Context, cli *clientv3.Client, n, c int, window time.
 
 // burstLateness adds n jobs due at one whole second (ahead of time) and
 // returns each trigger's time − due time.
-func burstLateness(ctx context.Context, cli *clientv3.Client, n, c int) (Figure, error) {
-	due := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second)
+func burstLateness(ctx context.Context, cli *clientv3.Client, n, c int, lead time.Duration) (Figure, error) {
+	due := time.Now().Add(lead).Truncate(time.Second).Add(time.Second)
 	var mu sync.Mutex
 	late := make([]float64, 0, n)
 	var triggered atomic.Int64

@@ -10,7 +10,7 @@ COMPOSE ?= $(shell command -v docker-compose >/dev/null 2>&1 && echo docker-comp
 COMPOSE_PROJECT ?= taskd
 COMPOSE_ARGS := -p $(COMPOSE_PROJECT) -f deploy/compose/docker-compose.yml
 
-.PHONY: bench-scale image cluster-certs cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-go chaos chaos-short fuzz fuzz-short clean
+.PHONY: image cluster-certs cluster-up cluster-down cluster-test build certs test generate check-generated lint run bench bench-long bench-scale bench-peers bench-go chaos chaos-short fuzz fuzz-short clean
 
 build: ## build taskd, taskctl, taskbench and etcd into bin/
 	$(GO) build -o bin/ ./cmd/...
@@ -53,6 +53,11 @@ bench-scale: ## 2, 5 and 10 in-process nodes sharing 100,000 identities; the bus
 bench-long: ## the scale run: 1,000,000 pending tasks for 100,000 identities
 	$(GO) build -o bin/ ./cmd/taskd ./cmd/taskbench
 	bin/taskbench -taskd bin/taskd -long -out bench/results/long.json
+
+bench-peers: ## taskd beside River, asynq and go-etcd-cron in one run (under 10 minutes), writes bench/results/peers.json
+	bench/peers/install-stores
+	$(GO) build -o bin/ ./cmd/taskbench
+	bin/taskbench -peers -out bench/results/peers.json
 
 bench-go: ## Go benchmarks of the hot paths
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...

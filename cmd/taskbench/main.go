@@ -136,12 +136,32 @@ func main() {
 	flag.IntVar(&o.fairHot, "fairness-tasks", 50000, "tasks of the hot identity in the fairness scenario")
 	flag.StringVar(&o.scale, "scale", "", "scale scenario: `NODES[,NODES...]xIDENTITIES` in-process nodes sharing that many identities, then one dies (e.g. 2,5,10x100000)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	peers := flag.Bool("peers", false, "compare taskd with River, asynq and go-etcd-cron (see -peers-dir); writes -out")
+	peersDir := flag.String("peers-dir", "bench/peers", "the peers' Go modules (-peers)")
+	peersOnly := flag.String("peers-only", "", "comma-separated peers to run (-peers): river,asynq,go-etcd-cron (default all)")
+	peersJobs := flag.Int("peers-jobs", 20000, "jobs per throughput figure (-peers)")
+	peersBurst := flag.Int("peers-burst", 10000, "jobs due at one instant (-peers; 0 skips)")
+	peersPeriodic := flag.Int("peers-periodic", 10000, "periodic jobs of one second (-peers; 0 skips)")
 	memChild := flag.String("memory-child", "", "internal: load the memory scenario's tasks from this etcd and report the heap")
 	memPrefix := flag.String("memory-prefix", "", "internal: the memory scenario's key prefix")
 	flag.Parse()
 	if *memChild != "" {
 		if err := memoryChild(*memChild, *memPrefix); err != nil {
 			fmt.Fprintln(os.Stderr, "taskbench memory child:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *peers {
+		po := peerOptions{dir: *peersDir, only: map[string]bool{}, jobs: *peersJobs, burst: *peersBurst,
+			periodic: *peersPeriodic, concurrency: o.concurrency, out: o.out}
+		for _, p := range strings.Split(*peersOnly, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				po.only[p] = true
+			}
+		}
+		if err := runPeers(po); err != nil {
+			fmt.Fprintln(os.Stderr, "taskbench -peers:", err)
 			os.Exit(1)
 		}
 		return

@@ -766,9 +766,10 @@ func TestPlannedMoveDoesNotRunTwice(t *testing.T) {
 	if string(got.Spec.Data) != "from the first run" {
 		t.Errorf("data %q: want the forwarded run's data", got.Spec.Data)
 	}
-	if !evB.has(taskservice.EventFinalized, task.Id) {
-		t.Errorf("b, the owner, recorded no FINALIZED for the forwarded result")
-	}
+	// b emits FINALIZED once its commit returns, a moment after the state
+	// the test waited for is stored.
+	tst.Eventually(t, 10*time.Second, func() bool { return evB.has(taskservice.EventFinalized, task.Id) },
+		"b, the owner, to record FINALIZED for the forwarded result")
 }
 
 // TestPlannedMoveWaitsOnlyUpToTheBound: the old owner is alive but its run

@@ -33,8 +33,8 @@ func (n *Node) dispatchLoop() {
 			}
 			heap.Pop(&n.queue)
 			e.running = true
-			if e.readyAt.IsZero() {
-				e.readyAt = e.due
+			if e.readyAt == 0 {
+				e.readyAt = instantOf(e.due)
 			}
 			n.touchLocked(e)
 			// Purges go through the starters too, so that they are bounded
@@ -242,12 +242,12 @@ func (n *Node) reschedLocked(e *entry) {
 	now := time.Now()
 	if rec.Running != nil {
 		e.purge = false
-		n.queue.set(e, maxTime(now, e.recheckAt))
+		n.queue.set(e, maxTime(now, e.recheckAt.time()))
 		e.freeze()
 		n.kick()
 		return
 	}
-	e.awaitSince, e.recheckAt = time.Time{}, time.Time{}
+	e.awaitSince, e.recheckAt = 0, 0
 	at, purge, ok := dueTime(rec, n.cfg.Retention, n.timingLocked(rec, now))
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
@@ -317,7 +317,7 @@ func (n *Node) start(e *entry) func() {
 	if at, purge, ok := dueTime(cur, n.cfg.Retention, tm); !ok || purge || at.After(now) ||
 		n.pausedByLocked(cur, st.name) != nil {
 		e.running = false
-		e.readyAt = time.Time{}
+		e.readyAt = 0
 		n.reschedLocked(e) // (parks a paused entry)
 		n.mu.Unlock()
 		return nil
@@ -341,7 +341,7 @@ func (n *Node) start(e *entry) func() {
 	}
 	// The run's flight carries its kind's token from here on (limits.go).
 	f.token, e.token = e.token, nil
-	ready := e.readyAt
+	ready := e.readyAt.time()
 	n.mu.Unlock()
 
 	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
@@ -353,7 +353,7 @@ func (n *Node) start(e *entry) func() {
 	}
 	n.mu.Lock()
 	record()
-	e.readyAt = time.Time{}
+	e.readyAt = 0
 	if !p.run {
 		e.running = false
 		n.reschedLocked(e)
@@ -875,7 +875,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		// A reload may bring what an entry waits for (a handoff entry comes
 		// with a result forwarded by the previous owner): look again now,
 		// not at the next recheck.
-		e.recheckAt = time.Time{}
+		e.recheckAt = 0
 		if n.inFlightLocked(e.ref()) {
 			e.running = true
 			n.queue.remove(e)

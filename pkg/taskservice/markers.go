@@ -48,7 +48,7 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 		n.mu.Unlock()
 		return
 	}
-	waitingSince := e.awaitSince
+	waitingSince := e.awaitSince.time()
 	n.mu.Unlock()
 
 	var (
@@ -79,12 +79,12 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 		// The run may still be going on its node, which is alive (a planned
 		// move): wait for the result it forwards, up to DrainTimeout.
 		n.mu.Lock()
-		if e.awaitSince.IsZero() {
-			e.awaitSince = now
+		if e.awaitSince == 0 {
+			e.awaitSince = instantOf(now)
 			n.log.Info("waiting for the result of a run still in flight on the identity's previous owner",
 				"identity", e.ident.name, "task", e.id, "run", m.RunNumber, "node", m.Node, "up_to", n.cfg.DrainTimeout)
 		}
-		e.recheckAt = now.Add(n.cfg.HandoffPeriod)
+		e.recheckAt = instantOf(now.Add(n.cfg.HandoffPeriod))
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()

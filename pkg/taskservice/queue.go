@@ -32,6 +32,26 @@ type identState struct {
 	lost      bool
 }
 
+// instant is a wall-clock time in Unix nanoseconds, 0 for none: the times
+// a waiting entry carries besides its due time take 8 bytes each this way,
+// where a time.Time takes 24 (a node holds an entry per pending task).
+type instant int64
+
+func instantOf(t time.Time) instant {
+	if t.IsZero() {
+		return 0
+	}
+	return instant(t.UnixNano())
+}
+
+// time returns the instant as a time.Time; the zero Time for none.
+func (i instant) time() time.Time {
+	if i == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i))
+}
+
 // entry is one task in the node's timer queue. A durable task waiting in
 // the queue keeps its record encoded (raw), decoded only when it runs: a
 // node holds every pending task of its identities, and the encoded form is
@@ -52,12 +72,12 @@ type entry struct {
 	// awaitSince is when the entry began waiting for the result of a run
 	// that another live node still has in flight (a planned move);
 	// recheckAt is when its marker is looked at again.
-	awaitSince time.Time
-	recheckAt  time.Time
+	awaitSince instant
+	recheckAt  instant
 	// readyAt is when the entry was first popped due for its next run
 	// (the queue wait is measured from it); token is the token of its
 	// kind's limit it holds until its start (limits.go). Both under n.mu.
-	readyAt time.Time
+	readyAt instant
 	token   *kindLimit
 
 	// allow_overlap (overlap.go): a shadow entry stands for the next fire

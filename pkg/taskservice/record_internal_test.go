@@ -917,3 +917,13 @@ func TestFirstReleaseRecordsLoad(t *testing.T) {
 		t.Fatalf("progress after the run: next %v fired %d, want minute 8 and 8", st.Next.AsTime(), st.Fired)
 	}
 }
+
+func TestInstantRoundTrip(t *testing.T) {
+	if instantOf(time.Time{}) != 0 || !instant(0).time().IsZero() {
+		t.Fatal("the zero time is not the zero instant")
+	}
+	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
+	if got := instantOf(at).time(); !got.Equal(at) {
+		t.Fatalf("instant of %v is %v", at, got)
+	}
+}

@@ -344,7 +344,7 @@ func run(o options) (*Results, error) {
 			return nil, err
 		}
 		for _, n := range counts {
-			r, err := measureScale(ctx, endpoint, n, ids)
+			r, err := measureScale(ctx, endpoint, fmt.Sprintf("/bench-scale-%d/", n), n, ids, true)
 			if err != nil {
 				fail(fmt.Sprintf("scale %d nodes", n), err)
 				continue

@@ -93,60 +93,17 @@ func measureMoves(ctx context.Context, etcdURL string, moves int) ([]time.Durati
 // measureReassign has node A own ids identities (one pending task each),
 // stops A without handing them away (its lease is revoked, as when it
 // expires), and times how long the placement leader on B takes to map them
-// all to B, and B to load them.
+// all to B, and B to load them: the scale scenario with two nodes and every
+// identity scheduled through A.
 func measureReassign(ctx context.Context, etcdURL string, ids int) (mapped, loaded time.Duration, err error) {
-	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
-	nodes, stop, err := startNodes(ctx, etcdURL, "/bench-reassign/", []string{"dead", "heir"}, noop, nodeOptions{})
+	r, err := measureScale(ctx, etcdURL, "/bench-reassign/", 2, ids, false)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer stop()
-	dead, heir := nodes[0], nodes[1]
-	for i := 0; i < ids; i += 100 {
-		var batch []*taskdv1.TaskSpec
-		for j := i; j < i+100 && j < ids; j++ {
-			batch = append(batch, &taskdv1.TaskSpec{Identity: fmt.Sprintf("r-%06d", j), Kind: "tick",
-				Scope:    taskdv1.Scope_SCOPE_IDENTITY,
-				Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{Delay: durationpb.New(time.Hour)}}}}})
-		}
-		if _, err := dead.Schedule(ctx, batch, "tasks"); err != nil {
-			return 0, 0, fmt.Errorf("schedule: %w", err)
-		}
+	if r.DeadIdentities != ids {
+		return 0, 0, fmt.Errorf("the dead node held %d of %d identities", r.DeadIdentities, ids)
 	}
-	cli, err := taskservice.DialEtcd([]string{etcdURL})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer cli.Close()
-	began := time.Now()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	_ = dead.Stop(sctx) // revokes its lease: its node key goes, as on expiry
-	cancel()
-	count := func(prefix string) int64 {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		resp, err := cli.Get(c, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			return -1
-		}
-		return resp.Count
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for count("/bench-reassign/owned/heir/") < int64(ids) {
-		if time.Now().After(deadline) {
-			return 0, 0, fmt.Errorf("identities not reassigned within 5 minutes")
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval of the measurement
-	}
-	mapped = time.Since(began)
-	for count("/bench-reassign/handoff/heir/") > 0 {
-		if time.Now().After(deadline) {
-			return 0, 0, fmt.Errorf("handoffs not taken within 5 minutes")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	_ = heir
-	return mapped, time.Since(began), nil
+	return time.Duration(r.MappedMs * float64(time.Millisecond)), time.Duration(r.LoadedMs * float64(time.Millisecond)), nil
 }
 
 // nodeOptions tune the nodes a scenario starts.

@@ -58,10 +58,12 @@ func parseScale(v string) (nodes []int, ids int, err error) {
 	return nodes, ids, nil
 }
 
-// measureScale runs the scale scenario for one node count.
-func measureScale(ctx context.Context, etcdURL string, nodeCount, ids int) (ScaleResult, error) {
+// measureScale runs the scale scenario for one node count under prefix.
+// With spread the tasks are scheduled through every node in turn (each
+// node maps the identities it schedules to itself), else all through the
+// first node, which then holds every identity and is the one that dies.
+func measureScale(ctx context.Context, etcdURL, prefix string, nodeCount, ids int, spread bool) (ScaleResult, error) {
 	res := ScaleResult{Nodes: nodeCount, Identities: ids}
-	prefix := fmt.Sprintf("/bench-scale-%d/", nodeCount)
 	names := make([]string, nodeCount)
 	for i := range names {
 		names[i] = fmt.Sprintf("s%02d", i)
@@ -130,7 +132,11 @@ func measureScale(ctx context.Context, etcdURL string, nodeCount, ids int) (Scal
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[k%len(nodes)].Schedule(cctx, batch, "tasks")
+		via := nodes[0]
+		if spread {
+			via = nodes[k%len(nodes)]
+		}
+		_, err := via.Schedule(cctx, batch, "tasks")
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("schedule: %w", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/taskd/taskd/pkg/tokens"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -147,26 +146,15 @@ func defineTokenRevoke(fs *flag.FlagSet) action {
 }
 
 func writeTokensTable(w io.Writer, toks []*taskdv1.Token) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSOURCE\tVERBS\tIDENTITIES\tCREATED\tBY\tDESCRIPTION")
+	tw := newTable(w)
+	row(tw, "ID", "SOURCE", "VERBS", "IDENTITIES", "CREATED", "BY", "DESCRIPTION")
 	for _, t := range toks {
-		source := strings.ToLower(strings.TrimPrefix(t.GetSource().String(), "TOKEN_SOURCE_"))
-		ids, created := "*", "-"
+		ids := "*"
 		if len(t.GetIdentities()) > 0 {
 			ids = strings.Join(t.GetIdentities(), ",")
 		}
-		if t.GetCreatedAt() != nil {
-			created = t.GetCreatedAt().AsTime().UTC().Format("2006-01-02T15:04:05Z")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.GetId(), source, strings.Join(t.GetVerbs(), ","), ids, created,
-			orDash(t.GetCreatedBy()), orDash(t.GetDescription()))
+		row(tw, t.GetId(), strings.ToLower(strings.TrimPrefix(t.GetSource().String(), "TOKEN_SOURCE_")),
+			strings.Join(t.GetVerbs(), ","), ids, formatTime(t.GetCreatedAt()), t.GetCreatedBy(), t.GetDescription())
 	}
 	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

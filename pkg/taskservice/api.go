@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/taskd/taskd/internal/etcdstatus"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -50,30 +50,8 @@ func toStatus(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, ErrOutcomeUnknown):
 		return status.Error(codes.Unavailable, err.Error()+"; retry with the same idempotency key to be sure of one task")
-	case errors.Is(err, rpctypes.ErrNoSpace), errors.Is(err, rpctypes.ErrGRPCNoSpace):
-		return status.Error(codes.ResourceExhausted, "etcd's space quota is exhausted: "+err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return status.Error(codes.Unavailable, "etcd unreachable: "+err.Error())
-	}
-	// status.FromError finds a gRPC status wrapped anywhere in err.
-	if s, ok := status.FromError(err); ok {
-		switch s.Code() {
-		case codes.ResourceExhausted:
-			return status.Error(codes.ResourceExhausted, err.Error())
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
-			return status.Error(codes.Unavailable, "etcd unreachable: "+err.Error())
-		}
-	}
-	switch {
-	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrTimeout),
-		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost),
-		errors.Is(err, rpctypes.ErrLeaderChanged):
-		return status.Error(codes.Unavailable, "etcd unavailable: "+err.Error())
-	}
-	return status.Error(codes.Internal, err.Error())
+	return etcdstatus.Of(err)
 }
 
 func checkIdentity(field, id string) error {

@@ -2,7 +2,7 @@ package tokens
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/taskd/taskd/internal/etcdstatus"
 	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -79,7 +80,7 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(value))).Commit()
 	if err != nil {
-		return nil, etcdError("store the token", err)
+		return nil, etcdstatus.Of(fmt.Errorf("store the token: %w", err))
 	}
 	if !resp.Succeeded {
 		return nil, status.Errorf(codes.AlreadyExists, "id: a token %q is already stored", id)
@@ -118,7 +119,7 @@ func (s *Server) RevokeToken(ctx context.Context, req *taskdv1.RevokeTokenReques
 	}
 	resp, err := s.cli.Delete(ctx, s.keys.Token(id))
 	if err != nil {
-		return nil, etcdError("delete the token", err)
+		return nil, etcdstatus.Of(fmt.Errorf("delete the token: %w", err))
 	}
 	if resp.Deleted == 0 {
 		return nil, status.Errorf(codes.NotFound, "id: no token %q is stored", id)
@@ -127,11 +128,4 @@ func (s *Server) RevokeToken(ctx context.Context, req *taskdv1.RevokeTokenReques
 		return nil, status.Errorf(codes.Unavailable, "token %q is deleted, but this node may still accept it: %v", id, err)
 	}
 	return &taskdv1.RevokeTokenResponse{}, nil
-}
-
-func etcdError(what string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return status.Errorf(codes.DeadlineExceeded, "%s: %v", what, err)
-	}
-	return status.Errorf(codes.Unavailable, "%s: %v", what, err)
 }

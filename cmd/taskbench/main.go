@@ -73,6 +73,8 @@ type Results struct {
 	Date        string `json:"date"`
 	Tasks       int    `json:"tasks"`
 	Concurrency int    `json:"concurrency"`
+	// LookAheadMs is the in-process nodes' look-ahead (-look-ahead).
+	LookAheadMs float64 `json:"look_ahead_ms"`
 
 	EtcdPutPerSec float64 `json:"etcd_put_per_sec"`
 	EtcdTxnPerSec float64 `json:"etcd_txn_per_sec"`
@@ -121,6 +123,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.tasks, "tasks", 10000, "tasks per throughput scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also for etcd's raw Put and Txn)")
+	flag.DurationVar(&lookAhead, "look-ahead", time.Second, "the in-process nodes' look-ahead (taskd --look-ahead; 0 = none)")
 	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario and for the fairness scenario's hot identity")
 	flag.StringVar(&o.etcd, "etcd", "", "external etcd endpoint (default: an embedded etcd in a temporary directory)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
@@ -211,7 +214,7 @@ func mainErr(o options) error {
 func run(o options) (*Results, error) {
 	began := time.Now()
 	ctx := context.Background()
-	res := &Results{Tasks: o.tasks, Concurrency: o.concurrency, Machine: machine(), Go: runtime.Version(),
+	res := &Results{Tasks: o.tasks, Concurrency: o.concurrency, LookAheadMs: ms(lookAhead), Machine: machine(), Go: runtime.Version(),
 		Date: time.Now().UTC().Format(time.RFC3339)}
 	skip := map[string]bool{}
 	for _, s := range strings.Split(o.skip, ",") {
@@ -409,7 +412,7 @@ func printTable(w io.Writer, r *Results) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, a...)...) }
 	row("machine", "%s, %s, %s", r.Machine, r.Go, r.Date)
-	row("concurrency", "%d clients; %d tasks per scenario", r.Concurrency, r.Tasks)
+	row("concurrency", "%d clients; %d tasks per scenario; look-ahead %.0f ms", r.Concurrency, r.Tasks, r.LookAheadMs)
 	row("etcd raw Put", "%.0f /s", r.EtcdPutPerSec)
 	row("etcd raw Txn (2 compares, 2 puts)", "%.0f /s", r.EtcdTxnPerSec)
 	if r.ScheduleTasksPerSec > 0 {

@@ -107,9 +107,21 @@ func measureReassign(ctx context.Context, etcdURL string, ids int) (mapped, load
 }
 
 // nodeOptions tune the nodes a scenario starts.
+// lookAhead is the in-process nodes' Config.LookAhead (-look-ahead; 0:
+// none).
+var lookAhead = time.Second
+
 type nodeOptions struct {
 	workers   int
 	listeners []taskservice.Listener
+}
+
+// orNone is d, or -1 (none) for 0, as taskservice.Config takes it.
+func orNone(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // startNodes starts in-process nodes over etcdURL under prefix, with fast
@@ -137,6 +149,7 @@ func startNodes(ctx context.Context, etcdURL, prefix string, names []string, h t
 		n, err := taskservice.New(taskservice.Config{
 			Name: name, Client: cli, Prefix: prefix, Workers: o.workers, LeaseTTL: 2 * time.Second,
 			HandoffStart: -1, MaxTxnOps: 1024, Handlers: map[string]taskservice.Handler{"tick": h},
+			LookAhead: orNone(lookAhead),
 			Listeners: o.listeners,
 		})
 		if err != nil {

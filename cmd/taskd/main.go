@@ -160,6 +160,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		VoteDelay:        orNone(cfg.VoteDelay),
 		RemoveDelay:      orNone(cfg.RemoveDelay),
 		DrainTimeout:     orNone(cfg.DrainTimeout),
+		LookAhead:        orNone(cfg.LookAhead),
 	})
 	if err != nil {
 		lis.Close()

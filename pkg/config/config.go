@@ -94,6 +94,9 @@ type Config struct {
 	// DrainTimeout is how long draining waits for in-flight runs
 	// (--drain-timeout).
 	DrainTimeout time.Duration
+	// LookAhead is how long before its fire time a run may be armed
+	// (--look-ahead); 0 = none.
+	LookAhead time.Duration
 	// MaxPayload is the largest task payload and data in bytes
 	// (--max-payload).
 	MaxPayload int
@@ -192,6 +195,7 @@ func Default() Config {
 		RemoveDelay:      5000 * time.Millisecond,
 		MisfireThreshold: 60 * time.Second,
 		DrainTimeout:     30 * time.Second,
+		LookAhead:        time.Second,
 		MaxPayload:       256 << 10,
 		History:          20,
 		Retention:        24 * time.Hour,

@@ -243,6 +243,12 @@ var options = []*option{
 		check: func(c Config) error { return checkNonNegative(c.DrainTimeout) },
 	},
 	{
+		name: "look-ahead", arg: "DURATION", def: "1s",
+		help:  "a run due within this is armed ahead (its start written before its fire time, its handler called at the fire time); 0 = no look-ahead",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.LookAhead }),
+		check: func(c Config) error { return checkNonNegative(c.LookAhead) },
+	},
+	{
 		name: "max-payload", arg: "SIZE", def: "256KiB",
 		help: "largest task payload and data, 1 byte to 1MiB; plain bytes or a KiB/MiB suffix",
 		set: func(c *Config, v string) error {

@@ -70,6 +70,10 @@ type Config struct {
 	VoteDelay     time.Duration // status vote delay; default 5s
 	RemoveDelay   time.Duration // unmapping delay of an inactive identity; default 5s
 	DrainTimeout  time.Duration // wait for runs in flight when draining; default 30s
+	// LookAhead is how long before its fire time a run may be armed: its
+	// start written, its handler then called at the fire time (see
+	// docs/architecture.md, "Look-ahead"). Default 1s.
+	LookAhead time.Duration
 
 	// DisableHandoffWatch leaves handoff pick-up to polling alone (for
 	// diagnosis, and for the test that proves polling is enough).
@@ -113,6 +117,7 @@ func (c *Config) setDefaults() error {
 	def(&c.VoteDelay, 5*time.Second)
 	def(&c.RemoveDelay, 5*time.Second)
 	def(&c.DrainTimeout, 30*time.Second)
+	def(&c.LookAhead, time.Second)
 	if c.LeaseTTL < 2*time.Second {
 		return fmt.Errorf("taskservice: LeaseTTL %s is below etcd's minimum of 2s", c.LeaseTTL)
 	}

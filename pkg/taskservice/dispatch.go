@@ -28,8 +28,11 @@ func (n *Node) dispatchLoop() {
 		for fresh && len(n.queue) > 0 {
 			e := n.queue[0]
 			if e.due.After(now) {
-				wait = e.due.Sub(now)
-				break
+				// Not due: armed ahead if it may be (arming.go).
+				if wait = n.popArmableLocked(now); wait > 0 {
+					break
+				}
+				continue
 			}
 			heap.Pop(&n.queue)
 			e.running = true
@@ -46,6 +49,8 @@ func (n *Node) dispatchLoop() {
 		if !fresh {
 			wait = n.cfg.LeaseTTL / 20
 		}
+		// Armed runs fire whatever the lease: their calls check it.
+		wait = min(wait, n.fireDueLocked(now))
 		n.mu.Unlock()
 		timer.Reset(wait)
 		select {
@@ -66,17 +71,32 @@ func (n *Node) ensureStarterLocked(st *identState) {
 	}
 }
 
-// starter drains one identity's start queues in order: first the runs
-// given a token of their kind's limit (grantQ), then the start queue.
+// starter drains one identity's start queues in order: first the armed
+// runs whose fire time has come (fireQ), then the runs given a token of
+// their kind's limit (grantQ), then the start queue, and last the entries
+// to arm ahead of their fire time (armQ).
 func (n *Node) starter(st *identState) {
 	defer n.wg.Done()
 	for {
 		n.mu.Lock()
+		if n.life.Err() != nil {
+			st.starting = false
+			n.mu.Unlock()
+			return
+		}
+		if len(st.fireQ) > 0 {
+			n.fireBatch(st) // unlocks
+			continue
+		}
 		q := &st.grantQ
 		if len(*q) == 0 {
 			q = &st.startQ
 		}
-		if len(*q) == 0 || n.life.Err() != nil {
+		if len(*q) == 0 {
+			if len(st.armQ) > 0 {
+				n.armBatch(st) // unlocks
+				continue
+			}
 			st.starting = false
 			n.mu.Unlock()
 			return
@@ -84,16 +104,8 @@ func (n *Node) starter(st *identState) {
 		// One identity holds at most its share of the run slots; the rest
 		// stay free for the other identities (identityShare). Short of
 		// room for a good batch, the starter waits for its runs to end.
-		share := n.identityShare()
-		room := share - st.held
-		if room < min(startBatch, max(1, share/4)) && st.held > 0 {
-			wait := make(chan struct{})
-			st.shareWait = wait
-			n.mu.Unlock()
-			select {
-			case <-wait:
-			case <-n.life.Done():
-			}
+		room, ok := n.shareRoomLocked(st) // may unlock
+		if !ok {
 			continue
 		}
 		// Up to startBatch due entries of the identity start together:
@@ -110,22 +122,9 @@ func (n *Node) starter(st *identState) {
 		if len(batch) == 0 {
 			continue
 		}
-		// One slot is waited for; the others are taken only if free, and
-		// entries without one go back to the front of the queue.
-		select {
-		case n.slots <- struct{}{}:
-		case <-n.life.Done():
+		held := n.takeSlots(len(batch))
+		if held == 0 {
 			continue // stopping
-		}
-		held := 1
-	more:
-		for held < len(batch) {
-			select {
-			case n.slots <- struct{}{}:
-				held++
-			default:
-				break more
-			}
 		}
 		if held < len(batch) {
 			n.mu.Lock()
@@ -165,6 +164,140 @@ func (n *Node) starter(st *identState) {
 	}
 }
 
+// shareRoomLocked returns how many more run slots st may take (its share
+// of identityShare), waiting, with n.mu released, while that is too few for
+// a good batch and st's runs hold some; ok is false after such a wait (n.mu
+// then is not held: the caller looks at its queues again).
+func (n *Node) shareRoomLocked(st *identState) (room int, ok bool) {
+	share := n.identityShare()
+	room = share - st.held
+	if room < min(startBatch, max(1, share/4)) && st.held > 0 {
+		wait := make(chan struct{})
+		st.shareWait = wait
+		n.mu.Unlock()
+		select {
+		case <-wait:
+		case <-n.life.Done():
+		}
+		return 0, false
+	}
+	return room, true
+}
+
+// takeSlots takes up to k run slots: the first is waited for, the others
+// are taken only if free. It returns how many it took (0 when the node
+// stops while it waits).
+func (n *Node) takeSlots(k int) int {
+	select {
+	case n.slots <- struct{}{}:
+	case <-n.life.Done():
+		return 0
+	}
+	held := 1
+	for held < k {
+		select {
+		case n.slots <- struct{}{}:
+			held++
+		default:
+			return held
+		}
+	}
+	return held
+}
+
+// fireBatch launches the armed runs of st whose fire time has come, in
+// order. Each is first confirmed (confirmArmed), holding nothing, so that
+// the confirmations of many identities go to etcd together; then, in
+// order, the confirmed ones are called, each holding a run slot and a
+// share of st's. A run not to be called (disarmed, or not confirmed) is
+// launched at once, holding neither. Called with n.mu held; returns with it
+// released.
+func (n *Node) fireBatch(st *identState) {
+	var dead []*armedRun
+	live := st.fireQ[:0]
+	for _, a := range st.fireQ {
+		n.checkFiringLocked(a)
+		if a.f.ctx.Err() != nil {
+			dead = append(dead, a)
+		} else {
+			live = append(live, a)
+		}
+	}
+	clear(st.fireQ[len(live):])
+	st.fireQ = live
+	if len(dead) > 0 {
+		n.mu.Unlock()
+		n.launchArmed(dead, true)
+		return
+	}
+	// The runs at the front not confirmed lately are confirmed first.
+	now := time.Now()
+	k := 0
+	for k < len(st.fireQ) && k < startBatch && now.Sub(st.fireQ[k].confirmed) > confirmFor {
+		k++
+	}
+	if k > 0 {
+		batch := append([]*armedRun(nil), st.fireQ[:k]...)
+		n.mu.Unlock()
+		n.confirmArmed(st, batch)
+		return
+	}
+	room, ok := n.shareRoomLocked(st)
+	if !ok {
+		return
+	}
+	for k < len(st.fireQ) && k < min(startBatch, room) && now.Sub(st.fireQ[k].confirmed) <= confirmFor {
+		k++
+	}
+	batch := append([]*armedRun(nil), st.fireQ[:k]...)
+	clear(st.fireQ[:k])
+	st.fireQ = st.fireQ[k:]
+	st.held += k
+	n.mu.Unlock()
+	held := n.takeSlots(k)
+	if held < k {
+		n.mu.Lock()
+		st.fireQ = append(batch[held:k:k], st.fireQ...)
+		n.releaseShareLocked(st, k-held)
+		n.mu.Unlock()
+		batch = batch[:held]
+	}
+	if held == 0 {
+		return // stopping: Stop launches them (disarmAll)
+	}
+	n.launchArmed(batch, false)
+}
+
+// armBatch writes the starts of up to startBatch entries of st's arm
+// queue ahead of their fire times (together, sharing a Txn), and registers
+// the runs armed. It holds no run slot: the runs take theirs when they
+// fire. Called with n.mu held; returns with it released.
+func (n *Node) armBatch(st *identState) {
+	k := min(len(st.armQ), startBatch)
+	batch := append([]*entry(nil), st.armQ[:k]...)
+	clear(st.armQ[:k])
+	st.armQ = st.armQ[k:]
+	n.mu.Unlock()
+	var wg sync.WaitGroup
+	ok := make([]bool, len(batch))
+	for i, e := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok[i] = n.arm(e)
+		}()
+	}
+	wg.Wait()
+	n.mu.Lock()
+	for _, armed := range ok {
+		if !armed {
+			n.armedN--
+		}
+	}
+	n.mu.Unlock()
+	n.kick()
+}
+
 // startBatch is how many due runs of one identity start together.
 const startBatch = 32
 
@@ -200,7 +333,22 @@ func (n *Node) startAny(st *identState, e *entry) func() {
 		n.purge(e)
 		return nil
 	}
-	return n.start(e)
+	launch, _ := n.start(e, 0)
+	return launch
+}
+
+// arm writes the start of e, due within the look-ahead, and registers its
+// run as armed; false if no run was armed (e was put back or settled as a
+// start that fails would be).
+func (n *Node) arm(e *entry) bool {
+	launch, a := n.start(e, n.cfg.LookAhead)
+	if a == nil {
+		if launch != nil {
+			launch() // cannot happen: a run started ahead is always armed
+		}
+		return false
+	}
+	return true
 }
 
 // spawn runs f in a goroutine that Stop waits for. It is called only from
@@ -275,10 +423,18 @@ func maxTime(a, b time.Time) time.Time {
 // start that etcd applies after the node could last prove its lease live
 // is never followed by a handler call (the run is resolved instead).
 func (n *Node) startCtx() (context.Context, context.CancelFunc) {
+	return n.startCtxFrom(n.life)
+}
+
+// startCtxFrom is startCtx under parent. The start of a run armed ahead of
+// its fire time is not cancelled when the node stops: Stop waits for it,
+// and then undoes it (arming.go), where a start cut short might have been
+// applied and be left for the task's next owner to resolve as interrupted.
+func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.CancelFunc) {
 	n.mu.Lock()
 	d := n.renewedAt.Add(n.leaseMargin())
 	n.mu.Unlock()
-	return context.WithDeadline(n.life, d)
+	return context.WithDeadline(parent, d)
 }
 
 // start writes the run marker of a due entry of any scope (fenced as its
@@ -288,14 +444,18 @@ func (n *Node) startCtx() (context.Context, context.CancelFunc) {
 // lease is live; a record that still carries a run marker is never started
 // over (the marker is resolved first); a run never starts before its fire
 // time; one task has at most one run in flight on this node.
-func (n *Node) start(e *entry) func() {
+//
+// With ahead > 0 the start is written up to ahead before the fire time
+// and planned as of the fire time: the run is armed (arming.go) and
+// returned as such, its handler called when it fires.
+func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	n.mu.Lock()
 	st := e.ident
 	if e.gone || st.lost || n.draining || !n.leaseFreshLocked() {
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	cur, snap := e.record(), n.snapLocked(e)
 	now := time.Now()
@@ -307,20 +467,23 @@ func (n *Node) start(e *entry) func() {
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	if cur.Running != nil {
 		n.mu.Unlock()
 		n.resolveMarker(e, cur, snap)
-		return nil
+		return nil, nil
 	}
-	if at, purge, ok := dueTime(cur, n.cfg.Retention, tm); !ok || purge || at.After(now) ||
-		n.pausedByLocked(cur, st.name) != nil {
+	at, purge, ok := dueTime(cur, n.cfg.Retention, tm)
+	if !ok || purge || at.After(now.Add(ahead)) || n.pausedByLocked(cur, st.name) != nil {
 		e.running = false
 		e.readyAt = 0
 		n.reschedLocked(e) // (parks a paused entry)
 		n.mu.Unlock()
-		return nil
+		return nil, nil
+	}
+	if at.After(now) {
+		tm = n.timingLocked(cur, at) // armed: planned as of its fire time
 	}
 	if st.durable && snap.epoch < n.registeredRev {
 		// Owned under an epoch from before this node's current registration
@@ -328,7 +491,7 @@ func (n *Node) start(e *entry) func() {
 		n.mu.Unlock()
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
 		n.repair(st.name)
-		return nil
+		return nil, nil
 	}
 	f, ok := n.beginFlightLocked(e.ref())
 	if !ok {
@@ -337,7 +500,7 @@ func (n *Node) start(e *entry) func() {
 		// run to settle (endFlight queues it again).
 		n.queue.remove(e)
 		n.mu.Unlock()
-		return nil
+		return nil, nil
 	}
 	// The run's flight carries its kind's token from here on (limits.go).
 	f.token, e.token = e.token, nil
@@ -346,25 +509,34 @@ func (n *Node) start(e *entry) func() {
 
 	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
 	p.ready = ready
+	if ahead > 0 {
+		p.before = cur // an armed run not called is undone (arming.go)
+	}
 	rev, record, ok := n.writeStart(e, p, snap)
 	if !ok {
 		n.abortFlight(f, e)
-		return nil
+		return nil, nil
 	}
+	launch := n.launcher(e, f, p, snap.epoch, rev)
 	n.mu.Lock()
 	record()
 	e.readyAt = 0
-	if !p.run {
+	var a *armedRun
+	switch {
+	case !p.run:
 		e.running = false
 		n.reschedLocked(e)
-	} else {
+	case ahead > 0:
+		a = &armedRun{e: e, f: f, rec: p.rec, epoch: snap.epoch, rev: rev, lease: snap.lease, at: at, launch: launch}
+		n.registerArmedLocked(a)
+	default:
 		n.armOverlapLocked(e, p.rec, rev, time.Time{})
 	}
 	n.mu.Unlock()
 	if !p.run {
 		n.abortFlight(f, e)
 	}
-	return n.launcher(e, f, p, snap.epoch, rev)
+	return launch, a
 }
 
 // startSnap is what a start reads of its entry under n.mu: the fences of
@@ -454,7 +626,11 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 	// promised (seen around a stalled etcd leader), and a node whose
 	// registration is gone, or was renewed under a new lease since, must not
 	// start runs planned under the old one, whatever its own clock says.
-	ctx, cancel := n.startCtx()
+	parent := n.life
+	if p.before != nil {
+		parent = context.WithoutCancel(n.life) // armed ahead
+	}
+	ctx, cancel := n.startCtxFrom(parent)
 	// And on the pauses of its identity and kind (pauses.go).
 	kind := p.rec.GetSpec().GetKind()
 	out := n.batch.do(ctx,
@@ -520,8 +696,10 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 	ev.FireTime, ev.Ready = p.fire, p.ready
 	n.runs.Add(1)
 	return func() {
-		ev.Type = EventFired
-		n.emit(ev)
+		if p.before == nil || f.ctx.Err() == nil { // an armed run not called never fired
+			ev.Type = EventFired
+			n.emit(ev)
+		}
 		entered := make(chan struct{})
 		// execute emits VETOED or STARTED; the identity's next run is
 		// called after this one entered its handler.
@@ -867,6 +1045,9 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		if e == nil {
 			e = &entry{ident: st, id: s.Rec.Id, idx: -1}
 			st.tasks[e.id] = e
+		}
+		if e.running && s.Rev > e.rev {
+			n.taskChangedLocked(e) // an armed run is not called
 		}
 		if e.running || ((e.rec != nil || e.raw != nil) && e.rev > s.Rev) {
 			continue

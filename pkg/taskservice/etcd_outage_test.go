@@ -297,11 +297,12 @@ func TestFrozenEtcdNoHandlerCallOnStaleLease(t *testing.T) {
 				c.Identity, c.Run, c.Start.Format("15:04:05.000"), c.Start.Sub(contAt).Round(time.Millisecond), c.Fence.Epoch)
 		}
 	}
-	// The case was exercised: starts went to the frozen etcd. Such a start
-	// either fails (the node bounds it, and says so in its log), or is
+	// The case was exercised: starts (or the confirmations of runs armed
+	// ahead, arming.go) went to the frozen etcd. Such a start either fails
+	// (the node bounds it, and says so in its log), or is
 	// written and leaves a run marker that is either called (the fault
 	// above) or resolved in the history as a run that did not complete.
-	failedStarts := len(logs.matching(frozeAt, "start run"))
+	failedStarts := len(logs.matching(frozeAt, "start run")) + len(logs.matching(frozeAt, "armed runs not confirmed"))
 	unfinished := 0
 	for i, task := range tasks {
 		for _, r := range h.runs(fmt.Sprintf("f%d", i), task.Id) {

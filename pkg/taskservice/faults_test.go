@@ -398,7 +398,9 @@ func TestStartReplyAfterLeaseMarginCallsNoHandler(t *testing.T) {
 	e := tst.StartEtcd(t)
 	in := etcdfault.New()
 	rec := &recorder{}
-	n := faultNode(t, e, "n1", in, rec, nil, nil)
+	// The start at the fire time, not ahead of it (arming_test.go covers
+	// an armed run's late confirmation).
+	n := faultNode(t, e, "n1", in, rec, nil, func(c *taskservice.Config) { c.LookAhead = -1 })
 	// The task is due in a second: the rule, added once the schedule has
 	// returned, sees no write of the task before its start. A start carries
 	// the mapping's fence and writes no history entry (reads of the task,

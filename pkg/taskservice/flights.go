@@ -48,6 +48,11 @@ type flight struct {
 	// token is the token of the run's kind's limit, given back when the
 	// run ends (limits.go). Under n.mu.
 	token *kindLimit
+	// armed is the run while it is armed and waits for its fire time
+	// (arming.go), under n.mu; slotless is set when it is launched without
+	// a run slot (it is not to be called).
+	armed    *armedRun
+	slotless bool
 }
 
 // errLeaseLost is the cause of a run's context when its node lost its lease:
@@ -159,6 +164,9 @@ func (n *Node) identityLeftFlightsLocked(id string) {
 		if !ref.every && !ref.local && ref.identity == id && !f.leftDone {
 			f.leftDone = true
 			close(f.left)
+			if f.armed != nil {
+				n.disarmLocked(f.armed, "its identity left this node")
+			}
 		}
 	}
 }
@@ -169,6 +177,9 @@ func (n *Node) fenceFlightsLocked(cause error) {
 	for ref, f := range n.flights {
 		if !ref.every && !ref.local {
 			f.cancel(cause)
+			if f.armed != nil {
+				n.fireLocked(f.armed) // settles now, not called
+			}
 		}
 	}
 }

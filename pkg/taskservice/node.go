@@ -67,12 +67,19 @@ type Node struct {
 	repairWake    chan struct{}
 	leaseWake     chan struct{} // ask the lease keeper to renew now
 	queue         timerQueue
-	wake          chan struct{}
-	started       bool
-	stopped       bool
+	// The look-ahead (arming.go): armed runs by fire time, every armed run
+	// not launched yet, how many are armed or being armed, arming order.
+	armed     armedHeap
+	armedRuns map[*armedRun]struct{}
+	armedN    int
+	armSeq    uint64
+	wake      chan struct{}
+	started   bool
+	stopped   bool
 
 	voter    *vote.Voter
 	batch    *batcher
+	checks   *batcher
 	draining bool                  // no run starts; identities are being handed away
 	pauses   pauseSet              // identity and kind pauses in force (pauses.go)
 	limits   map[string]*kindLimit // per-kind concurrency limits (limits.go); read-only map
@@ -107,6 +114,7 @@ func New(cfg Config) (*Node, error) {
 		every:        map[string]*identState{},
 		remoteOwners: map[string]identity.Owner{},
 		flights:      map[taskRef]*flight{},
+		armedRuns:    map[*armedRun]struct{}{},
 		repairWake:   make(chan struct{}, 1),
 		leaseWake:    make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
@@ -120,6 +128,10 @@ func New(cfg Config) (*Node, error) {
 	// best on 2 cores; more only shrinks the batches).
 	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 2)
 	n.batch.observe = cfg.Observer.observeTxn
+	// The checks of armed runs at their fire time (arming.go) have their
+	// own batches, more of them in flight: they write nothing, and a run
+	// waits for its check.
+	n.checks = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 8)
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
@@ -287,6 +299,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.loops.Stop()
 	// The dispatcher has returned, so no starter starts any more.
 	n.wg.Wait()
+	n.disarmAll(errNodeStopping)
 
 	done := make(chan struct{})
 	go func() { n.runs.Wait(); close(done) }()
@@ -299,6 +312,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	n.cancelRuns(errNodeStopping)
 	n.batch.wait()
+	n.checks.wait()
 	if !wasStarted {
 		return nil
 	}

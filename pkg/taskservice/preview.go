@@ -91,6 +91,9 @@ func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp
 		}
 	}
 	var out []*timestamppb.Timestamp
+	if at, ok := armedFire(rec); ok {
+		out = append(out, timestamppb.New(at))
+	}
 	merged := fireTimes{next: next, ok: ok, triggers: rec.Spec.GetTriggers(), cals: cals}
 	for len(out) < k {
 		_, at, more := merged.pop()

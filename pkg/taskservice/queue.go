@@ -22,7 +22,11 @@ type identState struct {
 	startQ []*entry
 	// grantQ holds entries given a token of their kind's limit, started
 	// before startQ (limits.go).
-	grantQ   []*entry
+	grantQ []*entry
+	// armQ holds entries due within the look-ahead, to be armed; fireQ
+	// the armed runs whose fire time has come, launched first (arming.go).
+	armQ     []*entry
+	fireQ    []*armedRun
 	starting bool
 	// held counts the run slots the identity's runs hold (at most
 	// identityShare); shareWait, when set, is closed when one is given

@@ -157,6 +157,9 @@ type startPlan struct {
 	attempt   int
 	runNumber int64
 	ready     time.Time // when the run became due on this node (Event.Ready)
+	// before is, for a run armed ahead of its fire time, the record before
+	// its start: written back if its handler is not called (arming.go).
+	before *storev1.TaskRecord
 }
 
 // planStart decides what a due record does now and returns the record to

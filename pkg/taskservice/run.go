@@ -30,13 +30,13 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	// given back once the commit is done.
 	var freed bool
 	free := func() {
-		if !freed {
-			freed = true
+		if !freed && !f.slotless {
 			n.release()
 			n.mu.Lock()
 			n.releaseShareLocked(e.ident, 1)
 			n.mu.Unlock()
 		}
+		freed = true
 	}
 	defer n.runEnded(f)
 	defer free()
@@ -61,6 +61,16 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.recovery}
 	runCtx, span := n.startRunSpan(f.ctx, run, p.rec.Traceparent)
 	defer endRunSpan(span, &res)
+	if f.ctx.Err() != nil {
+		// Not to be called (its node lost its lease or stops, or an armed
+		// run was disarmed): neither vetoed nor started.
+		close(entered)
+		res.ended, res.notCalled = time.Now(), true
+		classify(&res, run, notCalledErr(f.ctx), nil)
+		free()
+		n.commit(e, f, p, res, epoch, rev)
+		return
+	}
 	if reason := n.veto(runCtx, run); reason != "" {
 		ev.Type, ev.Message = EventVetoed, reason
 		n.emit(ev)
@@ -102,6 +112,15 @@ func (n *Node) veto(ctx context.Context, run *Run) (reason string) {
 // not prove, right before the call, that its lease was live.
 var errNotCalled = errors.New("handler not called: the node could not prove that its lease was live")
 
+// notCalledErr is why the run of flight context ctx is not called: an
+// armed run's disarming, or else errNotCalled.
+func notCalledErr(ctx context.Context) error {
+	if c := context.Cause(ctx); errors.Is(c, errDisarmed) {
+		return c
+	}
+	return errNotCalled
+}
+
 // callHandler runs the handler with the task's timeout; a panic is an error.
 // The node's lease is checked immediately before the call (self-fencing):
 // a node that cannot prove its lease is live calls no handler. runCtx is
@@ -124,7 +143,7 @@ func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout 
 	}()
 	if f.ctx.Err() != nil || !n.leaseFresh() {
 		close(entered)
-		return errNotCalled
+		return notCalledErr(f.ctx)
 	}
 	close(entered)
 	err = h.Work(ctx, run)
@@ -150,7 +169,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 			res.message = s
 		}
 	}
-	if errors.Is(err, errNotCalled) || errors.Is(err, ErrLeaseNotProven) {
+	if errors.Is(err, errNotCalled) || errors.Is(err, ErrLeaseNotProven) || errors.Is(err, errDisarmed) {
 		res.outcome, res.notCalled, res.data, res.dataSet = taskdv1.Outcome_OUTCOME_INTERRUPTED, true, nil, false
 		res.message = err.Error()
 		return
@@ -238,8 +257,18 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	}
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)
 	for {
-		rec := cloneRec(c.base)
-		hist, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+		// An armed run not called is undone: what its start changed in the
+		// task goes back to before the start (arming.go).
+		undo := res.notCalled && p.before != nil
+		var rec *storev1.TaskRecord
+		var hist *taskdv1.Run
+		var next EventType
+		if undo {
+			rec = undoStart(c.base, p.before, p.rec)
+		} else {
+			rec = cloneRec(c.base)
+			hist, next = applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+		}
 		w, err := n.resultWrite(e, c, rec, hist)
 		if err != nil {
 			if res.encodeFailed {
@@ -276,7 +305,9 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		}
 		if out.ok {
 			n.endFlight(f, w.committed(out.rev), out.rev)
-			n.emitResult(ev, outcomeEvent, next, rec)
+			if !undo {
+				n.emitResult(ev, outcomeEvent, next, rec)
+			}
 			return
 		}
 		if !n.commitConflict(e, f, c, p, res, out.els, ev, outcomeEvent) {
@@ -340,9 +371,12 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 			},
 		}, nil
 	}
-	ops, err := n.keys.HistoryOps(rec, hist, n.cfg.History)
-	if err != nil {
-		return resultTxn{}, err
+	var ops []clientv3.Op
+	if hist != nil { // nil: an armed run undone leaves no history
+		var err error
+		if ops, err = n.keys.HistoryOps(rec, hist, n.cfg.History); err != nil {
+			return resultTxn{}, err
+		}
 	}
 	put, err := n.keys.PutTask(rec)
 	if err != nil {

@@ -677,7 +677,8 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			if e := s.tasks[taskID]; e != nil {
 				switch {
 				case e.running:
-					applied = true // the run's commit folds the change in
+					applied = true         // the run's commit folds the change in
+					n.taskChangedLocked(e) // an armed run is not called
 				case e.rev == st.Rev:
 					e.rec, e.raw, e.rev = rec, nil, rev
 					n.reschedLocked(e)
@@ -820,8 +821,13 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 		Revision:   rev,
 		Misfires:   rec.Misfires,
 	}
-	if at, purge, ok := dueTime(rec, 0, timing{now: time.Now()}); ok && !purge && rec.Running == nil {
+	switch at, ok := armedFire(rec); {
+	case ok:
 		t.NextFireTime = timestamppb.New(at)
+	case rec.Running == nil:
+		if at, purge, ok := dueTime(rec, 0, timing{now: time.Now()}); ok && !purge {
+			t.NextFireTime = timestamppb.New(at)
+		}
 	}
 	return t
 }

@@ -1,0 +1,436 @@
+package taskservice
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+)
+
+// This file is the node's look-ahead: runs armed ahead of their fire time.
+//
+// A run's start write (its marker: RUNNING, the run number, the fence) is
+// applied before its handler is called. Written at the fire time, the start
+// writes of runs due at one instant by the thousand make the last of them
+// late by all their round trips. So a run due within Config.LookAhead is
+// armed: its start is written (planned as of its fire time) while it is not
+// yet due, and its handler is called at the fire time, through its
+// identity's starter, holding a run slot like any other run.
+//
+// Guarantees:
+//   - An armed run's handler is never called before its fire time, nor once
+//     the node cannot prove its lease live (callHandler checks, as for every
+//     run), nor once its flight was cancelled.
+//   - At its fire time an armed run passes the same fences its start write
+//     would have passed then: the compares of one item of the node's
+//     batched Txns, sent after the fire time, for the runs of an identity
+//     firing together (confirmArmed), hold only if this node's registration
+//     is under the lease the start was planned with, the identity under the
+//     epoch of the start, each task as the start wrote it, and neither the
+//     identity nor the kind paused. A run that fails any of them, or whose
+//     node learnt as much sooner, is not called.
+//   - An armed run not called leaves no trace: its own node writes the task
+//     back as it was before the start (no run number used, no history, no
+//     event), and the task is due again at once. If that write fails its
+//     fence (the task changed meanwhile), the run is settled as any run
+//     whose handler was not called: its fire time runs again with the same
+//     run number.
+//   - Only runs whose outcome a crash cannot lose are armed: durable
+//     IDENTITY tasks with requests_recovery, without allow_overlap, of a
+//     kind without a limit. A node that dies with runs armed leaves their
+//     markers, which the task's next owner resolves as for any interrupted
+//     run: their fire times run again.
+//   - At most maxArmed runs are armed at once; beyond that runs start at
+//     their fire time, as without look-ahead.
+//   - Every armed run is launched exactly once: at its fire time, at once
+//     when it is disarmed, or when the node stops (not called).
+
+// maxArmed bounds the runs armed at once (each holds its planned record
+// until it fires).
+const maxArmed = 1 << 14
+
+// errDisarmed is the cause of an armed run's context when it is not to be
+// called: what the node learnt before its fire time.
+var errDisarmed = errors.New("handler not called")
+
+func disarmed(why string) error { return fmt.Errorf("%w: %s before its fire time", errDisarmed, why) }
+
+// armedRun is a run whose start is written and whose handler waits for its
+// fire time.
+type armedRun struct {
+	e      *entry
+	f      *flight
+	rec    *storev1.TaskRecord // the record as started
+	epoch  int64               // the identity's epoch the start is fenced on
+	rev    int64               // the task's revision the start wrote
+	lease  clientv3.LeaseID    // the node's lease the start was planned under
+	at     time.Time           // when the handler may be called
+	launch func()              // the launcher's: FIRED, then the handler
+	seq    uint64              // arming order
+	idx    int                 // index in the node's armed heap; -1 once out
+	stale  bool                // the task changed here since the start
+	// confirmed is when the read that confirmed the run was answered
+	// (zero: not yet); a confirmation older than confirmFor is made again.
+	confirmed time.Time
+}
+
+// confirmFor is how long a confirmation stands while the run waits for a
+// run slot: past it, the run is confirmed again before it is called.
+const confirmFor = 50 * time.Millisecond
+
+// armedHeap orders armed runs as the timer queue orders entries: by fire
+// time, then priority (higher first), then task id.
+type armedHeap []*armedRun
+
+func (h armedHeap) Len() int { return len(h) }
+func (h armedHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	if a.e.prio != b.e.prio {
+		return a.e.prio > b.e.prio
+	}
+	if a.e.id != b.e.id {
+		return a.e.id < b.e.id
+	}
+	return a.seq < b.seq
+}
+func (h armedHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+func (h *armedHeap) Push(x any) {
+	a := x.(*armedRun)
+	a.idx = len(*h)
+	*h = append(*h, a)
+}
+func (h *armedHeap) Pop() any {
+	old := *h
+	a := old[len(old)-1]
+	old[len(old)-1] = nil
+	a.idx = -1
+	*h = old[:len(old)-1]
+	return a
+}
+
+// armableLocked reports whether due entry e may be armed ahead of its due
+// time (see the guarantees above). It keeps e's record decoded: e is about
+// to start either way. n.mu held.
+func (n *Node) armableLocked(e *entry) bool {
+	st := e.ident
+	if !st.durable || st.every || st.lost || e.purge || e.overlapOf != nil || e.gone {
+		return false
+	}
+	rec := e.record()
+	if rec == nil || rec.Running != nil || rec.ManualRequested {
+		return false
+	}
+	e.rec, e.raw = rec, nil
+	spec := rec.GetSpec()
+	if spec.GetAllowOverlap() || (spec.RequestsRecovery != nil && !spec.GetRequestsRecovery()) {
+		return false
+	}
+	return n.limitOfLocked(e) == nil
+}
+
+// popArmableLocked takes the queue's head entries due by now+LookAhead
+// that may be armed into their identities' arm queues, and returns how
+// long the dispatcher may sleep before the head is due or armable. n.mu
+// held.
+func (n *Node) popArmableLocked(now time.Time) time.Duration {
+	ahead := n.cfg.LookAhead
+	for len(n.queue) > 0 {
+		e := n.queue[0]
+		if !e.due.After(now) {
+			return 0 // due: the caller starts it
+		}
+		if ahead <= 0 || n.armedN >= maxArmed || !n.armableLocked(e) {
+			return e.due.Sub(now)
+		}
+		if e.due.After(now.Add(ahead)) {
+			return e.due.Sub(now) - ahead
+		}
+		heap.Pop(&n.queue)
+		e.running = true
+		if e.readyAt == 0 {
+			e.readyAt = instantOf(e.due)
+		}
+		n.touchLocked(e)
+		n.armedN++
+		st := e.ident
+		st.armQ = append(st.armQ, e)
+		n.ensureStarterLocked(st)
+	}
+	return time.Hour
+}
+
+// registerArmedLocked records a run whose start was just written ahead of
+// its fire time. n.mu held.
+func (n *Node) registerArmedLocked(a *armedRun) {
+	n.armSeq++
+	a.seq = n.armSeq
+	a.f.armed = a
+	n.armedRuns[a] = struct{}{}
+	heap.Push(&n.armed, a)
+}
+
+// fireDueLocked moves the armed runs whose fire time has come to their
+// identities' fire queues, and returns how long until the next one. n.mu
+// held.
+func (n *Node) fireDueLocked(now time.Time) time.Duration {
+	for len(n.armed) > 0 {
+		a := n.armed[0]
+		if a.at.After(now) {
+			return a.at.Sub(now)
+		}
+		heap.Pop(&n.armed)
+		n.fireLocked(a)
+	}
+	return time.Hour
+}
+
+// fireLocked hands armed run a to its identity's starter. n.mu held.
+func (n *Node) fireLocked(a *armedRun) {
+	if a.idx >= 0 {
+		heap.Remove(&n.armed, a.idx)
+	}
+	if a.f.armed != a {
+		return // fired already
+	}
+	a.f.armed = nil
+	n.armedN--
+	st := a.e.ident
+	st.fireQ = append(st.fireQ, a)
+	n.ensureStarterLocked(st)
+}
+
+// disarmLocked cancels armed run a for the reason why and fires it at once,
+// so that it settles (not called) without waiting for its fire time. n.mu
+// held.
+func (n *Node) disarmLocked(a *armedRun, why string) {
+	a.f.cancel(disarmed(why))
+	n.fireLocked(a)
+}
+
+// taskChangedLocked tells an armed run of e, if there is one, that e's
+// task changed: it is disarmed. n.mu held.
+func (n *Node) taskChangedLocked(e *entry) {
+	if f := n.flights[e.ref()]; f != nil && f.armed != nil {
+		f.armed.stale = true
+		n.disarmLocked(f.armed, "the task changed")
+	}
+}
+
+// checkFiringLocked disarms armed run a if what this node knows now forbids
+// its call (see the guarantees above); its lease is checked at the call.
+// n.mu held.
+func (n *Node) checkFiringLocked(a *armedRun) {
+	st := a.e.ident
+	var why string
+	switch {
+	case a.f.ctx.Err() != nil:
+		return
+	case st.lost || a.e.gone || a.f.leftDone || n.idents[st.name] != st:
+		why = "its identity left this node"
+	case st.epoch != a.epoch:
+		why = "its identity was mapped again"
+	case a.lease != n.leaseID || a.epoch < n.registeredRev:
+		why = "this node registered again"
+	case a.stale:
+		why = "the task changed"
+	case n.pausedByLocked(a.rec, st.name) != nil:
+		why = "it was paused"
+	default:
+		return
+	}
+	a.f.cancel(disarmed(why))
+}
+
+// confirmArmed makes, for the runs of batch (of one identity, their fire
+// time come), the checks their start write would have made now, as one
+// item of the node's batched Txns (batch.go), sent after their fire time:
+// compares only, that this node's registration holds the lease each start
+// was planned under, that the identity holds each start's epoch, that each
+// task is as its start wrote it, and that neither the identity nor a run's
+// kind is paused. If one fails, the Else reads tell which runs fail; those,
+// or all if the item fails, are disarmed. Bounded by the lease margin, as a
+// start is.
+func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
+	reg, mapping := n.nodesPrefix+n.cfg.Name, n.idmap.Keys().Mapping(st.name)
+	var cmps []clientv3.Cmp
+	seenLease, seenEpoch := map[clientv3.LeaseID]bool{}, map[int64]bool{}
+	els := []clientv3.Op{clientv3.OpGet(reg), clientv3.OpGet(mapping, clientv3.WithKeysOnly()),
+		clientv3.OpGet(n.keys.PauseIdentity(st.name), clientv3.WithKeysOnly())}
+	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.PauseIdentity(st.name)), "=", 0))
+	kinds := map[string]int{}
+	for _, a := range batch {
+		if !seenLease[a.lease] {
+			seenLease[a.lease] = true
+			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(reg), "=", int64(a.lease)))
+		}
+		if !seenEpoch[a.epoch] {
+			seenEpoch[a.epoch] = true
+			cmps = append(cmps, n.idmap.Fence(st.name, a.epoch))
+		}
+		k := a.rec.GetSpec().GetKind()
+		if _, ok := kinds[k]; !ok {
+			kinds[k] = len(els)
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.PauseKind(k)), "=", 0))
+			els = append(els, clientv3.OpGet(n.keys.PauseKind(k), clientv3.WithKeysOnly()))
+		}
+	}
+	first := len(els)
+	for _, a := range batch {
+		cmps = append(cmps, n.keys.TaskAt(st.name, a.e.id, a.rev))
+		els = append(els, clientv3.OpGet(n.keys.Task(st.name, a.e.id), clientv3.WithKeysOnly()))
+	}
+	ctx, cancel := n.startCtx()
+	out := n.checks.do(ctx, cmps, nil, els)
+	cancel()
+	if out.err != nil {
+		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.name,
+			"runs", len(batch), "error", out.err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	// As a start's write, the check holds at a point before its reply; the
+	// wait for a slot is counted from the reply.
+	answered := time.Now()
+	for _, a := range batch {
+		a.confirmed = answered
+	}
+	switch {
+	case out.err != nil:
+		for _, a := range batch {
+			a.f.cancel(disarmed("its start could not be confirmed (" + out.err.Error() + ")"))
+		}
+		return
+	case out.ok:
+		return
+	}
+	get := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(out.els[i].GetResponseRange()) }
+	regR, mapR, idPause := get(0), get(1), get(2)
+	for i, a := range batch {
+		var why string
+		switch task := get(first + i); {
+		case len(regR.Kvs) == 0 || clientv3.LeaseID(regR.Kvs[0].Lease) != a.lease:
+			why = "this node's registration changed"
+		case len(mapR.Kvs) == 0 || mapR.Kvs[0].ModRevision != a.epoch:
+			why = "its identity was mapped again"
+		case len(task.Kvs) == 0 || task.Kvs[0].ModRevision != a.rev:
+			why = "the task changed"
+		case len(idPause.Kvs) > 0 || len(get(kinds[a.rec.GetSpec().GetKind()]).Kvs) > 0:
+			why = "it was paused"
+		default:
+			continue
+		}
+		a.f.cancel(disarmed(why))
+	}
+}
+
+// launchArmed launches the armed runs of batch, each holding one of the
+// run slots taken for them (slotless: none; a run not to be called needs
+// none).
+func (n *Node) launchArmed(batch []*armedRun, slotless bool) {
+	n.mu.Lock()
+	for _, a := range batch {
+		n.checkFiringLocked(a)
+		a.f.slotless = slotless
+		delete(n.armedRuns, a)
+	}
+	n.mu.Unlock()
+	for _, a := range batch {
+		a.launch()
+	}
+}
+
+// disarmAll launches every armed run not launched yet, not to be called:
+// the node stops. Called by Stop once the dispatcher and the starters are
+// gone.
+func (n *Node) disarmAll(cause error) {
+	n.mu.Lock()
+	batch := make([]*armedRun, 0, len(n.armedRuns))
+	for a := range n.armedRuns {
+		a.f.cancel(cause)
+		a.f.armed = nil
+		a.e.ident.fireQ = nil
+		batch = append(batch, a)
+	}
+	n.armed = nil
+	n.armedN = 0
+	n.mu.Unlock()
+	n.launchArmed(batch, true)
+}
+
+// undoStart takes back from cur (the task as it stands, still carrying an
+// armed run's marker) what the run's start changed, going from before to
+// started, wherever nothing else changed it since: a field that still holds
+// the started value gets its value from before; one changed meanwhile (a
+// cancel, a pause, an update) keeps the change. The run then leaves no
+// trace: no run number used, no trigger advanced.
+func undoStart(cur, before, started *storev1.TaskRecord) *storev1.TaskRecord {
+	rec := cloneRec(cur)
+	rec.Running = nil
+	if rec.State == started.State {
+		rec.State = before.State
+	}
+	if rec.RunCount == started.RunCount {
+		rec.RunCount = before.RunCount
+	}
+	if rec.Attempt == started.Attempt {
+		rec.Attempt = before.Attempt
+	}
+	if rec.PendingTrigger == started.PendingTrigger {
+		rec.PendingTrigger = before.PendingTrigger
+	}
+	if rec.ManualRequested == started.ManualRequested {
+		rec.ManualRequested = before.ManualRequested
+	}
+	if rec.Misfires == started.Misfires {
+		rec.Misfires = before.Misfires
+	}
+	if proto.Equal(rec.RetryAt, started.RetryAt) {
+		rec.RetryAt = cloneTS(before.RetryAt)
+	}
+	if proto.Equal(rec.PendingFire, started.PendingFire) {
+		rec.PendingFire = cloneTS(before.PendingFire)
+	}
+	if proto.Equal(rec.RecoveryPending, started.RecoveryPending) && before.RecoveryPending != nil {
+		rec.RecoveryPending = proto.Clone(before.RecoveryPending).(*storev1.RunMarker)
+	}
+	if len(rec.Triggers) == len(started.Triggers) && len(before.Triggers) == len(started.Triggers) {
+		for i, t := range rec.Triggers {
+			if proto.Equal(t, started.Triggers[i]) {
+				rec.Triggers[i] = proto.Clone(before.Triggers[i]).(*storev1.TriggerState)
+			}
+		}
+	}
+	return rec
+}
+
+func cloneTS(t *timestamppb.Timestamp) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return &timestamppb.Timestamp{Seconds: t.Seconds, Nanos: t.Nanos}
+}
+
+// armedFire is the fire time of rec's run if it is armed and not yet due:
+// the task's next fire time, although its start is written (none once the
+// task is cancelled: the armed run will not be called).
+func armedFire(rec *storev1.TaskRecord) (time.Time, bool) {
+	if m := rec.GetRunning(); m != nil && m.GetFireTime() != nil && !isFinal(rec.GetState()) {
+		if at := m.GetFireTime().AsTime(); at.After(time.Now()) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -33,8 +33,10 @@ import (
 //     firing together (confirmArmed), hold only if this node's registration
 //     is under the lease the start was planned with, the identity under the
 //     epoch of the start, each task as the start wrote it, and neither the
-//     identity nor the kind paused. A run that fails any of them, or whose
-//     node learnt as much sooner, is not called.
+//     identity nor the kind paused (if the item fails, a linearizable read,
+//     itself after the fire time, tells which runs still pass). A run that
+//     fails any of them, or whose node learnt as much sooner, is not
+//     called.
 //   - An armed run not called leaves no trace: its own node writes the task
 //     back as it was before the start (no run number used, no history, no
 //     event), and the task is due again at once. If that write fails its
@@ -256,21 +258,18 @@ func (n *Node) checkFiringLocked(a *armedRun) {
 
 // confirmArmed makes, for the runs of batch (of one identity, their fire
 // time come), the checks their start write would have made now, as one
-// item of the node's batched Txns (batch.go), sent after their fire time:
-// compares only, that this node's registration holds the lease each start
-// was planned under, that the identity holds each start's epoch, that each
-// task is as its start wrote it, and that neither the identity nor a run's
-// kind is paused. If one fails, the Else reads tell which runs fail; those,
-// or all if the item fails, are disarmed. Bounded by the lease margin, as a
-// start is.
+// item of compares only in the node's batched checks (batch.go), sent
+// after their fire time: that this node's registration holds the lease
+// each start was planned under, that the identity holds each start's
+// epoch, that each task is as its start wrote it, and that neither the
+// identity nor a run's kind is paused. If the item fails, one linearizable
+// read (itself after the fire time) tells which runs still pass; the
+// others, or all if etcd does not answer, are disarmed. Bounded by the
+// lease margin, as a start is.
 func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
-	reg, mapping := n.nodesPrefix+n.cfg.Name, n.idmap.Keys().Mapping(st.name)
-	var cmps []clientv3.Cmp
-	seenLease, seenEpoch := map[clientv3.LeaseID]bool{}, map[int64]bool{}
-	els := []clientv3.Op{clientv3.OpGet(reg), clientv3.OpGet(mapping, clientv3.WithKeysOnly()),
-		clientv3.OpGet(n.keys.PauseIdentity(st.name), clientv3.WithKeysOnly())}
-	cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.PauseIdentity(st.name)), "=", 0))
-	kinds := map[string]int{}
+	reg := n.nodesPrefix + n.cfg.Name
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(n.keys.PauseIdentity(st.name)), "=", 0)}
+	seenLease, seenEpoch, seenKind := map[clientv3.LeaseID]bool{}, map[int64]bool{}, map[string]bool{}
 	for _, a := range batch {
 		if !seenLease[a.lease] {
 			seenLease[a.lease] = true
@@ -280,24 +279,26 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 			seenEpoch[a.epoch] = true
 			cmps = append(cmps, n.idmap.Fence(st.name, a.epoch))
 		}
-		k := a.rec.GetSpec().GetKind()
-		if _, ok := kinds[k]; !ok {
-			kinds[k] = len(els)
+		if k := a.rec.GetSpec().GetKind(); !seenKind[k] {
+			seenKind[k] = true
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.PauseKind(k)), "=", 0))
-			els = append(els, clientv3.OpGet(n.keys.PauseKind(k), clientv3.WithKeysOnly()))
 		}
-	}
-	first := len(els)
-	for _, a := range batch {
 		cmps = append(cmps, n.keys.TaskAt(st.name, a.e.id, a.rev))
-		els = append(els, clientv3.OpGet(n.keys.Task(st.name, a.e.id), clientv3.WithKeysOnly()))
 	}
 	ctx, cancel := n.startCtx()
-	out := n.checks.do(ctx, cmps, nil, els)
+	out := n.checks.do(ctx, cmps, nil, nil)
 	cancel()
-	if out.err != nil {
+	var failed map[*armedRun]string
+	switch {
+	case out.err != nil:
 		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.name,
 			"runs", len(batch), "error", out.err)
+		failed = map[*armedRun]string{}
+		for _, a := range batch {
+			failed[a] = "its start could not be confirmed (" + out.err.Error() + ")"
+		}
+	case !out.ok:
+		failed = n.whichArmedFail(st, batch)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -306,34 +307,56 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 	answered := time.Now()
 	for _, a := range batch {
 		a.confirmed = answered
+		if why, ok := failed[a]; ok {
+			a.f.cancel(disarmed(why))
+		}
 	}
-	switch {
-	case out.err != nil:
+}
+
+// whichArmedFail reads what confirmArmed compares and returns the runs of
+// batch that fail, with the reason; every run if the read fails.
+func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]string {
+	ops := []clientv3.Op{
+		clientv3.OpGet(n.nodesPrefix + n.cfg.Name),
+		clientv3.OpGet(n.idmap.Keys().Mapping(st.name), clientv3.WithKeysOnly()),
+		clientv3.OpGet(n.keys.PauseIdentity(st.name), clientv3.WithKeysOnly()),
+	}
+	kinds := map[string]int{}
+	for _, a := range batch {
+		if k := a.rec.GetSpec().GetKind(); kinds[k] == 0 {
+			kinds[k] = len(ops)
+			ops = append(ops, clientv3.OpGet(n.keys.PauseKind(k), clientv3.WithKeysOnly()))
+		}
+	}
+	first := len(ops)
+	for _, a := range batch {
+		ops = append(ops, clientv3.OpGet(n.keys.Task(st.name, a.e.id), clientv3.WithKeysOnly()))
+	}
+	ctx, cancel := n.startCtx()
+	resp, err := n.cli.Txn(ctx).Then(ops...).Commit()
+	cancel()
+	failed := map[*armedRun]string{}
+	if err != nil {
 		for _, a := range batch {
-			a.f.cancel(disarmed("its start could not be confirmed (" + out.err.Error() + ")"))
+			failed[a] = "its start could not be confirmed (" + err.Error() + ")"
 		}
-		return
-	case out.ok:
-		return
+		return failed
 	}
-	get := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(out.els[i].GetResponseRange()) }
-	regR, mapR, idPause := get(0), get(1), get(2)
+	get := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(resp.Responses[i].GetResponseRange()) }
+	reg, mapping, idPause := get(0), get(1), get(2)
 	for i, a := range batch {
-		var why string
 		switch task := get(first + i); {
-		case len(regR.Kvs) == 0 || clientv3.LeaseID(regR.Kvs[0].Lease) != a.lease:
-			why = "this node's registration changed"
-		case len(mapR.Kvs) == 0 || mapR.Kvs[0].ModRevision != a.epoch:
-			why = "its identity was mapped again"
+		case len(reg.Kvs) == 0 || clientv3.LeaseID(reg.Kvs[0].Lease) != a.lease:
+			failed[a] = "this node's registration changed"
+		case len(mapping.Kvs) == 0 || mapping.Kvs[0].ModRevision != a.epoch:
+			failed[a] = "its identity was mapped again"
 		case len(task.Kvs) == 0 || task.Kvs[0].ModRevision != a.rev:
-			why = "the task changed"
+			failed[a] = "the task changed"
 		case len(idPause.Kvs) > 0 || len(get(kinds[a.rec.GetSpec().GetKind()]).Kvs) > 0:
-			why = "it was paused"
-		default:
-			continue
+			failed[a] = "it was paused"
 		}
-		a.f.cancel(disarmed(why))
 	}
+	return failed
 }
 
 // launchArmed launches the armed runs of batch, each holding one of the

@@ -37,12 +37,13 @@ import (
 //     itself after the fire time, tells which runs still pass). A run that
 //     fails any of them, or whose node learnt as much sooner, is not
 //     called.
-//   - An armed run not called leaves no trace: its own node writes the task
-//     back as it was before the start (no run number used, no history, no
-//     event), and the task is due again at once. If that write fails its
-//     fence (the task changed meanwhile), the run is settled as any run
-//     whose handler was not called: its fire time runs again with the same
-//     run number.
+//   - An armed run not called leaves no trace: its own node takes back what
+//     the start changed in the task (undoStart; a change made meanwhile,
+//     such as a cancel, stays), with no run number used, no history and no
+//     event, and the task is due again at once. Only when its identity has
+//     moved away (the node can no longer write the task) is the run settled
+//     by the new owner as any run whose handler was not called: its fire
+//     time runs again with the same run number, as a recovery.
 //   - Only runs whose outcome a crash cannot lose are armed: durable
 //     IDENTITY tasks with requests_recovery, without allow_overlap, of a
 //     kind without a limit. A node that dies with runs armed leaves their
@@ -77,7 +78,7 @@ type armedRun struct {
 	seq    uint64              // arming order
 	idx    int                 // index in the node's armed heap; -1 once out
 	stale  bool                // the task changed here since the start
-	// confirmed is when the read that confirmed the run was answered
+	// confirmed is when the check that confirmed the run was answered
 	// (zero: not yet); a confirmation older than confirmFor is made again.
 	confirmed time.Time
 }
@@ -342,7 +343,9 @@ func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]s
 		}
 		return failed
 	}
-	get := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(resp.Responses[i].GetResponseRange()) }
+	get := func(i int) *clientv3.GetResponse {
+		return (*clientv3.GetResponse)(resp.Responses[i].GetResponseRange())
+	}
 	reg, mapping, idPause := get(0), get(1), get(2)
 	for i, a := range batch {
 		switch task := get(first + i); {

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,28 +18,18 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskd/taskd/bench/peers/peerout"
 )
 
 // Version is the asynq release measured (go.mod pins it).
 const Version = "v0.26.0"
 
-// Figure is one measured figure, in the shape taskbench -peers reads.
-type Figure struct {
-	Name       string    `json:"name"`
-	Setting    string    `json:"setting"`
-	Count      int       `json:"count"`
-	Seconds    float64   `json:"seconds"`
-	PerSec     float64   `json:"per_sec,omitempty"`
-	LatenessMs []float64 `json:"lateness_ms,omitempty"`
-}
-
-// Output is what the command prints.
-type Output struct {
-	Peer    string   `json:"peer"`
-	Version string   `json:"version"`
-	Store   string   `json:"store"`
-	Figures []Figure `json:"figures"`
-}
+// Figure and Output are the shared output shape (bench/peers/peerout).
+type (
+	Figure = peerout.Figure
+	Output = peerout.Output
+)
 
 func main() {
 	network := flag.String("network", "unix", "Redis network: unix or tcp")
@@ -72,10 +61,7 @@ func run(opt asynq.RedisClientOpt, jobs, burst, conc int, lead time.Duration, fi
 	}
 	out := Output{Peer: "asynq", Version: Version,
 		Store: fmt.Sprintf("Redis %s, appendonly %s, appendfsync %s", field(ver, "redis_version"), info["appendonly"], info["appendfsync"])}
-	want := map[string]bool{}
-	for _, f := range strings.Split(figures, ",") {
-		want[strings.TrimSpace(f)] = true
-	}
+	want := peerout.Wanted(figures)
 	if want["oneshot"] {
 		f, err := throughput(ctx, opt, jobs, conc)
 		if err != nil {
@@ -90,7 +76,7 @@ func run(opt asynq.RedisClientOpt, jobs, burst, conc int, lead time.Duration, fi
 		}
 		out.Figures = append(out.Figures, f)
 	}
-	return json.NewEncoder(os.Stdout).Encode(out)
+	return out.Print()
 }
 
 // field reads one "key:value" line of Redis's INFO.

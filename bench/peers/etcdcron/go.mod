@@ -76,3 +76,7 @@ require (
 	k8s.io/utils v0.0.0-20250502105355-0f33e8f1c979 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
+
+require github.com/taskd/taskd/bench/peers/peerout v0.0.0
+
+replace github.com/taskd/taskd/bench/peers/peerout => ../peerout

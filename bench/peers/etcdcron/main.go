@@ -11,14 +11,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,28 +28,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/taskd/taskd/bench/peers/peerout"
 )
 
 // Version is the go-etcd-cron release measured (go.mod pins it).
 const Version = "v0.12.0"
 
-// Figure is one measured figure, in the shape taskbench -peers reads.
-type Figure struct {
-	Name       string    `json:"name"`
-	Setting    string    `json:"setting"`
-	Count      int       `json:"count"`
-	Seconds    float64   `json:"seconds"`
-	PerSec     float64   `json:"per_sec,omitempty"`
-	LatenessMs []float64 `json:"lateness_ms,omitempty"`
-}
-
-// Output is what the command prints.
-type Output struct {
-	Peer    string   `json:"peer"`
-	Version string   `json:"version"`
-	Store   string   `json:"store"`
-	Figures []Figure `json:"figures"`
-}
+// Figure and Output are the shared output shape (bench/peers/peerout).
+type (
+	Figure = peerout.Figure
+	Output = peerout.Output
+)
 
 func main() {
 	serve := flag.String("serve", "", "run the etcd 3.5 server with its data in this directory")
@@ -127,10 +115,7 @@ func run(endpoint string, jobs, periodic, burst, conc int, window, lead time.Dur
 		return fmt.Errorf("etcd: %w", err)
 	}
 	out := Output{Peer: "go-etcd-cron", Version: Version, Store: fmt.Sprintf("etcd %s (embedded from its 3.5 server module in a separate process, fsync on)", st.Version)}
-	want := map[string]bool{}
-	for _, f := range strings.Split(figures, ",") {
-		want[strings.TrimSpace(f)] = true
-	}
+	want := peerout.Wanted(figures)
 	if want["put"] {
 		f, err := rawPut(ctx, cli, jobs, conc)
 		if err != nil {
@@ -159,7 +144,7 @@ func run(endpoint string, jobs, periodic, burst, conc int, window, lead time.Dur
 		}
 		out.Figures = append(out.Figures, f)
 	}
-	return json.NewEncoder(os.Stdout).Encode(out)
+	return out.Print()
 }
 
 // parallel runs f(0..n-1) on c goroutines.

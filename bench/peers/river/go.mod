@@ -22,3 +22,7 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
+
+require github.com/taskd/taskd/bench/peers/peerout v0.0.0
+
+replace github.com/taskd/taskd/bench/peers/peerout => ../peerout

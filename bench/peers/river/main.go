@@ -10,13 +10,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,28 +24,18 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/taskd/taskd/bench/peers/peerout"
 )
 
 // Version is the River release measured (go.mod pins it).
 const Version = "v0.51.2"
 
-// Figure is one measured figure, in the shape taskbench -peers reads.
-type Figure struct {
-	Name       string    `json:"name"`
-	Setting    string    `json:"setting"`
-	Count      int       `json:"count"`
-	Seconds    float64   `json:"seconds"`
-	PerSec     float64   `json:"per_sec,omitempty"`
-	LatenessMs []float64 `json:"lateness_ms,omitempty"`
-}
-
-// Output is what the command prints.
-type Output struct {
-	Peer    string   `json:"peer"`
-	Version string   `json:"version"`
-	Store   string   `json:"store"`
-	Figures []Figure `json:"figures"`
-}
+// Figure and Output are the shared output shape (bench/peers/peerout).
+type (
+	Figure = peerout.Figure
+	Output = peerout.Output
+)
 
 type noopArgs struct {
 	N int `json:"n"`
@@ -148,10 +136,7 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 	}
 	out := Output{Peer: "river", Version: Version,
 		Store: fmt.Sprintf("PostgreSQL %s, fsync=%s, synchronous_commit=%s", version, fsync, syncCommit)}
-	want := map[string]bool{}
-	for _, f := range strings.Split(figures, ",") {
-		want[strings.TrimSpace(f)] = true
-	}
+	want := peerout.Wanted(figures)
 	if want["default"] {
 		f, err := fresh(func(p *pgxpool.Pool) (Figure, error) {
 			return throughput(ctx, p, defaultJobs, conc, 1, &river.Config{Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: conc}}})
@@ -204,8 +189,7 @@ func run(dsn string, jobs, defaultJobs, burst, conc, tunedWorkers int, figures s
 		f.Setting = fmt.Sprintf("InsertOpts.ScheduledAt, %d workers, FetchCooldown 2ms, FetchPollInterval 20ms (scheduler every 5s)", tunedWorkers)
 		out.Figures = append(out.Figures, f)
 	}
-	enc := json.NewEncoder(os.Stdout)
-	return enc.Encode(out)
+	return out.Print()
 }
 
 func newClient(pool *pgxpool.Pool, cfg *river.Config, w *noopWorker) (*river.Client[pgx.Tx], error) {

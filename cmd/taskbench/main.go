@@ -75,6 +75,8 @@ type Results struct {
 	Concurrency int    `json:"concurrency"`
 	// LookAheadMs is the in-process nodes' look-ahead (-look-ahead).
 	LookAheadMs float64 `json:"look_ahead_ms"`
+	// ColdAfterS is the in-process nodes' --cold-after (-cold-after).
+	ColdAfterS float64 `json:"cold_after_s"`
 
 	EtcdPutPerSec float64 `json:"etcd_put_per_sec"`
 	EtcdTxnPerSec float64 `json:"etcd_txn_per_sec"`
@@ -124,6 +126,7 @@ func main() {
 	flag.IntVar(&o.tasks, "tasks", 10000, "tasks per throughput scenario")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "concurrent clients (also for etcd's raw Put and Txn)")
 	flag.DurationVar(&lookAhead, "look-ahead", time.Second, "the in-process nodes' look-ahead (taskd --look-ahead; 0 = none)")
+	flag.DurationVar(&coldAfter, "cold-after", 2*time.Minute, "the in-process nodes' --cold-after (0 = every waiting task keeps its record)")
 	flag.BoolVar(&o.long, "long", false, "scale run: 1,000,000 pending tasks for 100,000 identities, 100,000 tasks per throughput scenario and for the fairness scenario's hot identity")
 	flag.StringVar(&o.etcd, "etcd", "", "external etcd endpoint (default: an embedded etcd in a temporary directory)")
 	flag.StringVar(&o.output, "o", "table", "output: table or json")
@@ -214,7 +217,7 @@ func mainErr(o options) error {
 func run(o options) (*Results, error) {
 	began := time.Now()
 	ctx := context.Background()
-	res := &Results{Tasks: o.tasks, Concurrency: o.concurrency, LookAheadMs: ms(lookAhead), Machine: machine(), Go: runtime.Version(),
+	res := &Results{Tasks: o.tasks, Concurrency: o.concurrency, LookAheadMs: ms(lookAhead), ColdAfterS: coldAfter.Seconds(), Machine: machine(), Go: runtime.Version(),
 		Date: time.Now().UTC().Format(time.RFC3339)}
 	skip := map[string]bool{}
 	for _, s := range strings.Split(o.skip, ",") {

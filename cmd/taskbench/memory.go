@@ -41,7 +41,7 @@ func measureMemory(ctx context.Context, etcdURL, prefix string, trigger func() *
 	}
 	// The node loads them in a child process of its own, so that the
 	// embedded etcd's memory (raft log, index) is not counted.
-	out, err := exec.Command(os.Args[0], "-memory-child", etcdURL, "-memory-prefix", prefix).Output()
+	out, err := exec.Command(os.Args[0], "-memory-child", etcdURL, "-memory-prefix", prefix, "-cold-after", coldAfter.String()).Output()
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("memory child: %w", err)
 	}

@@ -106,10 +106,15 @@ func measureReassign(ctx context.Context, etcdURL string, ids int) (mapped, load
 	return time.Duration(r.MappedMs * float64(time.Millisecond)), time.Duration(r.LoadedMs * float64(time.Millisecond)), nil
 }
 
-// nodeOptions tune the nodes a scenario starts.
 // lookAhead is the in-process nodes' Config.LookAhead (-look-ahead; 0:
 // none).
 var lookAhead = time.Second
+
+// coldAfter is the in-process nodes' Config.ColdAfter (-cold-after; 0:
+// none).
+var coldAfter = 2 * time.Minute
+
+// nodeOptions tune the nodes a scenario starts.
 
 type nodeOptions struct {
 	workers   int
@@ -150,6 +155,7 @@ func startNodes(ctx context.Context, etcdURL, prefix string, names []string, h t
 			Name: name, Client: cli, Prefix: prefix, Workers: o.workers, LeaseTTL: 2 * time.Second,
 			HandoffStart: -1, MaxTxnOps: 1024, Handlers: map[string]taskservice.Handler{"tick": h},
 			LookAhead: orNone(lookAhead),
+			ColdAfter: orNone(coldAfter),
 			Listeners: o.listeners,
 		})
 		if err != nil {

@@ -161,6 +161,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		RemoveDelay:      orNone(cfg.RemoveDelay),
 		DrainTimeout:     orNone(cfg.DrainTimeout),
 		LookAhead:        orNone(cfg.LookAhead),
+		ColdAfter:        orNone(cfg.ColdAfter),
 	})
 	if err != nil {
 		lis.Close()

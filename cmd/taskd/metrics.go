@@ -198,6 +198,8 @@ var (
 	tasksDesc = prometheus.NewDesc("taskd_tasks",
 		"Tasks held by this node, by state: scheduled (next fire time ahead), due (fire time come, not started), running, retained (finished, kept for --retention).",
 		[]string{"state"}, nil)
+	coldDesc = prometheus.NewDesc("taskd_cold_tasks",
+		"Scheduled tasks held without their record in memory (due more than --cold-after from now); their records are read again from etcd before they are due.", nil, nil)
 	queueDesc = prometheus.NewDesc("taskd_timer_queue_entries",
 		"Entries in the node's timer queue (scheduled, due and retained tasks).", nil, nil)
 	identitiesDesc = prometheus.NewDesc("taskd_identities_owned",
@@ -219,7 +221,7 @@ var nodeStates = []taskdv1.NodeState{
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc} {
 		ch <- d
 	}
 }
@@ -234,6 +236,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(tasksDesc, float64(s.Running), "running")
 	gauge(tasksDesc, float64(s.Retained), "retained")
 	gauge(queueDesc, float64(s.TimerQueue))
+	gauge(coldDesc, float64(s.Cold))
 	gauge(identitiesDesc, float64(s.Identities))
 	if !s.LeaseRenewedAt.IsZero() {
 		gauge(leaseAgeDesc, time.Since(s.LeaseRenewedAt).Seconds())

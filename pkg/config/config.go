@@ -97,6 +97,9 @@ type Config struct {
 	// LookAhead is how long before its fire time a run may be armed
 	// (--look-ahead); 0 = none.
 	LookAhead time.Duration
+	// ColdAfter: a task waiting longer than this for its due time keeps no
+	// record in memory (--cold-after); 0 = every task keeps it.
+	ColdAfter time.Duration
 	// MaxPayload is the largest task payload and data in bytes
 	// (--max-payload).
 	MaxPayload int
@@ -196,6 +199,7 @@ func Default() Config {
 		MisfireThreshold: 60 * time.Second,
 		DrainTimeout:     30 * time.Second,
 		LookAhead:        time.Second,
+		ColdAfter:        2 * time.Minute,
 		MaxPayload:       256 << 10,
 		History:          20,
 		Retention:        24 * time.Hour,

@@ -249,6 +249,12 @@ var options = []*option{
 		check: func(c Config) error { return checkNonNegative(c.LookAhead) },
 	},
 	{
+		name: "cold-after", arg: "DURATION", def: "2m",
+		help:  "a task waiting longer than this for its due time keeps no record in memory (read again from etcd before it is due); 0 = every task keeps it",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.ColdAfter }),
+		check: func(c Config) error { return checkNonNegative(c.ColdAfter) },
+	},
+	{
 		name: "max-payload", arg: "SIZE", def: "256KiB",
 		help: "largest task payload and data, 1 byte to 1MiB; plain bytes or a KiB/MiB suffix",
 		set: func(c *Config, v string) error {

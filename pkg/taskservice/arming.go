@@ -152,19 +152,19 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 	ahead := n.cfg.LookAhead
 	for len(n.queue) > 0 {
 		e := n.queue[0]
-		if !e.due.After(now) {
+		if !e.due.time().After(now) {
 			return 0 // due: the caller starts it
 		}
 		if ahead <= 0 || n.armedN >= maxArmed || !n.armableLocked(e) {
-			return e.due.Sub(now)
+			return e.due.time().Sub(now)
 		}
-		if e.due.After(now.Add(ahead)) {
-			return e.due.Sub(now) - ahead
+		if e.due.time().After(now.Add(ahead)) {
+			return e.due.time().Sub(now) - ahead
 		}
 		heap.Pop(&n.queue)
 		e.running = true
 		if e.readyAt == 0 {
-			e.readyAt = instantOf(e.due)
+			e.readyAt = e.due
 		}
 		n.touchLocked(e)
 		n.armedN++

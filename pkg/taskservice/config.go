@@ -74,6 +74,12 @@ type Config struct {
 	// start written, its handler then called at the fire time (see
 	// docs/architecture.md, "Look-ahead"). Default 1s.
 	LookAhead time.Duration
+	// ColdAfter: a durable task that waits longer than this for its due
+	// time keeps no record in memory, only its place in the timer queue;
+	// its record is read again ColdAfter/2 + LookAhead before it is due
+	// (see docs/architecture.md, "Cold tasks"). Default 2m; negative: every
+	// waiting task keeps its record.
+	ColdAfter time.Duration
 
 	// DisableHandoffWatch leaves handoff pick-up to polling alone (for
 	// diagnosis, and for the test that proves polling is enough).
@@ -118,6 +124,7 @@ func (c *Config) setDefaults() error {
 	def(&c.RemoveDelay, 5*time.Second)
 	def(&c.DrainTimeout, 30*time.Second)
 	def(&c.LookAhead, time.Second)
+	def(&c.ColdAfter, 2*time.Minute)
 	if c.LeaseTTL < 2*time.Second {
 		return fmt.Errorf("taskservice: LeaseTTL %s is below etcd's minimum of 2s", c.LeaseTTL)
 	}

@@ -27,7 +27,12 @@ func (n *Node) dispatchLoop() {
 		now := time.Now()
 		for fresh && len(n.queue) > 0 {
 			e := n.queue[0]
-			if e.due.After(now) {
+			if e.cold() && e.due.time().Before(now.Add(n.thawAhead())) {
+				// Its record is read again before it is due (thaw.go).
+				n.thawLocked(e)
+				continue
+			}
+			if e.due.time().After(now) {
 				// Not due: armed ahead if it may be (arming.go).
 				if wait = n.popArmableLocked(now); wait > 0 {
 					break
@@ -37,7 +42,7 @@ func (n *Node) dispatchLoop() {
 			heap.Pop(&n.queue)
 			e.running = true
 			if e.readyAt == 0 {
-				e.readyAt = instantOf(e.due)
+				e.readyAt = e.due
 			}
 			n.touchLocked(e)
 			// Purges go through the starters too, so that they are bounded
@@ -381,6 +386,11 @@ func (n *Node) reschedLocked(e *entry) {
 		n.queue.remove(e)
 		return
 	}
+	if e.cold() {
+		// Its record is read again first; the read reschedules it.
+		n.thawLocked(e)
+		return
+	}
 	rec := e.record()
 	if rec == nil {
 		n.queue.remove(e)
@@ -391,7 +401,7 @@ func (n *Node) reschedLocked(e *entry) {
 	if rec.Running != nil {
 		e.purge = false
 		n.queue.set(e, maxTime(now, e.recheckAt.time()))
-		e.freeze()
+		e.freeze(now, n.cfg.ColdAfter)
 		n.kick()
 		return
 	}
@@ -408,7 +418,7 @@ func (n *Node) reschedLocked(e *entry) {
 	delete(n.pauses.parked, e)
 	e.purge = purge
 	n.queue.set(e, at)
-	e.freeze()
+	e.freeze(now, n.cfg.ColdAfter)
 	n.kick()
 }
 
@@ -1049,7 +1059,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		if e.running && s.Rev > e.rev {
 			n.taskChangedLocked(e) // an armed run is not called
 		}
-		if e.running || ((e.rec != nil || e.raw != nil) && e.rev > s.Rev) {
+		if e.running || ((e.rec != nil || e.raw != nil || e.cold()) && e.rev > s.Rev) {
 			continue
 		}
 		e.rec, e.raw, e.rev = s.Rec, nil, s.Rev

@@ -73,9 +73,13 @@ type Node struct {
 	armedRuns map[*armedRun]struct{}
 	armedN    int
 	armSeq    uint64
-	wake      chan struct{}
-	started   bool
-	stopped   bool
+	// Cold tasks whose records are to be read again (thaw.go).
+	thawQ    []*entry
+	thawingN int // entries thawing (in thawQ or being read)
+	thawWake chan struct{}
+	wake     chan struct{}
+	started  bool
+	stopped  bool
 
 	voter    *vote.Voter
 	batch    *batcher
@@ -118,6 +122,7 @@ func New(cfg Config) (*Node, error) {
 		repairWake:   make(chan struct{}, 1),
 		leaseWake:    make(chan struct{}, 1),
 		wake:         make(chan struct{}, 1),
+		thawWake:     make(chan struct{}, 1),
 		slots:        make(chan struct{}, cfg.Workers),
 		pauses:       newPauseSet(),
 		limits:       newKindLimits(cfg.KindLimits),
@@ -248,6 +253,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.loops.Go("control", n.controlLoop)
 	n.loops.Go("voter", n.voter.Run)
 	n.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
+	n.loops.Go("thaw", n.thawLoop)
 	n.loops.Go("handoff", n.handoffLoop)
 	n.loops.Go("ownership", n.ownershipLoop)
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),

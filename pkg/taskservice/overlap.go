@@ -108,7 +108,8 @@ func (n *Node) startOverlap(s *entry) {
 	var live []string // overlapping runs not finished
 	for _, id := range cur.OverlapRuns {
 		if c := st.tasks[id]; c != nil && !c.gone {
-			if r := c.record(); c.running || (r != nil && !isFinal(r.State)) {
+			// A cold task waits for a fire time: it is not final.
+			if r := c.record(); c.running || c.cold() || (r != nil && !isFinal(r.State)) {
 				live = append(live, id)
 			}
 		}

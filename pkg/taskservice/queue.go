@@ -2,6 +2,7 @@ package taskservice
 
 import (
 	"container/heap"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -48,6 +49,18 @@ func instantOf(t time.Time) instant {
 	return instant(t.UnixNano())
 }
 
+// dueOf is t as an entry's due instant: as instantOf, with times past what
+// Unix nanoseconds hold (the year 2262) kept last instead of wrapping.
+func dueOf(t time.Time) instant {
+	if t.After(maxInstant.time()) {
+		return maxInstant
+	}
+	return instantOf(t)
+}
+
+// maxInstant is the latest instant.
+const maxInstant = instant(math.MaxInt64)
+
 // time returns the instant as a time.Time; the zero Time for none.
 func (i instant) time() time.Time {
 	if i == 0 {
@@ -66,13 +79,14 @@ type entry struct {
 	rec     *storev1.TaskRecord // nil while frozen in raw
 	raw     []byte
 	prio    int32
-	rev     int64 // the record's mod revision; 0 for non-durable tasks
-	due     time.Time
-	purge   bool // due is the end of the task's retention, not a fire time
-	idx     int  // index in the queue, -1 when not queued
+	rev     int64   // the record's mod revision; 0 for non-durable tasks
+	due     instant // when it is due (dueOf; the queue's order)
+	purge   bool    // due is the end of the task's retention, not a fire time
+	idx     int     // index in the queue, -1 when not queued
 	running bool
 	gone    bool // removed while running
 	counted bool // counted as pending or running in the identity's vote
+	thawing bool // cold, its record being read again (thaw.go)
 	// awaitSince is when the entry began waiting for the result of a run
 	// that another live node still has in flight (a planned move);
 	// recheckAt is when its marker is looked at again.
@@ -103,8 +117,8 @@ type timerQueue []*entry
 func (q timerQueue) Len() int { return len(q) }
 func (q timerQueue) Less(i, j int) bool {
 	a, b := q[i], q[j]
-	if !a.due.Equal(b.due) {
-		return a.due.Before(b.due)
+	if a.due != b.due {
+		return a.due < b.due
 	}
 	if a.prio != b.prio {
 		return a.prio > b.prio
@@ -132,7 +146,7 @@ func (q *timerQueue) Pop() any {
 
 // set queues e at due (or moves it there).
 func (q *timerQueue) set(e *entry, due time.Time) {
-	e.due = due
+	e.due = dueOf(due)
 	if e.idx >= 0 {
 		heap.Fix(q, e.idx)
 		return
@@ -163,10 +177,19 @@ func (e *entry) record() *storev1.TaskRecord {
 	return rec
 }
 
+// cold reports a durable task waiting far from its due time whose record
+// the node does not hold: it is read again before it is due (thaw.go).
+func (e *entry) cold() bool { return e.rec == nil && e.raw == nil && e.rev > 0 }
+
 // freeze keeps only the encoded record of a durable task that waits in
-// the queue. Caller holds n.mu.
-func (e *entry) freeze() {
+// the queue, and not even that (cold) for one due more than coldAfter from
+// now. Caller holds n.mu.
+func (e *entry) freeze(now time.Time, coldAfter time.Duration) {
 	if e.rec == nil || !e.ident.durable || e.running {
+		return
+	}
+	if e.coldable(now, coldAfter) {
+		e.rec = nil
 		return
 	}
 	b, err := proto.Marshal(e.rec)

@@ -34,6 +34,11 @@ type Stats struct {
 	Running int
 	// Retained counts finished tasks kept until their retention ends.
 	Retained int
+	// Cold counts the scheduled tasks that wait without their record in
+	// memory (more than Config.ColdAfter from their due time); their
+	// records are read again before they are due. They count in Scheduled
+	// too.
+	Cold int
 	// WaitingForLimit counts, for each kind of Config.KindLimits, the due
 	// runs waiting for that kind's limit (they are counted in Due too).
 	WaitingForLimit map[string]int
@@ -58,12 +63,18 @@ func (n *Node) Stats() Stats {
 		switch {
 		case e.purge:
 			s.Retained++
-		case e.due.After(now):
+		case e.due.time().After(now):
 			s.Scheduled++
+			if e.cold() {
+				s.Cold++
+			}
 		default:
 			s.Due++
 		}
 	}
+	// Cold tasks being read again before they are due.
+	s.Scheduled += n.thawingN
+	s.Cold += n.thawingN
 	// Due entries taken off the timer queue but not started yet: waiting
 	// for a worker or for their kind's limit.
 	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {

@@ -1,0 +1,146 @@
+package taskservice
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/internal/backoff"
+)
+
+// This file keeps cold tasks: a durable task that waits in the timer queue
+// more than Config.ColdAfter from its due time keeps only its entry (due time,
+// priority, revision), not its record, which is most of a pending task's
+// memory. Its record is read again from etcd (thawed) before it is due.
+//
+// Guarantees:
+//   - A cold task is thawed before it can start: the dispatcher hands it to
+//     the thaw loop once it is due within thawAhead, and a cold entry never
+//     reaches a start queue, the look-ahead or a purge.
+//   - A thawed record is the one the entry stood for: it is kept only if
+//     its revision is the entry's. Any other revision (or none: the task
+//     was deleted) means a change the node missed, and the identity is read
+//     again (repair), as for any entry found out of date.
+//   - A change that needs a cold task's record (a pause lifted, a calendar
+//     changed, the dispatch start) thaws it first: reschedLocked does.
+//   - A task is never lost to a failed read: the entry waits, counted as
+//     pending, and the read is made again with backoff.
+//   - Only entries the node can read back as they are go cold: durable
+//     IDENTITY tasks without a run marker, a manual run asked, overlapping
+//     runs or a retention end pending.
+
+// thawBatch is how many cold records one read Txn brings back.
+const thawBatch = 64
+
+// thawAhead is how long before its due time a cold task is thawed: before
+// the look-ahead arms it, and well inside ColdAfter, so that a thawed task
+// does not go cold again.
+func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.LookAhead }
+
+// coldable reports whether e, about to wait in the queue until e.due, may
+// drop its record (coldAfter 0: none may). Caller holds n.mu.
+func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
+	st, rec := e.ident, e.rec
+	if coldAfter <= 0 || !st.durable || st.every || e.purge || e.overlapOf != nil || e.shadow != nil || e.rev <= 0 ||
+		e.awaitSince != 0 || e.due.time().Sub(now) <= coldAfter {
+		return false
+	}
+	return rec.Running == nil && !rec.ManualRequested && !rec.GetSpec().GetAllowOverlap()
+}
+
+// thawLocked takes cold entry e out of the queue and hands it to the thaw
+// loop. e.thawing is true exactly while e waits in thawQ or in the loop's
+// batch. n.mu held.
+func (n *Node) thawLocked(e *entry) {
+	n.queue.remove(e)
+	if e.thawing {
+		return // its read is queued or on its way; it reschedules e
+	}
+	e.thawing = true
+	n.thawingN++
+	n.touchLocked(e) // still pending
+	n.thawQ = append(n.thawQ, e)
+	select {
+	case n.thawWake <- struct{}{}:
+	default:
+	}
+}
+
+// thawLoop reads the records of the entries handed to it, thawBatch at a
+// time in one Txn, and reschedules them.
+func (n *Node) thawLoop(ctx context.Context) {
+	bo := backoff.New(50*time.Millisecond, 2*time.Second)
+	for {
+		n.mu.Lock()
+		k := min(len(n.thawQ), thawBatch)
+		batch := append([]*entry(nil), n.thawQ[:k]...)
+		clear(n.thawQ[:k])
+		n.thawQ = n.thawQ[k:]
+		n.mu.Unlock()
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-n.thawWake:
+			}
+			continue
+		}
+		if err := n.thaw(ctx, batch); err != nil {
+			n.mu.Lock()
+			n.thawQ = append(batch, n.thawQ...)
+			n.mu.Unlock()
+			if ctx.Err() == nil {
+				n.log.Warn("could not read cold tasks' records; retrying", "tasks", len(batch), "error", err)
+			}
+			if !bo.Wait(ctx) {
+				return
+			}
+			continue
+		}
+		bo.Reset()
+	}
+}
+
+// thaw reads the records of batch and reschedules each entry still cold;
+// an entry whose record is not at its revision has its identity read
+// again.
+func (n *Node) thaw(ctx context.Context, batch []*entry) error {
+	ops := make([]clientv3.Op, len(batch))
+	for i, e := range batch {
+		ops[i] = clientv3.OpGet(n.keys.Task(e.ident.name, e.id))
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
+	cancel()
+	if err != nil {
+		return err
+	}
+	var stale []string
+	n.mu.Lock()
+	for i, e := range batch {
+		e.thawing = false
+		n.thawingN--
+		if e.gone || e.ident.lost || e.running || !e.cold() {
+			// Gone, or given its record by a change meanwhile (which
+			// rescheduled it).
+			n.touchLocked(e)
+			continue
+		}
+		kvs := resp.Responses[i].GetResponseRange().GetKvs()
+		if len(kvs) == 0 || kvs[0].ModRevision != e.rev {
+			// Changed or deleted without this node seeing it: the repair's
+			// read installs what is there.
+			n.touchLocked(e)
+			stale = append(stale, e.ident.name)
+			continue
+		}
+		e.raw = kvs[0].Value
+		n.reschedLocked(e)
+	}
+	n.mu.Unlock()
+	for _, id := range stale {
+		n.repair(id)
+	}
+	return nil
+}

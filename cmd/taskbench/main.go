@@ -59,6 +59,7 @@ type options struct {
 	memTasks    int
 	memIDs      int
 	cpuprofile  string
+	memprofile  string
 	skip        string
 	nodes       int
 	scale       string
@@ -138,10 +139,11 @@ func main() {
 	flag.IntVar(&o.memTasks, "mem-tasks", 20000, "pending tasks to load for the memory figure")
 	flag.IntVar(&o.memIDs, "mem-identities", 2000, "identities of those pending tasks")
 	flag.IntVar(&o.nodes, "nodes", 1, "in-process nodes sharing the end-to-end scenarios' work")
-	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,fairness,memory,relocation")
+	flag.StringVar(&o.skip, "skip", "", "comma-separated scenarios to skip: schedule,e2e,lag,fairness,memory,memory-triggers (the periodic and cron memory figures),relocation")
 	flag.IntVar(&o.fairHot, "fairness-tasks", 50000, "tasks of the hot identity in the fairness scenario")
 	flag.StringVar(&o.scale, "scale", "", "scale scenario: `NODES[,NODES...]xIDENTITIES` in-process nodes sharing that many identities, then one dies (e.g. 2,5,10x100000)")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file, and the memory scenario's loading node's to FILE.load")
+	flag.StringVar(&o.memprofile, "memprofile", "", "write a heap profile of the node loaded by the memory scenario (one-shot tasks) to this file")
 	peers := flag.Bool("peers", false, "compare taskd with River, asynq and go-etcd-cron (see -peers-dir); writes -out")
 	peersDir := flag.String("peers-dir", "bench/peers", "the peers' Go modules (-peers)")
 	peersOnly := flag.String("peers-only", "", "comma-separated peers to run (-peers): river,asynq,go-etcd-cron (default all)")
@@ -150,9 +152,11 @@ func main() {
 	peersPeriodic := flag.Int("peers-periodic", 10000, "periodic jobs of one second (-peers; 0 skips)")
 	memChild := flag.String("memory-child", "", "internal: load the memory scenario's tasks from this etcd and report the heap")
 	memPrefix := flag.String("memory-prefix", "", "internal: the memory scenario's key prefix")
+	memChildProfile := flag.String("memory-child-profile", "", "internal: the memory child's heap profile")
+	memChildCPU := flag.String("memory-child-cpuprofile", "", "internal: the memory child's CPU profile of the load")
 	flag.Parse()
 	if *memChild != "" {
-		if err := memoryChild(*memChild, *memPrefix); err != nil {
+		if err := memoryChild(*memChild, *memPrefix, *memChildProfile, *memChildCPU); err != nil {
 			fmt.Fprintln(os.Stderr, "taskbench memory child:", err)
 			os.Exit(1)
 		}
@@ -264,16 +268,18 @@ func run(o options) (*Results, error) {
 	}
 	// Memory first, while the process holds nothing else of taskd's.
 	if !skip["memory"] {
-		heap, db, load, err := measureMemory(ctx, endpoint, "/bench-memory/", onceIn(24*time.Hour), o.memTasks, o.memIDs, o.concurrency/8+1)
+		heap, db, load, err := measureMemory(ctx, endpoint, "/bench-memory/", onceIn(24*time.Hour), o.memTasks, o.memIDs, o.concurrency/8+1, o.memprofile, o.cpuprofile)
 		if err != nil {
 			fail("memory", err)
 		} else {
 			res.HeapBytesPerTask, res.EtcdBytesPerTask, res.PendingLoaded, res.LoadMs = heap, db, o.memTasks, ms(load)
 		}
-		if res.HeapBytesPerCronTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-cron/", dailyCron, o.memTasks, o.memIDs, o.concurrency/8+1); err != nil {
+	}
+	if !skip["memory"] && !skip["memory-triggers"] {
+		if res.HeapBytesPerCronTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-cron/", dailyCron, o.memTasks, o.memIDs, o.concurrency/8+1, "", ""); err != nil {
 			fail("memory cron", err)
 		}
-		if res.HeapBytesPerPeriodicTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-periodic/", daily, o.memTasks, o.memIDs, o.concurrency/8+1); err != nil {
+		if res.HeapBytesPerPeriodicTask, _, _, err = measureMemory(ctx, endpoint, "/bench-memory-periodic/", daily, o.memTasks, o.memIDs, o.concurrency/8+1, "", ""); err != nil {
 			fail("memory periodic", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,8 +22,10 @@ import (
 // payload) for ids identities through one node, stops it, and starts a
 // new node under the same name, which loads them all (contract §5.4). It
 // returns the heap that node holds per pending task (live heap after a GC,
-// before and after the load), and etcd's database growth per task.
-func measureMemory(ctx context.Context, etcdURL, prefix string, trigger func() *taskdv1.Trigger, tasks, ids, concurrency int) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {
+// before and after the load), and etcd's database growth per task. With
+// profile set, the loaded node's heap profile is written there; with
+// cpuprofile set, a CPU profile of its load to cpuprofile.load.
+func measureMemory(ctx context.Context, etcdURL, prefix string, trigger func() *taskdv1.Trigger, tasks, ids, concurrency int, profile, cpuprofile string) (heapPerTask, etcdPerTask float64, loadTime time.Duration, err error) {
 	cli, err := taskservice.DialEtcd([]string{etcdURL})
 	if err != nil {
 		return 0, 0, 0, err
@@ -41,7 +44,11 @@ func measureMemory(ctx context.Context, etcdURL, prefix string, trigger func() *
 	}
 	// The node loads them in a child process of its own, so that the
 	// embedded etcd's memory (raft log, index) is not counted.
-	out, err := exec.Command(os.Args[0], "-memory-child", etcdURL, "-memory-prefix", prefix, "-cold-after", coldAfter.String()).Output()
+	args := []string{"-memory-child", etcdURL, "-memory-prefix", prefix, "-cold-after", coldAfter.String(), "-memory-child-profile", profile}
+	if cpuprofile != "" {
+		args = append(args, "-memory-child-cpuprofile", cpuprofile+".load")
+	}
+	out, err := exec.Command(os.Args[0], args...).Output()
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("memory child: %w", err)
 	}
@@ -61,18 +68,42 @@ type childResult struct {
 
 // memoryChild starts a node named "mem" over etcdURL under prefix, which
 // loads every pending task mapped to that name, and prints the live heap it
-// added and the load time.
-func memoryChild(etcdURL, prefix string) error {
+// added and the load time; with profile set, it writes its heap profile
+// there while the node is loaded, and with cpuprofile set a CPU profile
+// of the load.
+func memoryChild(etcdURL, prefix, profile, cpuprofile string) error {
+	if profile != "" {
+		runtime.MemProfileRate = 1 // every allocation, not a sample
+	}
 	ctx := context.Background()
 	noop := taskservice.HandlerFunc(func(context.Context, *taskservice.Run) error { return nil })
 	before := liveHeap()
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	began := time.Now()
 	nodes, stop, err := startNodes(ctx, etcdURL, prefix, []string{"mem"}, noop, nodeOptions{})
+	if cpuprofile != "" {
+		pprof.StopCPUProfile()
+	}
 	if err != nil {
 		return err
 	}
 	load := time.Since(began)
 	after := liveHeap()
+	if profile != "" {
+		if err := writeHeapProfile(profile); err != nil {
+			stop()
+			return err
+		}
+	}
 	runtime.KeepAlive(nodes)
 	stop()
 	return json.NewEncoder(os.Stdout).Encode(childResult{HeapBytes: int64(after) - int64(before), LoadNanos: load.Nanoseconds()})
@@ -124,6 +155,18 @@ func dailyCron() *taskdv1.Trigger {
 // daily is a periodic trigger firing every day from a day from now.
 func daily() *taskdv1.Trigger {
 	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(24 * time.Hour)}}}
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func liveHeap() uint64 {

@@ -129,14 +129,14 @@ func (h *armedHeap) Pop() any {
 // to start either way. n.mu held.
 func (n *Node) armableLocked(e *entry) bool {
 	st := e.ident
-	if !st.durable || st.every || st.lost || e.purge || e.overlapOf != nil || e.gone {
+	if !st.durable || st.every || st.lost || e.purge || e.overlapOf() != nil || e.gone {
 		return false
 	}
 	rec := e.record()
 	if rec == nil || rec.Running != nil || rec.ManualRequested {
 		return false
 	}
-	e.rec, e.raw = rec, nil
+	e.rec, e.raw = rec, ""
 	spec := rec.GetSpec()
 	if spec.GetAllowOverlap() || (spec.RequestsRecovery != nil && !spec.GetRequestsRecovery()) {
 		return false

@@ -162,7 +162,7 @@ func (n *Node) starter(st *identState) {
 				// it ends).
 				n.mu.Lock()
 				n.releaseShareLocked(st, 1)
-				n.releaseTokenLocked(&batch[i].token)
+				n.releaseEntryTokenLocked(batch[i])
 				n.mu.Unlock()
 			}
 		}
@@ -327,7 +327,7 @@ func (n *Node) releaseShareLocked(st *identState, k int) {
 // resolution of a run marker, or a run start. It returns the function that
 // launches a run, or nil if none starts.
 func (n *Node) startAny(st *identState, e *entry) func() {
-	if e.overlapOf != nil {
+	if e.overlapOf() != nil {
 		n.startOverlap(e)
 		return nil
 	}
@@ -400,12 +400,14 @@ func (n *Node) reschedLocked(e *entry) {
 	now := time.Now()
 	if rec.Running != nil {
 		e.purge = false
-		n.queue.set(e, maxTime(now, e.recheckAt.time()))
+		n.queue.set(e, maxTime(now, e.recheckAt().time()))
 		e.freeze(now, n.cfg.ColdAfter)
 		n.kick()
 		return
 	}
-	e.awaitSince, e.recheckAt = 0, 0
+	if e.x != nil {
+		e.x.awaitSince, e.x.recheckAt = 0, 0
+	}
 	at, purge, ok := dueTime(rec, n.cfg.Retention, n.timingLocked(rec, now))
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
@@ -513,7 +515,9 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		return nil, nil
 	}
 	// The run's flight carries its kind's token from here on (limits.go).
-	f.token, e.token = e.token, nil
+	if e.x != nil {
+		f.token, e.x.token = e.x.token, nil
+	}
 	ready := e.readyAt.time()
 	n.mu.Unlock()
 
@@ -564,7 +568,7 @@ func (n *Node) snapLocked(e *entry) startSnap {
 	s := startSnap{rev: e.rev, lease: n.leaseID}
 	switch {
 	case e.ident.every:
-		s.progRev, s.served = e.progRev, e.prog.GetManualServedRev()
+		s.progRev, s.served = e.progRev(), e.prog().GetManualServedRev()
 		s.manualIn = e.rec != nil && e.rec.ManualRequested
 	case e.ident.durable:
 		s.epoch = e.ident.epoch
@@ -620,7 +624,7 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 			return 0, nil, false
 		}
 		rev := resp.Header.Revision
-		return rev, func() { e.rec, e.prog, e.progRev = p.rec, np, rev }, true
+		return rev, func() { e.rec, e.extra().prog, e.x.progRev = p.rec, np, rev }, true
 	case !st.durable:
 		return 0, func() { e.rec = p.rec }, true
 	}
@@ -668,7 +672,7 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 		n.conflict(e, snap.epoch, out.els)
 		return 0, nil, false
 	}
-	return out.rev, func() { e.rec, e.raw, e.rev = p.rec, nil, out.rev }, true
+	return out.rev, func() { e.rec, e.raw, e.rev = p.rec, "", out.rev }, true
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e
@@ -791,7 +795,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 		n.queue.set(e, time.Now().Add(time.Second))
 		return
 	}
-	e.rec, e.raw, e.rev = rec, nil, kvs[0].ModRevision
+	e.rec, e.raw, e.rev = rec, "", kvs[0].ModRevision
 	n.reschedLocked(e)
 }
 
@@ -800,8 +804,8 @@ func (n *Node) removeEntryLocked(e *entry) {
 	n.queue.remove(e)
 	n.dropShadowLocked(e)
 	delete(n.pauses.parked, e)
-	if e.ident.tasks[e.id] == e {
-		delete(e.ident.tasks, e.id)
+	if e.ident.tasks.get(e.id) == e {
+		e.ident.tasks.del(e.id)
 	}
 	n.touchLocked(e)
 }
@@ -839,7 +843,7 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 // go on (their results reach the new owner) and are told it left.
 func (n *Node) dropIdentityLocked(st *identState) {
 	st.lost = true
-	for _, e := range st.tasks {
+	for e := range st.tasks.all() {
 		n.queue.remove(e)
 		n.dropShadowLocked(e)
 		delete(n.pauses.parked, e)
@@ -1040,7 +1044,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	defer n.mu.Unlock()
 	st := n.idents[id]
 	if st == nil || st.lost {
-		st = &identState{name: id, durable: true, tasks: map[string]*entry{}}
+		st = &identState{name: id, durable: true}
 		n.idents[id] = st
 		n.voter.Track(id)
 	}
@@ -1051,22 +1055,24 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	seen := make(map[string]bool, len(stored))
 	for _, s := range stored {
 		seen[s.Rec.Id] = true
-		e := st.tasks[s.Rec.Id]
+		e := st.tasks.get(s.Rec.Id)
 		if e == nil {
 			e = &entry{ident: st, id: s.Rec.Id, idx: -1}
-			st.tasks[e.id] = e
+			st.tasks.put(e)
 		}
 		if e.running && s.Rev > e.rev {
 			n.taskChangedLocked(e) // an armed run is not called
 		}
-		if e.running || ((e.rec != nil || e.raw != nil || e.cold()) && e.rev > s.Rev) {
+		if e.running || ((e.rec != nil || e.raw != "" || e.cold()) && e.rev > s.Rev) {
 			continue
 		}
-		e.rec, e.raw, e.rev = s.Rec, nil, s.Rev
+		e.rec, e.raw, e.rev = s.Rec, "", s.Rev
 		// A reload may bring what an entry waits for (a handoff entry comes
 		// with a result forwarded by the previous owner): look again now,
 		// not at the next recheck.
-		e.recheckAt = 0
+		if e.x != nil {
+			e.x.recheckAt = 0
+		}
 		if n.inFlightLocked(e.ref()) {
 			e.running = true
 			n.queue.remove(e)
@@ -1076,8 +1082,8 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		n.reschedLocked(e)
 	}
 	if loadRev > 0 {
-		for tid, e := range st.tasks {
-			if !seen[tid] && !e.running && e.rev <= loadRev {
+		for e := range st.tasks.all() {
+			if !seen[e.id] && !e.running && e.rev <= loadRev {
 				n.removeEntryLocked(e)
 			}
 		}
@@ -1112,7 +1118,7 @@ func (n *Node) purge(e *entry) {
 	}
 	n.mu.Lock()
 	n.removeEntryLocked(e)
-	empty := len(st.tasks) == 0
+	empty := st.tasks.len() == 0
 	n.mu.Unlock()
 	if empty {
 		n.voter.Recheck(st.name) // its idle unmapping may go ahead now

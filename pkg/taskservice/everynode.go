@@ -131,8 +131,8 @@ func (n *Node) loadEvery(ctx context.Context) (int64, error) {
 	n.mu.Lock()
 	var gone []*entry
 	for _, st := range n.every {
-		for tid, e := range st.tasks {
-			if !seen[tid] {
+		for e := range st.tasks.all() {
+			if !seen[e.id] {
 				gone = append(gone, e)
 			}
 		}
@@ -189,23 +189,23 @@ func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mv
 	n.mu.Lock()
 	st := n.every[id]
 	if st == nil {
-		st = &identState{name: id, every: true, tasks: map[string]*entry{}}
+		st = &identState{name: id, every: true}
 		n.every[id] = st
 	}
-	e := st.tasks[shared.Id]
+	e := st.tasks.get(shared.Id)
 	if e == nil {
 		e = &entry{ident: st, id: shared.Id, idx: -1}
-		st.tasks[e.id] = e
+		st.tasks.put(e)
 	} else if e.running || (!withProg && e.rev >= sharedRev) {
 		n.mu.Unlock()
 		return // a run in flight folds the change in at its commit
 	}
 	if withProg {
-		e.prog, e.progRev = prog, progRev
+		e.extra().prog, e.x.progRev = prog, progRev
 	}
 	e.rev = sharedRev
-	e.shared = shared
-	e.rec = mergeEvery(shared, sharedRev, e.prog, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
+	e.extra().shared = shared
+	e.rec = mergeEvery(shared, sharedRev, e.x.prog, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
 	if n.inFlightLocked(e.ref()) {
 		// This node's run is in flight: its commit settles the marker.
 		e.running = true
@@ -221,7 +221,7 @@ func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mv
 func (n *Node) removeEvery(id, taskID string) {
 	n.mu.Lock()
 	if st := n.every[id]; st != nil {
-		if e := st.tasks[taskID]; e != nil {
+		if e := st.tasks.get(taskID); e != nil {
 			n.removeEntryLocked(e)
 		}
 	}

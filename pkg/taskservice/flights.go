@@ -201,7 +201,7 @@ func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
 		return
 	}
 	if rec != nil && (rev == 0 || rev >= e.rev) {
-		e.rec, e.raw, e.rev = rec, nil, rev
+		e.rec, e.raw, e.rev = rec, "", rev
 	}
 	e.running = false
 	n.reschedLocked(e)
@@ -222,5 +222,5 @@ func (n *Node) entryLocked(ref taskRef) *entry {
 	if st == nil || st.lost {
 		return nil
 	}
-	return st.tasks[ref.task]
+	return st.tasks.get(ref.task)
 }

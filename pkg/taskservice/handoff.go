@@ -69,7 +69,7 @@ func (n *Node) takeHandoff(ctx context.Context, e handoff.Entry) error {
 	}
 	if !ok {
 		n.mu.Lock()
-		if x := st.tasks[e.TaskID]; x != nil && !x.running {
+		if x := st.tasks.get(e.TaskID); x != nil && !x.running {
 			n.removeEntryLocked(x)
 		}
 		n.mu.Unlock()
@@ -176,7 +176,7 @@ func (n *Node) takeRead(ctx context.Context, e handoff.Entry, one bool, register
 	}
 	if len(tasks.Kvs) == 0 {
 		n.mu.Lock()
-		if x := st.tasks[e.TaskID]; x != nil && !x.running {
+		if x := st.tasks.get(e.TaskID); x != nil && !x.running {
 			n.removeEntryLocked(x)
 		}
 		n.mu.Unlock()

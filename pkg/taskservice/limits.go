@@ -53,7 +53,7 @@ func newKindLimits(limits map[string]int) map[string]*kindLimit {
 // limitOfLocked is the limit a due entry is under, or nil: purges and
 // overlap shadows (whose overlapping run is a task of its own) take none.
 func (n *Node) limitOfLocked(e *entry) *kindLimit {
-	if len(n.limits) == 0 || e.purge || e.overlapOf != nil {
+	if len(n.limits) == 0 || e.purge || e.overlapOf() != nil {
 		return nil
 	}
 	return n.limits[e.record().GetSpec().GetKind()]
@@ -69,7 +69,7 @@ func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
 	}
 	out := batch[:0]
 	for _, e := range batch {
-		if e.token != nil {
+		if e.token() != nil {
 			out = append(out, e)
 			continue
 		}
@@ -79,7 +79,7 @@ func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
 			out = append(out, e)
 		case len(lim.waiting[st]) == 0 && lim.running < lim.limit:
 			lim.running++
-			e.token = lim
+			e.extra().token = lim
 			out = append(out, e)
 		default:
 			if len(lim.waiting[st]) == 0 {
@@ -114,7 +114,7 @@ func (n *Node) grantLocked(lim *kindLimit) {
 			lim.next++
 		}
 		lim.running++
-		e.token = lim
+		e.extra().token = lim
 		st.grantQ = append(st.grantQ, e)
 		n.ensureStarterLocked(st)
 	}
@@ -148,7 +148,7 @@ func (n *Node) forgetWaitingLocked(st *identState) {
 	}
 	for _, q := range [][]*entry{st.grantQ, st.startQ} {
 		for _, e := range q {
-			n.releaseTokenLocked(&e.token)
+			n.releaseEntryTokenLocked(e)
 		}
 	}
 }
@@ -164,6 +164,14 @@ func (n *Node) waitingForLimitLocked() map[string]int {
 		out[kind] = lim.nwait
 	}
 	return out
+}
+
+// releaseEntryTokenLocked gives back the kind's token e holds, if any.
+// n.mu held.
+func (n *Node) releaseEntryTokenLocked(e *entry) {
+	if e.x != nil {
+		n.releaseTokenLocked(&e.x.token)
+	}
 }
 
 // runEnded gives back the kind's token of a run whose commit is done (its

@@ -235,7 +235,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// loaded before it that wait for nothing else are looked at again.
 	for _, idents := range []map[string]*identState{n.idents, n.every} {
 		for _, st := range idents {
-			for _, e := range st.tasks {
+			for e := range st.tasks.all() {
 				if e.idx < 0 && !e.running {
 					n.reschedLocked(e)
 				}

@@ -52,10 +52,10 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 			return
 		}
 	}
-	s := e.shadow
+	s := e.shadow()
 	if s == nil || s.gone {
-		s = &entry{ident: e.ident, id: e.id, overlapOf: e, idx: -1}
-		e.shadow = s
+		s = &entry{ident: e.ident, id: e.id, x: &entryExtra{overlapOf: e}, idx: -1}
+		e.extra().shadow = s
 	}
 	s.rec, s.rev = rec, rev
 	n.queue.set(s, at)
@@ -65,10 +65,10 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
 // left). n.mu held.
 func (n *Node) dropShadowLocked(e *entry) {
-	if s := e.shadow; s != nil {
+	if s := e.shadow(); s != nil {
 		s.gone = true
 		n.queue.remove(s)
-		e.shadow = nil
+		e.x.shadow = nil
 	}
 }
 
@@ -77,7 +77,7 @@ func (n *Node) dropShadowLocked(e *entry) {
 func (n *Node) startOverlap(s *entry) {
 	n.mu.Lock()
 	s.running = false
-	parent := s.overlapOf
+	parent := s.overlapOf()
 	st := parent.ident
 	cur, rev := s.rec, s.rev
 	if parent.rev > rev {
@@ -107,7 +107,7 @@ func (n *Node) startOverlap(s *entry) {
 	}
 	var live []string // overlapping runs not finished
 	for _, id := range cur.OverlapRuns {
-		if c := st.tasks[id]; c != nil && !c.gone {
+		if c := st.tasks.get(id); c != nil && !c.gone {
 			// A cold task waits for a fire time: it is not final.
 			if r := c.record(); c.running || c.cold() || (r != nil && !isFinal(r.State)) {
 				live = append(live, id)

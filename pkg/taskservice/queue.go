@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"math"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -17,7 +18,7 @@ type identState struct {
 	epoch   int64
 	durable bool
 	every   bool // the EVERY_NODE tasks of the identity (not owned: run here)
-	tasks   map[string]*entry
+	tasks   taskSet
 	// startQ holds due entries in dispatch order; one starter goroutine per
 	// identity drains it, so one identity's runs start in order (contract §2.6).
 	startQ []*entry
@@ -35,6 +36,14 @@ type identState struct {
 	held      int
 	shareWait chan struct{}
 	lost      bool
+}
+
+// task returns the entry of task id; nil if there is none or st is nil.
+func (st *identState) task(id string) *entry {
+	if st == nil {
+		return nil
+	}
+	return st.tasks.get(id)
 }
 
 // instant is a wall-clock time in Unix nanoseconds, 0 for none: the times
@@ -74,29 +83,38 @@ func (i instant) time() time.Time {
 // node holds every pending task of its identities, and the encoded form is
 // a fraction of the decoded one's size.
 type entry struct {
-	ident   *identState
-	id      string
-	rec     *storev1.TaskRecord // nil while frozen in raw
-	raw     []byte
+	ident *identState
+	id    string
+	rec   *storev1.TaskRecord // nil while frozen in raw, or cold
+	raw   string              // the encoded record while frozen (freeze)
+	rev   int64               // the record's mod revision; 0 for non-durable tasks
+	due   instant             // when it is due (dueOf; the queue's order)
+	// readyAt is when the entry was first popped due for its next run (the
+	// queue wait is measured from it). Under n.mu.
+	readyAt instant
+	x       *entryExtra // what few entries need; nil for most (extra)
+	idx     int32       // index in the queue, -1 when not queued
 	prio    int32
-	rev     int64   // the record's mod revision; 0 for non-durable tasks
-	due     instant // when it is due (dueOf; the queue's order)
-	purge   bool    // due is the end of the task's retention, not a fire time
-	idx     int     // index in the queue, -1 when not queued
+	purge   bool // due is the end of the task's retention, not a fire time
 	running bool
 	gone    bool // removed while running
 	counted bool // counted as pending or running in the identity's vote
 	thawing bool // cold, its record being read again (thaw.go)
+}
+
+// entryExtra holds the fields only some entries use, out of line: a node
+// holds an entry per pending task, and every field kept in entry itself is
+// paid for by all of them (docs/performance.md, "Heap per pending task").
+// Once allocated it stays with its entry.
+type entryExtra struct {
 	// awaitSince is when the entry began waiting for the result of a run
 	// that another live node still has in flight (a planned move);
 	// recheckAt is when its marker is looked at again.
 	awaitSince instant
 	recheckAt  instant
-	// readyAt is when the entry was first popped due for its next run
-	// (the queue wait is measured from it); token is the token of its
-	// kind's limit it holds until its start (limits.go). Both under n.mu.
-	readyAt instant
-	token   *kindLimit
+	// token is the token of its kind's limit the entry holds until its
+	// start (limits.go).
+	token *kindLimit
 
 	// allow_overlap (overlap.go): a shadow entry stands for the next fire
 	// time of overlapOf's task while its run is in flight (it is in the
@@ -108,6 +126,65 @@ type entry struct {
 	shared  *storev1.TaskRecord
 	prog    *storev1.EveryNodeProgress
 	progRev int64
+}
+
+// extra returns e's out-of-line fields for writing, allocating them the
+// first time.
+func (e *entry) extra() *entryExtra {
+	if e.x == nil {
+		e.x = &entryExtra{}
+	}
+	return e.x
+}
+
+// The readers of entryExtra's fields: the zero value when e has none.
+func (e *entry) awaitSince() instant {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.awaitSince
+}
+func (e *entry) recheckAt() instant {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.recheckAt
+}
+func (e *entry) overlapOf() *entry {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.overlapOf
+}
+func (e *entry) shadow() *entry {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.shadow
+}
+func (e *entry) shared() *storev1.TaskRecord {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.shared
+}
+func (e *entry) prog() *storev1.EveryNodeProgress {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.prog
+}
+func (e *entry) progRev() int64 {
+	if e.x == nil {
+		return 0
+	}
+	return e.x.progRev
+}
+func (e *entry) token() *kindLimit {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.token
 }
 
 // timerQueue orders entries by due time, then priority (higher first), then
@@ -127,12 +204,12 @@ func (q timerQueue) Less(i, j int) bool {
 }
 func (q timerQueue) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].idx = i
-	q[j].idx = j
+	q[i].idx = int32(i)
+	q[j].idx = int32(j)
 }
 func (q *timerQueue) Push(x any) {
 	e := x.(*entry)
-	e.idx = len(*q)
+	e.idx = int32(len(*q))
 	*q = append(*q, e)
 }
 func (q *timerQueue) Pop() any {
@@ -148,7 +225,7 @@ func (q *timerQueue) Pop() any {
 func (q *timerQueue) set(e *entry, due time.Time) {
 	e.due = dueOf(due)
 	if e.idx >= 0 {
-		heap.Fix(q, e.idx)
+		heap.Fix(q, int(e.idx))
 		return
 	}
 	heap.Push(q, e)
@@ -157,7 +234,7 @@ func (q *timerQueue) set(e *entry, due time.Time) {
 // remove takes e out of the queue if it is there.
 func (q *timerQueue) remove(e *entry) {
 	if e.idx >= 0 {
-		heap.Remove(q, e.idx)
+		heap.Remove(q, int(e.idx))
 	}
 }
 
@@ -167,11 +244,11 @@ func (e *entry) record() *storev1.TaskRecord {
 	if e.rec != nil {
 		return e.rec
 	}
-	if e.raw == nil {
+	if e.raw == "" {
 		return nil
 	}
 	rec := &storev1.TaskRecord{}
-	if err := proto.Unmarshal(e.raw, rec); err != nil {
+	if err := proto.Unmarshal(unsafe.Slice(unsafe.StringData(e.raw), len(e.raw)), rec); err != nil {
 		return nil // cannot happen: raw is our own encoding
 	}
 	return rec
@@ -179,7 +256,7 @@ func (e *entry) record() *storev1.TaskRecord {
 
 // cold reports a durable task waiting far from its due time whose record
 // the node does not hold: it is read again before it is due (thaw.go).
-func (e *entry) cold() bool { return e.rec == nil && e.raw == nil && e.rev > 0 }
+func (e *entry) cold() bool { return e.rec == nil && e.raw == "" && e.rev > 0 }
 
 // freeze keeps only the encoded record of a durable task that waits in
 // the queue, and not even that (cold) for one due more than coldAfter from
@@ -196,5 +273,17 @@ func (e *entry) freeze(now time.Time, coldAfter time.Duration) {
 	if err != nil {
 		return
 	}
-	e.raw, e.rec = b, nil
+	e.raw, e.rec = frozen(b), nil
+}
+
+// frozen returns b as a string without copying it: an entry's raw record
+// costs 16 bytes of header instead of a slice's 24. b must never be written
+// again, which holds for what proto.Marshal returns and for a value the
+// etcd client decoded for this node alone; record reads it back without
+// writing to it (proto.Unmarshal copies what it keeps).
+func frozen(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

@@ -252,7 +252,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	c := &commitState{base: p.rec, epoch: epoch, rev: rev}
 	if st.every {
 		n.mu.Lock()
-		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.prog.GetManualServedRev(), e.shared
+		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.prog().GetManualServedRev(), e.shared()
 		n.mu.Unlock()
 	}
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)
@@ -364,7 +364,7 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 				// The entry's record merges the shared record with this
 				// node's progress; its rev stays the shared record's.
 				n.mu.Lock()
-				e.prog, e.progRev = np, rev
+				e.extra().prog, e.x.progRev = np, rev
 				e.rec = mergeEvery(shared, sharedRev, np, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
 				n.mu.Unlock()
 				return nil
@@ -427,7 +427,7 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		}
 		c.shared, c.rev = fresh, kvs[0].ModRevision
 		n.mu.Lock()
-		e.shared, e.rev = fresh, c.rev
+		e.extra().shared, e.rev = fresh, c.rev
 		n.mu.Unlock()
 		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.calendarsOf(fresh.GetSpec().GetCalendars()))
 		return true

@@ -81,7 +81,7 @@ func (n *Node) Stats() Stats {
 		for _, st := range m {
 			for _, q := range [][]*entry{st.startQ, st.grantQ} {
 				for _, e := range q {
-					if !e.purge && e.overlapOf == nil {
+					if !e.purge && e.overlapOf() == nil {
 						s.Due++
 					}
 				}

@@ -482,7 +482,7 @@ func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskR
 	st := n.idents[id]
 	if st == nil || st.lost || st.epoch < epoch {
 		if st == nil || st.lost {
-			st = &identState{name: id, durable: true, tasks: map[string]*entry{}}
+			st = &identState{name: id, durable: true}
 			n.idents[id] = st
 		}
 		st.epoch = epoch
@@ -492,14 +492,14 @@ func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskR
 	}
 	for _, i := range idx {
 		r := recs[i]
-		if st.tasks[r.Id] != nil {
+		if st.tasks.get(r.Id) != nil {
 			// Already loaded (a handoff or adoption that raced this
 			// schedule read it from etcd): one entry per task, so that it
 			// is never queued, and started, twice.
 			continue
 		}
 		e := &entry{ident: st, id: r.Id, rec: r, rev: rev, idx: -1}
-		st.tasks[r.Id] = e
+		st.tasks.put(e)
 		n.reschedLocked(e)
 	}
 }
@@ -511,11 +511,11 @@ func (n *Node) addLocal(r *storev1.TaskRecord) {
 	id := r.Spec.Identity
 	st := n.local[id]
 	if st == nil {
-		st = &identState{name: id, tasks: map[string]*entry{}}
+		st = &identState{name: id}
 		n.local[id] = st
 	}
 	e := &entry{ident: st, id: r.Id, rec: r, idx: -1}
-	st.tasks[r.Id] = e
+	st.tasks.put(e)
 	n.reschedLocked(e)
 }
 
@@ -552,7 +552,7 @@ func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if st := n.local[id]; st != nil {
-		if e := st.tasks[taskID]; e != nil {
+		if e := st.tasks.get(taskID); e != nil {
 			return cloneRec(e.rec), true
 		}
 	}
@@ -594,7 +594,8 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			return nil, err
 		}
 		n.mu.Lock()
-		if e := n.local[id].tasks[taskID]; e != nil && !e.running {
+		// (The identity may have left since localTask: task is nil-safe.)
+		if e := n.local[id].task(taskID); e != nil && !e.running {
 			e.rec = rec
 			n.reschedLocked(e)
 		} else if e != nil {
@@ -674,13 +675,13 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 		applied := false
 		n.mu.Lock()
 		if s := n.idents[id]; s != nil && !s.lost {
-			if e := s.tasks[taskID]; e != nil {
+			if e := s.tasks.get(taskID); e != nil {
 				switch {
 				case e.running:
 					applied = true         // the run's commit folds the change in
 					n.taskChangedLocked(e) // an armed run is not called
 				case e.rev == st.Rev:
-					e.rec, e.raw, e.rev = rec, nil, rev
+					e.rec, e.raw, e.rev = rec, "", rev
 					n.reschedLocked(e)
 					applied = true
 				}

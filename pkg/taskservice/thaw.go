@@ -42,8 +42,8 @@ func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.Look
 // drop its record (coldAfter 0: none may). Caller holds n.mu.
 func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
 	st, rec := e.ident, e.rec
-	if coldAfter <= 0 || !st.durable || st.every || e.purge || e.overlapOf != nil || e.shadow != nil || e.rev <= 0 ||
-		e.awaitSince != 0 || e.due.time().Sub(now) <= coldAfter {
+	if coldAfter <= 0 || !st.durable || st.every || e.purge || e.overlapOf() != nil || e.shadow() != nil || e.rev <= 0 ||
+		e.awaitSince() != 0 || e.due.time().Sub(now) <= coldAfter {
 		return false
 	}
 	return rec.Running == nil && !rec.ManualRequested && !rec.GetSpec().GetAllowOverlap()
@@ -135,7 +135,7 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 			stale = append(stale, e.ident.name)
 			continue
 		}
-		e.raw = kvs[0].Value
+		e.raw = frozen(kvs[0].Value)
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()

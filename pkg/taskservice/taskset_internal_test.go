@@ -1,0 +1,103 @@
+package taskservice
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestTaskSetAgreesWithAMap runs random puts, replacements and deletes on a
+// taskSet and a Go map side by side and compares them after every step.
+func TestTaskSetAgreesWithAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var s taskSet
+	want := map[string]*entry{}
+	for step := range 20000 {
+		id := fmt.Sprintf("t%04d", rng.IntN(300))
+		switch rng.IntN(3) {
+		case 0, 1:
+			e := &entry{id: id}
+			s.put(e)
+			want[id] = e
+		case 2:
+			s.del(id)
+			delete(want, id)
+		}
+		if s.len() != len(want) {
+			t.Fatalf("step %d: len %d, want %d", step, s.len(), len(want))
+		}
+		if got := s.get(id); got != want[id] {
+			t.Fatalf("step %d: get(%s) = %p, want %p", step, id, got, want[id])
+		}
+	}
+	seen := map[string]bool{}
+	for e := range s.all() {
+		if seen[e.id] {
+			t.Fatalf("%s produced twice", e.id)
+		}
+		seen[e.id] = true
+		if want[e.id] != e {
+			t.Fatalf("%s: produced %p, the map holds %p", e.id, e, want[e.id])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("all() produced %d entries, want %d", len(seen), len(want))
+	}
+	for id := range want {
+		s.del(id)
+	}
+	if s.len() != 0 || s.slots != nil {
+		t.Fatalf("emptied set keeps len %d and %d slots", s.len(), len(s.slots))
+	}
+}
+
+// TestTaskSetRangeWhileChanging checks what a Go map promises a caller
+// that changes it while ranging: an entry deleted before it is reached is
+// not produced, and no entry is produced twice, also when a put rehashes
+// the table mid-range.
+func TestTaskSetRangeWhileChanging(t *testing.T) {
+	for _, grow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rehash=%v", grow), func(t *testing.T) {
+			var s taskSet
+			all := map[string]*entry{}
+			for i := range 100 {
+				e := &entry{id: fmt.Sprintf("t%03d", i)}
+				s.put(e)
+				all[e.id] = e
+			}
+			deleted := map[string]bool{}
+			produced := map[string]bool{}
+			slotsBefore := len(s.slots)
+			for e := range s.all() {
+				if deleted[e.id] {
+					t.Fatalf("%s produced after its delete", e.id)
+				}
+				if produced[e.id] {
+					t.Fatalf("%s produced twice", e.id)
+				}
+				produced[e.id] = true
+				// Delete this one and the next two ids, reached or not.
+				for k := range 3 {
+					var n int
+					fmt.Sscanf(e.id, "t%03d", &n)
+					id := fmt.Sprintf("t%03d", n+k)
+					s.del(id)
+					deleted[id] = true
+				}
+				if grow && len(produced) == 10 {
+					for i := range 200 {
+						s.put(&entry{id: fmt.Sprintf("new%03d", i)})
+					}
+				}
+			}
+			if grow && len(s.slots) == slotsBefore {
+				t.Fatalf("the puts did not rehash (%d slots): the test does not test what it says", len(s.slots))
+			}
+			for id := range all {
+				if !produced[id] && !deleted[id] {
+					t.Fatalf("%s neither produced nor deleted", id)
+				}
+			}
+		})
+	}
+}

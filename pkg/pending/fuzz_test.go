@@ -203,3 +203,64 @@ func FuzzDecodeTaskRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGlanceAt feeds arbitrary bytes to GlanceAt: whenever it accepts a
+// record that decodes, the decoded record says the same (id, kind,
+// priority, the earliest next fire time of its triggers) and is plainly
+// waiting (state SCHEDULED; no run marker, recovery, retry, manual run,
+// task pause, overlap or on-start-up trigger). A node queues a glanced
+// record cold on Glance.Due, so a disagreement would run a task late.
+func FuzzGlanceAt(f *testing.F) {
+	at := timestamppb.New(time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC))
+	early := timestamppb.New(time.Date(2029, 1, 2, 3, 4, 5, 6, time.UTC))
+	every := &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Start: at, Interval: durationpb.New(time.Minute)}}}
+	for _, rec := range []*storev1.TaskRecord{
+		{},
+		{Id: "01hx0000000000000000000000", State: taskdv1.TaskState_TASK_STATE_SCHEDULED, CreatedAt: at,
+			Spec:     &taskdv1.TaskSpec{Identity: "bob", Kind: "mail", Priority: -3, Payload: []byte("hi"), Triggers: []*taskdv1.Trigger{every, every}},
+			Triggers: []*storev1.TriggerState{{Next: at, Fired: 2}, {Next: early}}},
+		{Id: "01hx0000000000000000000001", State: taskdv1.TaskState_TASK_STATE_SCHEDULED,
+			Spec:     &taskdv1.TaskSpec{Kind: "mail", AllowOverlap: true, Triggers: []*taskdv1.Trigger{every}},
+			Triggers: []*storev1.TriggerState{{Next: at}}},
+		{Id: "01hx0000000000000000000002", State: taskdv1.TaskState_TASK_STATE_RUNNING,
+			Spec:     &taskdv1.TaskSpec{Kind: "mail", Triggers: []*taskdv1.Trigger{every}},
+			Triggers: []*storev1.TriggerState{{Next: at}}, Running: &storev1.RunMarker{RunNumber: 1}},
+	} {
+		b, err := Encode(rec)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		g, ok := GlanceAt(b)
+		if !ok {
+			return
+		}
+		rec, err := Decode(b)
+		if err != nil {
+			return // a node that glanced at it reads it again before it is due, and fails there
+		}
+		var due time.Time
+		for _, st := range rec.Triggers {
+			if st.Next != nil && (due.IsZero() || st.Next.AsTime().Before(due)) {
+				due = st.Next.AsTime()
+			}
+		}
+		for _, tr := range rec.GetSpec().GetTriggers() {
+			if tr.GetOnStartup() != nil {
+				t.Fatalf("glanced at a record with an on-start-up trigger: %v", rec)
+			}
+		}
+		switch {
+		case rec.Id != g.ID || rec.Spec.GetKind() != string(g.Kind) || rec.Spec.GetPriority() != g.Priority:
+			t.Fatalf("glance %+v; record id %q kind %q priority %d", g, rec.Id, rec.Spec.GetKind(), rec.Spec.GetPriority())
+		case !due.Equal(g.Due):
+			t.Fatalf("glanced due %s; the record's earliest next fire time is %s", g.Due, due)
+		case rec.State != taskdv1.TaskState_TASK_STATE_SCHEDULED || rec.Running != nil || rec.RecoveryPending != nil ||
+			rec.RetryAt != nil || rec.ManualRequested || rec.PausedAt != nil || rec.Spec.GetAllowOverlap():
+			t.Fatalf("glanced at a record that is not plainly waiting: %v", rec)
+		}
+	})
+}

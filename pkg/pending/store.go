@@ -12,10 +12,22 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// Stored is a task record with the etcd mod revision it was read at.
+// Stored is a task record with the etcd mod revision it was read at:
+// decoded (Rec), or only glanced at (Rec nil, Glance set, Raw its
+// encoding) when the reader will not need it before it is due.
 type Stored struct {
-	Rec *storev1.TaskRecord
-	Rev int64
+	Rec    *storev1.TaskRecord
+	Rev    int64
+	Glance Glance
+	Raw    []byte
+}
+
+// TaskID is the stored task's id.
+func (s *Stored) TaskID() string {
+	if s.Rec != nil {
+		return s.Rec.Id
+	}
+	return s.Glance.ID
 }
 
 // Store reads the task keyspace. Writes are Txn operations built by the

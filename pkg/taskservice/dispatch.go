@@ -968,13 +968,9 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 			}
 			continue
 		}
-		stored := make([]pending.Stored, 0, len(rr.Kvs))
-		for _, kv := range rr.Kvs {
-			rec, err := pending.Decode(kv.Value)
-			if err != nil {
-				return fmt.Errorf("task key %s: %w", kv.Key, err)
-			}
-			stored = append(stored, pending.Stored{Rec: rec, Rev: kv.ModRevision})
+		stored, err := n.storedOf(rr.Kvs)
+		if err != nil {
+			return err
 		}
 		n.installTasks(o.Identity, epoch, stored, tasks.Header.Revision)
 	}
@@ -1054,10 +1050,11 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	st.epoch = epoch
 	seen := make(map[string]bool, len(stored))
 	for _, s := range stored {
-		seen[s.Rec.Id] = true
-		e := st.tasks.get(s.Rec.Id)
+		id := s.TaskID()
+		seen[id] = true
+		e := st.tasks.get(id)
 		if e == nil {
-			e = &entry{ident: st, id: s.Rec.Id, idx: -1}
+			e = &entry{ident: st, id: id, idx: -1}
 			st.tasks.put(e)
 		}
 		if e.running && s.Rev > e.rev {
@@ -1065,6 +1062,19 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		}
 		if e.running || ((e.rec != nil || e.raw != "" || e.cold()) && e.rev > s.Rev) {
 			continue
+		}
+		if s.Rec == nil && n.installColdLocked(e, &s) {
+			continue
+		}
+		if s.Rec == nil {
+			// Glanced at but needed now after all (in flight here, or
+			// paused): decoded whole.
+			rec, err := pending.Decode(s.Raw)
+			if err != nil {
+				n.log.Error("a stored task cannot be decoded; left out", "identity", id, "task", e.id, "error", err)
+				continue
+			}
+			s.Rec = rec
 		}
 		e.rec, e.raw, e.rev = s.Rec, "", s.Rev
 		// A reload may bring what an entry waits for (a handoff entry comes

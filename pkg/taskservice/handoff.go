@@ -158,13 +158,9 @@ func (n *Node) takeRead(ctx context.Context, e handoff.Entry, one bool, register
 		if one {
 			return n.takeHandoff(ctx, e) // it read one task; all are needed
 		}
-		stored := make([]pending.Stored, 0, len(tasks.Kvs))
-		for _, kv := range tasks.Kvs {
-			rec, err := pending.Decode(kv.Value)
-			if err != nil {
-				return fmt.Errorf("task key %s: %w", kv.Key, err)
-			}
-			stored = append(stored, pending.Stored{Rec: rec, Rev: kv.ModRevision})
+		stored, err := n.storedOf(tasks.Kvs)
+		if err != nil {
+			return err
 		}
 		n.installTasks(e.Identity, owner.Epoch, stored, rev)
 		n.log.Debug("handed off", "identity", e.Identity, "from", e.From, "epoch", owner.Epoch)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -925,5 +926,101 @@ func TestInstantRoundTrip(t *testing.T) {
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
 	if got := instantOf(at).time(); !got.Equal(at) {
 		t.Fatalf("instant of %v is %v", at, got)
+	}
+}
+
+// TestGlanceAgreesWithDueTime: for every record pending.GlanceAt accepts,
+// its due time is the one dueTime computes from the decoded record, and
+// the record is one a cold entry may stand for (no run marker, no manual
+// run, no task pause, no overlap); the records it must refuse are refused.
+// A node queues a glanced record cold on that due time (thaw.go), so a
+// wrong answer here would run a task late or never.
+func TestGlanceAgreesWithDueTime(t *testing.T) {
+	cron := &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 3 * * ?", TimeZone: "Europe/Berlin"}}}
+	startup := &taskdv1.Trigger{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}
+	for _, tc := range []struct {
+		name   string
+		rec    func() *storev1.TaskRecord
+		wantOK bool
+	}{
+		{"once", func() *storev1.TaskRecord { return newRecord(nil, rOnce(rt0.Add(time.Hour))) }, true},
+		{"earliest of three, negative priority", func() *storev1.TaskRecord {
+			return newRecord(func(s *taskdv1.TaskSpec) { s.Priority = -7; s.Kind = "mail" },
+				rOnce(rt0.Add(time.Hour)), rEvery(rt0.Add(time.Minute), time.Hour, 0), cron)
+		}, true},
+		{"one trigger spent, one left", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0), rEvery(rt0.Add(time.Minute), time.Hour, 0))
+			r.Triggers[0].Next = nil
+			return r
+		}, true},
+		{"before 1970", func() *storev1.TaskRecord {
+			return newRecord(nil, rOnce(time.Date(1969, 7, 20, 20, 17, 40, 5, time.UTC)))
+		}, true},
+		{"retry pending", func() *storev1.TaskRecord {
+			r := newRecord(nil, rEvery(rt0.Add(time.Hour), time.Hour, 0))
+			r.State, r.RetryAt = stRetrying, timestamppb.New(rt0.Add(2*time.Hour))
+			return r
+		}, false},
+		{"recovery pending", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0.Add(time.Hour)))
+			r.RecoveryPending = &storev1.RunMarker{RunNumber: 1, FireTime: timestamppb.New(rt0.Add(-time.Minute))}
+			return r
+		}, false},
+		{"run marker", func() *storev1.TaskRecord {
+			r := newRecord(nil, rEvery(rt0.Add(time.Hour), time.Hour, 0))
+			r.State, r.Running = stRunning, &storev1.RunMarker{RunNumber: 3, Node: "n1"}
+			return r
+		}, false},
+		{"manual run asked", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0.Add(time.Hour)))
+			r.ManualRequested = true
+			return r
+		}, false},
+		{"paused", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0.Add(time.Hour)))
+			r.PausedAt = timestamppb.New(rt0)
+			return r
+		}, false},
+		{"overlap allowed", func() *storev1.TaskRecord {
+			return newRecord(func(s *taskdv1.TaskSpec) { s.AllowOverlap = true }, rEvery(rt0.Add(time.Hour), time.Hour, 0))
+		}, false},
+		{"on-start-up trigger", func() *storev1.TaskRecord { return newRecord(nil, rOnce(rt0.Add(time.Hour)), startup) }, false},
+		{"completed", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0))
+			r.State, r.FinishedAt, r.Triggers[0].Next = stCompleted, timestamppb.New(rt0), nil
+			return r
+		}, false},
+		{"dead", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0.Add(time.Hour)))
+			r.State, r.FinishedAt = stDead, timestamppb.New(rt0)
+			return r
+		}, false},
+		{"no fire time left", func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0))
+			r.Triggers[0].Next = nil
+			return r
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tc.rec()
+			b, err := pending.Encode(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, ok := pending.GlanceAt(b)
+			if ok != tc.wantOK {
+				t.Fatalf("GlanceAt ok = %v, want %v", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			at, purge, due := dueTime(rec, time.Hour, timing{now: rt0, dispatchStart: rt0})
+			if !due || purge || !at.Equal(g.Due) {
+				t.Fatalf("glanced due %s; dueTime says %s (purge %v, ok %v)", g.Due, at, purge, due)
+			}
+			if g.ID != rec.Id || g.Priority != rec.Spec.Priority || string(g.Kind) != rec.Spec.Kind {
+				t.Fatalf("glanced id %q priority %d kind %q; the record has %q, %d, %q", g.ID, g.Priority, g.Kind, rec.Id, rec.Spec.Priority, rec.Spec.Kind)
+			}
+		})
 	}
 }

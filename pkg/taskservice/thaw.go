@@ -2,11 +2,14 @@ package taskservice
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/pkg/pending"
 )
 
 // This file keeps cold tasks: a durable task that waits in the timer queue
@@ -65,6 +68,59 @@ func (n *Node) thawLocked(e *entry) {
 	case n.thawWake <- struct{}{}:
 	default:
 	}
+}
+
+// storedOf turns the task keys of one identity, read to load it, into
+// stored tasks. A record due beyond ColdAfter from now is only glanced at
+// (pending.GlanceAt), not decoded: installTasks queues it cold, and its
+// record is read again before it is due, as for any cold task. A node that
+// loads many far-future tasks (its restart, a dead node's identities)
+// thereby skips most of the decoding and the garbage it makes.
+func (n *Node) storedOf(kvs []*mvccpb.KeyValue) ([]pending.Stored, error) {
+	stored := make([]pending.Stored, 0, len(kvs))
+	now := time.Now()
+	for _, kv := range kvs {
+		if n.cfg.ColdAfter > 0 {
+			if g, ok := pending.GlanceAt(kv.Value); ok && g.Due.Sub(now) > n.cfg.ColdAfter {
+				stored = append(stored, pending.Stored{Rev: kv.ModRevision, Glance: g, Raw: kv.Value})
+				continue
+			}
+		}
+		rec, err := pending.Decode(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("task key %s: %w", kv.Key, err)
+		}
+		stored = append(stored, pending.Stored{Rec: rec, Rev: kv.ModRevision})
+	}
+	return stored, nil
+}
+
+// installColdLocked queues e cold at the due time s was glanced at, as
+// reschedLocked would have queued it and then freeze dropped its record,
+// and reports true; false (nothing done) when e needs its record now: a
+// run of it is in flight here, or a pause holds it (it is parked), or it
+// is no longer far enough from its due time. n.mu held.
+func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
+	st, g := e.ident, &s.Glance
+	if !st.durable || st.every || n.inFlightLocked(e.ref()) || g.Due.Sub(time.Now()) <= n.cfg.ColdAfter {
+		return false
+	}
+	if _, ok := n.pauses.identities[st.name]; ok {
+		return false
+	}
+	if _, ok := n.pauses.kinds[string(g.Kind)]; ok {
+		return false
+	}
+	n.dropShadowLocked(e)
+	e.rec, e.raw, e.rev, e.prio, e.purge = nil, "", s.Rev, g.Priority, false
+	if e.x != nil {
+		e.x.awaitSince, e.x.recheckAt = 0, 0
+	}
+	delete(n.pauses.parked, e)
+	n.queue.set(e, g.Due)
+	n.touchLocked(e)
+	n.kick()
+	return true
 }
 
 // thawLoop reads the records of the entries handed to it, thawBatch at a

@@ -76,6 +76,9 @@ type Node struct {
 	// Cold tasks whose records are to be read again (thaw.go).
 	thawQ    []*entry
 	thawingN int // entries thawing (in thawQ or being read)
+	// glancedN counts the tasks loaded cold from a glance at their
+	// encoding, never decoded (installColdLocked); for tests.
+	glancedN int
 	thawWake chan struct{}
 	wake     chan struct{}
 	started  bool

@@ -119,6 +119,7 @@ func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
 	delete(n.pauses.parked, e)
 	n.queue.set(e, g.Due)
 	n.touchLocked(e)
+	n.glancedN++
 	n.kick()
 	return true
 }

@@ -1,0 +1,81 @@
+package taskservice
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// TestStartUpGlancesAtFarOffTasks: a node that starts under the name of
+// one that held tasks loads the plainly waiting ones due beyond ColdAfter
+// from a glance, cold, without decoding them, and decodes the others (due
+// soon, or allowing overlap); the glanced task is then read back and runs
+// at its due time as run 1.
+func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
+	_, cli, _ := faultyEtcd(t)
+	ran := make(chan *Run, 4)
+	cfg := Config{Name: "g1", Client: cli, ColdAfter: 2 * time.Second, LookAhead: time.Second,
+		Handlers: map[string]Handler{"k": HandlerFunc(func(_ context.Context, r *Run) error { ran <- r; return nil })}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := func() *Node {
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	at := func(d time.Duration) []*taskdv1.Trigger {
+		return []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(time.Now().Add(d))}}}}
+	}
+	n1 := start()
+	far := &taskdv1.TaskSpec{Identity: "a", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: at(5 * time.Second)}
+	farOverlap := &taskdv1.TaskSpec{Identity: "a", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: at(time.Hour), AllowOverlap: true}
+	near := &taskdv1.TaskSpec{Identity: "b", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: at(1500 * time.Millisecond)}
+	due := far.Triggers[0].GetOnce().At.AsTime()
+	scheduled, err := n1.Schedule(ctx, []*taskdv1.TaskSpec{far, farOverlap, near}, "tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	n2 := start()
+	defer func() { _ = n2.Stop(ctx) }()
+	n2.mu.Lock()
+	glanced := n2.glancedN
+	n2.mu.Unlock()
+	if glanced != 1 {
+		t.Fatalf("%d tasks loaded from a glance, want 1 (the plainly waiting one due beyond ColdAfter)", glanced)
+	}
+	if c := n2.Stats().Cold; c != 1 {
+		t.Fatalf("%d cold tasks after the start, want 1", c)
+	}
+	farID := scheduled[0].Task.GetId()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case r := <-ran:
+			if r.TaskID != farID {
+				continue // the near task's run
+			}
+			if r.RunNumber != 1 {
+				t.Fatalf("the glanced task ran as run %d, want 1", r.RunNumber)
+			}
+			if now := time.Now(); !r.FireTime.Equal(due) || now.Before(due) {
+				t.Fatalf("the glanced task ran at %s for fire time %s; due %s", now, r.FireTime, due)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the glanced task did not run")
+		}
+	}
+}

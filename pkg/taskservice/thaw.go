@@ -102,7 +102,7 @@ func (n *Node) storedOf(kvs []*mvccpb.KeyValue) ([]pending.Stored, error) {
 // is no longer far enough from its due time. n.mu held.
 func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
 	st, g := e.ident, &s.Glance
-	if !st.durable || st.every || n.inFlightLocked(e.ref()) || g.Due.Sub(time.Now()) <= n.cfg.ColdAfter {
+	if !st.durable || st.every || n.inFlightLocked(e.ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
 	}
 	if _, ok := n.pauses.identities[st.name]; ok {

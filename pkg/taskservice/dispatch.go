@@ -1050,11 +1050,11 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	st.epoch = epoch
 	seen := make(map[string]bool, len(stored))
 	for _, s := range stored {
-		id := s.TaskID()
-		seen[id] = true
-		e := st.tasks.get(id)
+		tid := s.TaskID()
+		seen[tid] = true
+		e := st.tasks.get(tid)
 		if e == nil {
-			e = &entry{ident: st, id: id, idx: -1}
+			e = &entry{ident: st, id: tid, idx: -1}
 			st.tasks.put(e)
 		}
 		if e.running && s.Rev > e.rev {

@@ -146,3 +146,28 @@ func TestColdTaskRunsAfterARestart(t *testing.T) {
 		t.Fatalf("calls %+v: want one call of run 1 after %s", calls, due)
 	}
 }
+
+// TestColdTasksOfADeadNodeRunOnTheSurvivor: a node dies holding a task
+// due far enough away to be cold; the survivor takes its identity over,
+// holds the task cold too (loaded without its record), and runs it once,
+// at its due time, as run 1.
+func TestColdTasksOfADeadNodeRunOnTheSurvivor(t *testing.T) {
+	e := tst.StartEtcd(t)
+	rec := &recorder{}
+	b := faultNode(t, e, "b", nil, rec, nil, coldConfig)
+	aCli := e.Client(t) // a's own client, so that the test can cut it off
+	cfg := fastConfig("a", rec, nil)
+	coldConfig(&cfg)
+	a := tst.StartNode(t, aCli, cfg)
+	due := time.Now().Add(9 * time.Second)
+	task := scheduleOn(t, a, spec("dead-owner", "rec", once(due)))
+	waitCold(t, a, 1, due)
+	if err := aCli.Close(); err != nil {
+		t.Logf("close a's etcd client: %v", err)
+	}
+	waitCold(t, b, 1, due)
+	waitTaskState(t, b, "dead-owner", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	if calls := rec.of(task.Id); len(calls) != 1 || calls[0].Node != "b" || calls[0].Run != 1 || calls[0].Start.Before(due) {
+		t.Fatalf("calls %+v: want one call of run 1 on b after %s", calls, due)
+	}
+}

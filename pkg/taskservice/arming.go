@@ -169,7 +169,8 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 		n.touchLocked(e)
 		n.armedN++
 		st := e.ident
-		st.armQ = append(st.armQ, e)
+		r := st.r()
+		r.armQ = append(r.armQ, e)
 		n.ensureStarterLocked(st)
 	}
 	return time.Hour
@@ -211,7 +212,8 @@ func (n *Node) fireLocked(a *armedRun) {
 	a.f.armed = nil
 	n.armedN--
 	st := a.e.ident
-	st.fireQ = append(st.fireQ, a)
+	r := st.r()
+	r.fireQ = append(r.fireQ, a)
 	n.ensureStarterLocked(st)
 }
 
@@ -387,7 +389,9 @@ func (n *Node) disarmAll(cause error) {
 	for a := range n.armedRuns {
 		a.f.cancel(cause)
 		a.f.armed = nil
-		a.e.ident.fireQ = nil
+		if r := a.e.ident.run; r != nil {
+			r.fireQ = nil
+		}
 		batch = append(batch, a)
 	}
 	n.armed = nil

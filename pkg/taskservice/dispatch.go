@@ -48,7 +48,8 @@ func (n *Node) dispatchLoop() {
 			// Purges go through the starters too, so that they are bounded
 			// by the run slots like everything else.
 			st := e.ident
-			st.startQ = append(st.startQ, e)
+			r := st.r()
+			r.startQ = append(r.startQ, e)
 			n.ensureStarterLocked(st)
 		}
 		if !fresh {
@@ -69,8 +70,9 @@ func (n *Node) dispatchLoop() {
 
 // ensureStarterLocked starts st's starter unless it runs. n.mu held.
 func (n *Node) ensureStarterLocked(st *identState) {
-	if !st.starting && n.life.Err() == nil {
-		st.starting = true
+	r := st.r()
+	if !r.starting && n.life.Err() == nil {
+		r.starting = true
 		n.wg.Add(1)
 		go n.starter(st)
 	}
@@ -84,25 +86,28 @@ func (n *Node) starter(st *identState) {
 	defer n.wg.Done()
 	for {
 		n.mu.Lock()
+		r := st.r() // stays while this starter runs (idleLocked)
 		if n.life.Err() != nil {
-			st.starting = false
+			r.starting = false
+			st.idleLocked()
 			n.mu.Unlock()
 			return
 		}
-		if len(st.fireQ) > 0 {
+		if len(r.fireQ) > 0 {
 			n.fireBatch(st) // unlocks
 			continue
 		}
-		q := &st.grantQ
+		q := &r.grantQ
 		if len(*q) == 0 {
-			q = &st.startQ
+			q = &r.startQ
 		}
 		if len(*q) == 0 {
-			if len(st.armQ) > 0 {
+			if len(r.armQ) > 0 {
 				n.armBatch(st) // unlocks
 				continue
 			}
-			st.starting = false
+			r.starting = false
+			st.idleLocked()
 			n.mu.Unlock()
 			return
 		}
@@ -122,7 +127,7 @@ func (n *Node) starter(st *identState) {
 		clear((*q)[:k])
 		*q = (*q)[k:]
 		batch = n.admitLocked(st, batch)
-		st.held += len(batch)
+		r.held += len(batch)
 		n.mu.Unlock()
 		if len(batch) == 0 {
 			continue
@@ -174,11 +179,12 @@ func (n *Node) starter(st *identState) {
 // a good batch and st's runs hold some; ok is false after such a wait (n.mu
 // then is not held: the caller looks at its queues again).
 func (n *Node) shareRoomLocked(st *identState) (room int, ok bool) {
+	r := st.r()
 	share := n.identityShare()
-	room = share - st.held
-	if room < min(startBatch, max(1, share/4)) && st.held > 0 {
+	room = share - r.held
+	if room < min(startBatch, max(1, share/4)) && r.held > 0 {
 		wait := make(chan struct{})
-		st.shareWait = wait
+		r.shareWait = wait
 		n.mu.Unlock()
 		select {
 		case <-wait:
@@ -218,9 +224,10 @@ func (n *Node) takeSlots(k int) int {
 // launched at once, holding neither. Called with n.mu held; returns with it
 // released.
 func (n *Node) fireBatch(st *identState) {
+	r := st.r()
 	var dead []*armedRun
-	live := st.fireQ[:0]
-	for _, a := range st.fireQ {
+	live := r.fireQ[:0]
+	for _, a := range r.fireQ {
 		n.checkFiringLocked(a)
 		if a.f.ctx.Err() != nil {
 			dead = append(dead, a)
@@ -228,8 +235,8 @@ func (n *Node) fireBatch(st *identState) {
 			live = append(live, a)
 		}
 	}
-	clear(st.fireQ[len(live):])
-	st.fireQ = live
+	clear(r.fireQ[len(live):])
+	r.fireQ = live
 	if len(dead) > 0 {
 		n.mu.Unlock()
 		n.launchArmed(dead, true)
@@ -238,11 +245,11 @@ func (n *Node) fireBatch(st *identState) {
 	// The runs at the front not confirmed lately are confirmed first.
 	now := time.Now()
 	k := 0
-	for k < len(st.fireQ) && k < startBatch && now.Sub(st.fireQ[k].confirmed) > confirmFor {
+	for k < len(r.fireQ) && k < startBatch && now.Sub(r.fireQ[k].confirmed) > confirmFor {
 		k++
 	}
 	if k > 0 {
-		batch := append([]*armedRun(nil), st.fireQ[:k]...)
+		batch := append([]*armedRun(nil), r.fireQ[:k]...)
 		n.mu.Unlock()
 		n.confirmArmed(st, batch)
 		return
@@ -251,18 +258,18 @@ func (n *Node) fireBatch(st *identState) {
 	if !ok {
 		return
 	}
-	for k < len(st.fireQ) && k < min(startBatch, room) && now.Sub(st.fireQ[k].confirmed) <= confirmFor {
+	for k < len(r.fireQ) && k < min(startBatch, room) && now.Sub(r.fireQ[k].confirmed) <= confirmFor {
 		k++
 	}
-	batch := append([]*armedRun(nil), st.fireQ[:k]...)
-	clear(st.fireQ[:k])
-	st.fireQ = st.fireQ[k:]
-	st.held += k
+	batch := append([]*armedRun(nil), r.fireQ[:k]...)
+	clear(r.fireQ[:k])
+	r.fireQ = r.fireQ[k:]
+	r.held += k
 	n.mu.Unlock()
 	held := n.takeSlots(k)
 	if held < k {
 		n.mu.Lock()
-		st.fireQ = append(batch[held:k:k], st.fireQ...)
+		r.fireQ = append(batch[held:k:k], r.fireQ...)
 		n.releaseShareLocked(st, k-held)
 		n.mu.Unlock()
 		batch = batch[:held]
@@ -278,10 +285,11 @@ func (n *Node) fireBatch(st *identState) {
 // the runs armed. It holds no run slot: the runs take theirs when they
 // fire. Called with n.mu held; returns with it released.
 func (n *Node) armBatch(st *identState) {
-	k := min(len(st.armQ), startBatch)
-	batch := append([]*entry(nil), st.armQ[:k]...)
-	clear(st.armQ[:k])
-	st.armQ = st.armQ[k:]
+	r := st.r()
+	k := min(len(r.armQ), startBatch)
+	batch := append([]*entry(nil), r.armQ[:k]...)
+	clear(r.armQ[:k])
+	r.armQ = r.armQ[k:]
 	n.mu.Unlock()
 	var wg sync.WaitGroup
 	ok := make([]bool, len(batch))
@@ -316,11 +324,13 @@ func (n *Node) identityShare() int {
 // releaseShareLocked gives back k of st's slots and wakes its starter if
 // it waits for them. n.mu held.
 func (n *Node) releaseShareLocked(st *identState, k int) {
-	st.held -= k
-	if st.shareWait != nil {
-		close(st.shareWait)
-		st.shareWait = nil
+	r := st.r()
+	r.held -= k
+	if r.shareWait != nil {
+		close(r.shareWait)
+		r.shareWait = nil
 	}
+	st.idleLocked()
 }
 
 // startAny does what a due entry of either scope needs: a purge, the
@@ -850,7 +860,9 @@ func (n *Node) dropIdentityLocked(st *identState) {
 		e.counted = false
 	}
 	n.forgetWaitingLocked(st)
-	st.startQ, st.grantQ = nil, nil
+	if r := st.run; r != nil {
+		r.startQ, r.grantQ = nil, nil
+	}
 	delete(n.idents, st.name)
 	n.identityLeftFlightsLocked(st.name)
 	n.voter.Forget(st.name) // a move clears the old node's votes

@@ -115,7 +115,8 @@ func (n *Node) grantLocked(lim *kindLimit) {
 		}
 		lim.running++
 		e.extra().token = lim
-		st.grantQ = append(st.grantQ, e)
+		r := st.r()
+		r.grantQ = append(r.grantQ, e)
 		n.ensureStarterLocked(st)
 	}
 }
@@ -146,7 +147,10 @@ func (n *Node) forgetWaitingLocked(st *identState) {
 			}
 		}
 	}
-	for _, q := range [][]*entry{st.grantQ, st.startQ} {
+	if st.run == nil {
+		return
+	}
+	for _, q := range [][]*entry{st.run.grantQ, st.run.startQ} {
 		for _, e := range q {
 			n.releaseEntryTokenLocked(e)
 		}

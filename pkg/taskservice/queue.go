@@ -18,7 +18,19 @@ type identState struct {
 	epoch   int64
 	durable bool
 	every   bool // the EVERY_NODE tasks of the identity (not owned: run here)
+	lost    bool
 	tasks   taskSet
+	// run holds the identity's start queues and run slots while it has
+	// due work or runs (r); nil otherwise, which is most of the time for
+	// most identities: a node holds an identState per identity it owns.
+	run *identRun
+}
+
+// identRun is what an identity with due work or runs in flight holds
+// besides its tasks. It is allocated on first use (r) and dropped when the
+// identity is idle again (idleLocked); while its starter runs it stays, so
+// the starter may keep pointers into it across unlocks.
+type identRun struct {
 	// startQ holds due entries in dispatch order; one starter goroutine per
 	// identity drains it, so one identity's runs start in order (contract §2.6).
 	startQ []*entry
@@ -35,7 +47,24 @@ type identState struct {
 	// back.
 	held      int
 	shareWait chan struct{}
-	lost      bool
+}
+
+// r returns st's identRun, allocating it if st has none. n.mu held.
+func (st *identState) r() *identRun {
+	if st.run == nil {
+		st.run = &identRun{}
+	}
+	return st.run
+}
+
+// idleLocked drops st's identRun once nothing is queued, no run holds a
+// slot, and no starter runs. n.mu held.
+func (st *identState) idleLocked() {
+	r := st.run
+	if r != nil && !r.starting && r.held == 0 && r.shareWait == nil &&
+		len(r.startQ)+len(r.grantQ)+len(r.armQ)+len(r.fireQ) == 0 {
+		st.run = nil
+	}
 }
 
 // task returns the entry of task id; nil if there is none or st is nil.

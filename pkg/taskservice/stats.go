@@ -79,7 +79,10 @@ func (n *Node) Stats() Stats {
 	// for a worker or for their kind's limit.
 	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {
 		for _, st := range m {
-			for _, q := range [][]*entry{st.startQ, st.grantQ} {
+			if st.run == nil {
+				continue
+			}
+			for _, q := range [][]*entry{st.run.startQ, st.run.grantQ} {
 				for _, e := range q {
 					if !e.purge && e.overlapOf() == nil {
 						s.Due++

@@ -12,8 +12,8 @@ import (
 // and a Go map[string]*entry keeps the 16-byte key beside the 8-byte value
 // in every slot and its groups stay under 7/8 full, about 45 bytes a task
 // for an identity of ten. The set keeps one pointer a slot, at most 3/4
-// full, about 13 bytes a task (docs/performance.md, "Heap per pending
-// task").
+// full: about 13 bytes a task for an identity of ten, 16 for an identity
+// of one (docs/performance.md, "Heap per pending task").
 //
 // A deleted slot holds tombstone until the next rehash, so entries never
 // move while a caller ranges over all() and deletes (as a Go map allows);
@@ -102,7 +102,7 @@ func (s *taskSet) del(id string) {
 // rehash moves the live entries to a table sized for want of them, with
 // no tombstones.
 func (s *taskSet) rehash(want int) {
-	size := 8
+	size := 2                              // an identity of one task: its pointer and a free slot
 	for want*4 > size*3 || want*2 > size { // at most 1/2 full after a rehash
 		size *= 2
 	}

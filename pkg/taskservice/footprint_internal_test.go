@@ -2,6 +2,7 @@ package taskservice
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,4 +79,55 @@ func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
 			t.Fatal("the glanced task did not run")
 		}
 	}
+}
+
+// TestIdleIdentityHoldsNoStartQueues: an identity holds its start queues
+// and slot count (identRun) while its runs are in flight, after its
+// starter has gone, and drops them when the last run gives its slot back.
+func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
+	_, cli, _ := faultyEtcd(t)
+	var ran atomic.Int64
+	release := make(chan struct{})
+	cfg := Config{Name: "i1", Client: cli,
+		Handlers: map[string]Handler{"k": HandlerFunc(func(ctx context.Context, _ *Run) error {
+			ran.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		})}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.Stop(ctx) }()
+	var specs []*taskdv1.TaskSpec
+	for range 50 {
+		specs = append(specs, &taskdv1.TaskSpec{Identity: "a", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY,
+			Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}}})
+	}
+	if _, err := n.Schedule(ctx, specs, "tasks"); err != nil {
+		t.Fatal(err)
+	}
+	held := func() (bool, bool) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		st := n.idents["a"]
+		return st != nil, st != nil && st.run != nil
+	}
+	waitFor(t, func() bool { return ran.Load() == 50 }, "the 50 runs to be in their handlers")
+	waitFor(t, func() bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		r := n.idents["a"].run
+		return r != nil && !r.starting && r.held == 50
+	}, "the starter to be gone with the 50 runs holding their slots")
+	close(release)
+	waitFor(t, func() bool { owned, r := held(); return owned && !r }, "the identity, idle, to drop its start queues")
 }

@@ -337,7 +337,7 @@ func (n *Node) releaseShareLocked(st *identState, k int) {
 // resolution of a run marker, or a run start. It returns the function that
 // launches a run, or nil if none starts.
 func (n *Node) startAny(st *identState, e *entry) func() {
-	if e.overlapOf() != nil {
+	if e.ex().overlapOf != nil {
 		n.startOverlap(e)
 		return nil
 	}
@@ -410,14 +410,12 @@ func (n *Node) reschedLocked(e *entry) {
 	now := time.Now()
 	if rec.Running != nil {
 		e.purge = false
-		n.queue.set(e, maxTime(now, e.recheckAt().time()))
+		n.queue.set(e, maxTime(now, e.ex().recheckAt.time()))
 		e.freeze(now, n.cfg.ColdAfter)
 		n.kick()
 		return
 	}
-	if e.x != nil {
-		e.x.awaitSince, e.x.recheckAt = 0, 0
-	}
+	e.clearAwait()
 	at, purge, ok := dueTime(rec, n.cfg.Retention, n.timingLocked(rec, now))
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
@@ -427,11 +425,17 @@ func (n *Node) reschedLocked(e *entry) {
 		n.parkLocked(e)
 		return
 	}
+	n.queueAtLocked(e, at, purge)
+	e.freeze(now, n.cfg.ColdAfter)
+	n.kick()
+}
+
+// queueAtLocked puts e in the timer queue at at, no longer parked; purge
+// says at is the end of its retention, not a fire time. n.mu held.
+func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
 	delete(n.pauses.parked, e)
 	e.purge = purge
 	n.queue.set(e, at)
-	e.freeze(now, n.cfg.ColdAfter)
-	n.kick()
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -578,7 +582,7 @@ func (n *Node) snapLocked(e *entry) startSnap {
 	s := startSnap{rev: e.rev, lease: n.leaseID}
 	switch {
 	case e.ident.every:
-		s.progRev, s.served = e.progRev(), e.prog().GetManualServedRev()
+		s.progRev, s.served = e.ex().progRev, e.ex().prog.GetManualServedRev()
 		s.manualIn = e.rec != nil && e.rec.ManualRequested
 	case e.ident.durable:
 		s.epoch = e.ident.epoch

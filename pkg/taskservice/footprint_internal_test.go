@@ -130,4 +130,9 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 	}, "the starter to be gone with the 50 runs holding their slots")
 	close(release)
 	waitFor(t, func() bool { owned, r := held(); return owned && !r }, "the identity, idle, to drop its start queues")
+	// The shared zero entryExtra that entries without one read (ex) must
+	// never have been written to.
+	if noExtra != (entryExtra{}) {
+		t.Fatalf("noExtra was written: %+v", noExtra)
+	}
 }

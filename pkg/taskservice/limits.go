@@ -53,7 +53,7 @@ func newKindLimits(limits map[string]int) map[string]*kindLimit {
 // limitOfLocked is the limit a due entry is under, or nil: purges and
 // overlap shadows (whose overlapping run is a task of its own) take none.
 func (n *Node) limitOfLocked(e *entry) *kindLimit {
-	if len(n.limits) == 0 || e.purge || e.overlapOf() != nil {
+	if len(n.limits) == 0 || e.purge || e.ex().overlapOf != nil {
 		return nil
 	}
 	return n.limits[e.record().GetSpec().GetKind()]
@@ -69,7 +69,7 @@ func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
 	}
 	out := batch[:0]
 	for _, e := range batch {
-		if e.token() != nil {
+		if e.ex().token != nil {
 			out = append(out, e)
 			continue
 		}

@@ -48,7 +48,7 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 		n.mu.Unlock()
 		return
 	}
-	waitingSince := e.awaitSince().time()
+	waitingSince := e.ex().awaitSince.time()
 	n.mu.Unlock()
 
 	var (
@@ -79,7 +79,7 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 		// The run may still be going on its node, which is alive (a planned
 		// move): wait for the result it forwards, up to DrainTimeout.
 		n.mu.Lock()
-		if e.awaitSince() == 0 {
+		if e.ex().awaitSince == 0 {
 			e.extra().awaitSince = instantOf(now)
 			n.log.Info("waiting for the result of a run still in flight on the identity's previous owner",
 				"identity", e.ident.name, "task", e.id, "run", m.RunNumber, "node", m.Node, "up_to", n.cfg.DrainTimeout)
@@ -164,7 +164,7 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		hist, next = applyResult(out, m, res, by, jitter())
 	}
 	n.mu.Lock()
-	c := &commitState{epoch: snap.epoch, rev: snap.rev, progRev: snap.progRev, served: snap.served, shared: e.shared()}
+	c := &commitState{epoch: snap.epoch, rev: snap.rev, progRev: snap.progRev, served: snap.served, shared: e.ex().shared}
 	n.mu.Unlock()
 	w, err := n.resultWrite(e, c, out, hist)
 	if err != nil {

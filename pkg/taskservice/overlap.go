@@ -52,7 +52,7 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 			return
 		}
 	}
-	s := e.shadow()
+	s := e.ex().shadow
 	if s == nil || s.gone {
 		s = &entry{ident: e.ident, id: e.id, x: &entryExtra{overlapOf: e}, idx: -1}
 		e.extra().shadow = s
@@ -65,7 +65,7 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
 // left). n.mu held.
 func (n *Node) dropShadowLocked(e *entry) {
-	if s := e.shadow(); s != nil {
+	if s := e.ex().shadow; s != nil {
 		s.gone = true
 		n.queue.remove(s)
 		e.x.shadow = nil
@@ -77,7 +77,7 @@ func (n *Node) dropShadowLocked(e *entry) {
 func (n *Node) startOverlap(s *entry) {
 	n.mu.Lock()
 	s.running = false
-	parent := s.overlapOf()
+	parent := s.ex().overlapOf
 	st := parent.ident
 	cur, rev := s.rec, s.rev
 	if parent.rev > rev {

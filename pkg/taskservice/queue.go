@@ -166,54 +166,24 @@ func (e *entry) extra() *entryExtra {
 	return e.x
 }
 
-// The readers of entryExtra's fields: the zero value when e has none.
-func (e *entry) awaitSince() instant {
-	if e.x == nil {
-		return 0
+// clearAwait ends e's wait for a run in flight elsewhere (markers.go).
+func (e *entry) clearAwait() {
+	if e.x != nil {
+		e.x.awaitSince, e.x.recheckAt = 0, 0
 	}
-	return e.x.awaitSince
 }
-func (e *entry) recheckAt() instant {
+
+// noExtra is what ex returns for an entry without entryExtra: all zero.
+// Never written: writers go through extra.
+var noExtra entryExtra
+
+// ex returns e's out-of-line fields for reading: the zero ones if e has
+// none.
+func (e *entry) ex() *entryExtra {
 	if e.x == nil {
-		return 0
+		return &noExtra
 	}
-	return e.x.recheckAt
-}
-func (e *entry) overlapOf() *entry {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.overlapOf
-}
-func (e *entry) shadow() *entry {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.shadow
-}
-func (e *entry) shared() *storev1.TaskRecord {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.shared
-}
-func (e *entry) prog() *storev1.EveryNodeProgress {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.prog
-}
-func (e *entry) progRev() int64 {
-	if e.x == nil {
-		return 0
-	}
-	return e.x.progRev
-}
-func (e *entry) token() *kindLimit {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.token
+	return e.x
 }
 
 // timerQueue orders entries by due time, then priority (higher first), then

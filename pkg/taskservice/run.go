@@ -252,7 +252,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	c := &commitState{base: p.rec, epoch: epoch, rev: rev}
 	if st.every {
 		n.mu.Lock()
-		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.prog().GetManualServedRev(), e.shared()
+		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.ex().prog.GetManualServedRev(), e.ex().shared
 		n.mu.Unlock()
 	}
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)

@@ -84,7 +84,7 @@ func (n *Node) Stats() Stats {
 			}
 			for _, q := range [][]*entry{st.run.startQ, st.run.grantQ} {
 				for _, e := range q {
-					if !e.purge && e.overlapOf() == nil {
+					if !e.purge && e.ex().overlapOf == nil {
 						s.Due++
 					}
 				}

@@ -45,8 +45,8 @@ func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.Look
 // drop its record (coldAfter 0: none may). Caller holds n.mu.
 func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
 	st, rec := e.ident, e.rec
-	if coldAfter <= 0 || !st.durable || st.every || e.purge || e.overlapOf() != nil || e.shadow() != nil || e.rev <= 0 ||
-		e.awaitSince() != 0 || e.due.time().Sub(now) <= coldAfter {
+	if coldAfter <= 0 || !st.durable || st.every || e.purge || e.ex().overlapOf != nil || e.ex().shadow != nil || e.rev <= 0 ||
+		e.ex().awaitSince != 0 || e.due.time().Sub(now) <= coldAfter {
 		return false
 	}
 	return rec.Running == nil && !rec.ManualRequested && !rec.GetSpec().GetAllowOverlap()
@@ -112,12 +112,9 @@ func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
 		return false
 	}
 	n.dropShadowLocked(e)
-	e.rec, e.raw, e.rev, e.prio, e.purge = nil, "", s.Rev, g.Priority, false
-	if e.x != nil {
-		e.x.awaitSince, e.x.recheckAt = 0, 0
-	}
-	delete(n.pauses.parked, e)
-	n.queue.set(e, g.Due)
+	e.rec, e.raw, e.rev, e.prio = nil, "", s.Rev, g.Priority
+	e.clearAwait()
+	n.queueAtLocked(e, g.Due, false)
 	n.touchLocked(e)
 	n.glancedN++
 	n.kick()

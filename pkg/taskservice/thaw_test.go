@@ -36,6 +36,17 @@ func waitCold(t *testing.T, n *tst.Node, want int, due time.Time) {
 	}
 }
 
+// ranOnceAtDue waits until task of identity id is COMPLETED on n and
+// fails the test unless its handler was called exactly once: run 1, not a
+// recovery, on node, not before due.
+func ranOnceAtDue(t *testing.T, n *tst.Node, rec *recorder, id, task string, due time.Time, node string) {
+	t.Helper()
+	waitTaskState(t, n, id, task, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	if calls := rec.of(task); len(calls) != 1 || calls[0].Run != 1 || calls[0].Recovery || calls[0].Node != node || calls[0].Start.Before(due) {
+		t.Fatalf("calls %+v: want one call of run 1 on %s, not a recovery, not before %s", calls, node, due)
+	}
+}
+
 func TestColdTaskRunsAtItsDueTime(t *testing.T) {
 	e := tst.StartEtcd(t)
 	rec := &recorder{}
@@ -43,11 +54,7 @@ func TestColdTaskRunsAtItsDueTime(t *testing.T) {
 	due := time.Now().Add(5 * time.Second)
 	task := scheduleOn(t, n, spec("cold", "rec", once(due)))
 	waitCold(t, n, 1, due)
-	waitTaskState(t, n, "cold", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	calls := rec.of(task.Id)
-	if len(calls) != 1 || calls[0].Run != 1 || calls[0].Recovery || calls[0].Start.Before(due) {
-		t.Fatalf("calls %+v: want one call of run 1, not a recovery, not before %s", calls, due)
-	}
+	ranOnceAtDue(t, n, rec, "cold", task.Id, due, "n1")
 	if s := n.Stats(); s.Cold != 0 {
 		t.Fatalf("%d cold tasks after the run", s.Cold)
 	}
@@ -119,10 +126,7 @@ func TestColdTaskWhoseReadsFailRunsWhenOneSucceeds(t *testing.T) {
 		t.Fatalf("stats %+v: want the task still held, cold and scheduled", s)
 	}
 	h.Remove()
-	waitTaskState(t, n, "unreadable", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	if calls := rec.of(task.Id); len(calls) != 1 || calls[0].Run != 1 || calls[0].Start.Before(due) {
-		t.Fatalf("calls %+v: want one call of run 1 after %s", calls, due)
-	}
+	ranOnceAtDue(t, n, rec, "unreadable", task.Id, due, "n1")
 }
 
 // A cold task survives a restart of its node: the new incarnation loads it
@@ -141,10 +145,7 @@ func TestColdTaskRunsAfterARestart(t *testing.T) {
 	}
 	n2 := faultNode(t, e, "n1", nil, rec, nil, coldConfig)
 	waitCold(t, n2, 1, due)
-	waitTaskState(t, n2, "restarted", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	if calls := rec.of(task.Id); len(calls) != 1 || calls[0].Run != 1 || calls[0].Start.Before(due) {
-		t.Fatalf("calls %+v: want one call of run 1 after %s", calls, due)
-	}
+	ranOnceAtDue(t, n2, rec, "restarted", task.Id, due, "n1")
 }
 
 // TestColdTasksOfADeadNodeRunOnTheSurvivor: a node dies holding a task
@@ -166,8 +167,5 @@ func TestColdTasksOfADeadNodeRunOnTheSurvivor(t *testing.T) {
 		t.Logf("close a's etcd client: %v", err)
 	}
 	waitCold(t, b, 1, due)
-	waitTaskState(t, b, "dead-owner", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	if calls := rec.of(task.Id); len(calls) != 1 || calls[0].Node != "b" || calls[0].Run != 1 || calls[0].Start.Before(due) {
-		t.Fatalf("calls %+v: want one call of run 1 on b after %s", calls, due)
-	}
+	ranOnceAtDue(t, b, rec, "dead-owner", task.Id, due, "b")
 }

@@ -1,0 +1,283 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/internal/backoff"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Client talks to a taskd cluster through any of its nodes: every node
+// answers every call, so the client needs no routing. It holds one
+// connection per endpoint and moves to the next endpoint when one stops
+// answering. A Client is safe for concurrent use; Close it when done.
+type Client struct {
+	endpoints []string
+	conns     []*grpc.ClientConn
+	apis      []taskdv1.TaskServiceClient
+	// cur is the endpoint calls go to first; it moves on when that
+	// endpoint fails with UNAVAILABLE or times out.
+	cur atomic.Uint32
+	o   options
+}
+
+// Defaults of the options.
+const (
+	DefaultDialTimeout = 5 * time.Second
+	DefaultCallTimeout = 10 * time.Second
+	DefaultAttempts    = 5
+	DefaultBackoff     = 50 * time.Millisecond
+	DefaultMaxBackoff  = 2 * time.Second
+)
+
+type options struct {
+	tls         *tls.Config
+	token       string
+	dialTimeout time.Duration
+	callTimeout time.Duration
+	attempts    int
+	backoff     time.Duration
+	maxBackoff  time.Duration
+	dialOptions []grpc.DialOption
+}
+
+// Option sets up a Client.
+type Option func(*options)
+
+// WithTLS connects over TLS with the given configuration (plain text
+// without it).
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// WithToken sends "authorization: Bearer TOKEN" with every call, as made by
+// `taskctl token create`.
+func WithToken(token string) Option { return func(o *options) { o.token = token } }
+
+// WithDialTimeout bounds how long New waits for the first endpoint to
+// answer (default 5 s).
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
+// WithCallTimeout bounds each attempt of a call (default 10 s); the
+// caller's context bounds the call with all its retries.
+func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
+
+// WithRetries sets how many attempts a retryable call gets (default 5; 1
+// turns retries off) and the backoff between them (default 50 ms doubling
+// up to 2 s, with jitter).
+func WithRetries(attempts int, initial, max time.Duration) Option {
+	return func(o *options) { o.attempts, o.backoff, o.maxBackoff = attempts, initial, max }
+}
+
+// WithDialOptions adds gRPC dial options (interceptors, keepalive, ...).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// New connects to a cluster through endpoints (each "host:port" of a
+// node's gRPC API) and returns once one of them answers, or with an error
+// naming them when none does within the dial timeout.
+func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, error) {
+	o := options{
+		dialTimeout: DefaultDialTimeout,
+		callTimeout: DefaultCallTimeout,
+		attempts:    DefaultAttempts,
+		backoff:     DefaultBackoff,
+		maxBackoff:  DefaultMaxBackoff,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.validate(endpoints); err != nil {
+		return nil, err
+	}
+	creds := insecure.NewCredentials()
+	if o.tls != nil {
+		creds = credentials.NewTLS(o.tls)
+	}
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.dialOptions...)
+	if o.token != "" {
+		dial = append(dial, grpc.WithPerRPCCredentials(bearer(o.token)))
+	}
+	c := &Client{endpoints: endpoints, o: o}
+	for _, ep := range endpoints {
+		conn, err := grpc.NewClient(ep, dial...)
+		if err != nil {
+			c.Close()
+			return nil, invalid("New", "endpoints", "%q: %v", ep, err)
+		}
+		c.conns = append(c.conns, conn)
+		c.apis = append(c.apis, taskdv1.NewTaskServiceClient(conn))
+	}
+	if err := c.waitReady(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (o options) validate(endpoints []string) error {
+	if len(endpoints) == 0 {
+		return invalid("New", "endpoints", "none given; name at least one node's gRPC address (host:port)")
+	}
+	for i, ep := range endpoints {
+		if _, _, err := net.SplitHostPort(ep); err != nil {
+			return invalid("New", fmt.Sprintf("endpoints[%d]", i), "%q is not host:port: %v", ep, err)
+		}
+	}
+	switch {
+	case o.dialTimeout <= 0:
+		return invalid("New", "WithDialTimeout", "%v is not positive", o.dialTimeout)
+	case o.callTimeout <= 0:
+		return invalid("New", "WithCallTimeout", "%v is not positive", o.callTimeout)
+	case o.attempts < 1:
+		return invalid("New", "WithRetries.attempts", "%d is below 1", o.attempts)
+	case o.backoff <= 0 || o.maxBackoff < o.backoff:
+		return invalid("New", "WithRetries", "backoff %v..%v is not a positive range", o.backoff, o.maxBackoff)
+	}
+	return nil
+}
+
+// waitReady connects every endpoint and waits until one is READY; the first
+// one that is becomes the current endpoint.
+func (c *Client) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.o.dialTimeout)
+	defer cancel()
+	ready := make(chan int, len(c.conns))
+	for i, conn := range c.conns {
+		conn.Connect()
+		go func() {
+			for {
+				s := conn.GetState()
+				if s == connectivity.Ready {
+					ready <- i
+					return
+				}
+				if !conn.WaitForStateChange(ctx, s) {
+					ready <- -1
+					return
+				}
+			}
+		}()
+	}
+	first := -1
+	for range c.conns {
+		if i := <-ready; i >= 0 && first < 0 {
+			first = i
+			cancel() // the others stop waiting
+		}
+	}
+	if first < 0 {
+		return &Error{Op: "New", Code: codes.Unavailable, Attempts: 1,
+			Message: fmt.Sprintf("no endpoint answered within %v: %s", c.o.dialTimeout, strings.Join(c.endpoints, ", "))}
+	}
+	c.cur.Store(uint32(first))
+	return nil
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	var errs []error
+	for _, conn := range c.conns {
+		errs = append(errs, conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// API returns the generated gRPC client over the current endpoint, for
+// calls this package does not wrap. Its calls are not retried.
+func (c *Client) API() taskdv1.TaskServiceClient {
+	return c.apis[c.cur.Load()%uint32(len(c.apis))]
+}
+
+// Endpoint returns the endpoint calls go to first now.
+func (c *Client) Endpoint() string {
+	return c.endpoints[c.cur.Load()%uint32(len(c.endpoints))]
+}
+
+// retry says when a failed attempt may be tried again.
+type retry int
+
+const (
+	// idempotent calls change nothing, or change it to the same end however
+	// often they are applied (a keyed Schedule, Cancel, Pause, Move): they
+	// are retried after UNAVAILABLE and after an attempt's timeout, on the
+	// next endpoint.
+	idempotent retry = iota
+	// once calls could take effect twice (RunNow, an unkeyed non-durable
+	// Schedule): they go only to an endpoint whose connection is up and are
+	// never sent a second time once an attempt may have reached a node.
+	once
+)
+
+// call runs fn against the current endpoint, failing over and retrying as
+// r allows, each attempt under the call timeout and all under ctx.
+func (c *Client) call(ctx context.Context, op string, r retry, fn func(context.Context, taskdv1.TaskServiceClient) error) error {
+	b := backoff.New(c.o.backoff, c.o.maxBackoff)
+	for attempt := 1; ; attempt++ {
+		i := c.pick()
+		actx, cancel := context.WithTimeout(ctx, c.o.callTimeout)
+		err := fn(actx, c.apis[i])
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return wrap(op, status.FromContextError(ctx.Err()).Err(), attempt)
+		}
+		code := status.Code(err)
+		if code == codes.Unavailable || code == codes.DeadlineExceeded {
+			// The next attempt, and the calls after it, try another node.
+			c.cur.CompareAndSwap(i, (i+1)%uint32(len(c.conns)))
+		}
+		if r == once || !retryable(code) || attempt >= c.o.attempts || !b.Wait(ctx) {
+			return wrap(op, err, attempt)
+		}
+	}
+}
+
+// retryable codes are those after which the request may not have been
+// applied and the cluster may answer on another attempt.
+func retryable(code codes.Code) bool {
+	return code == codes.Unavailable || code == codes.DeadlineExceeded
+}
+
+// pick returns the current endpoint if its connection is up, else the
+// first one after it that is, else the current one.
+func (c *Client) pick() uint32 {
+	n := uint32(len(c.conns))
+	cur := c.cur.Load()
+	for k := uint32(0); k < n; k++ {
+		i := (cur + k) % n
+		if c.conns[i].GetState() == connectivity.Ready {
+			if k > 0 {
+				c.cur.CompareAndSwap(cur, i)
+			}
+			return i
+		}
+	}
+	return cur % n
+}
+
+// bearer sends "authorization: Bearer TOKEN" with every call.
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+// RequireTransportSecurity is false so that a token also works on a
+// trusted network without TLS, as with taskctl.
+func (bearer) RequireTransportSecurity() bool { return false }

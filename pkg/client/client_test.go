@@ -1,0 +1,401 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/pkg/client"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// fault makes the server fail chosen calls after applying them: the
+// request takes effect, and its answer is replaced by an error (lost).
+type fault struct {
+	mu      sync.Mutex
+	method  string // full method name, e.g. /taskd.v1.TaskService/ScheduleTask
+	left    int    // calls still to fail
+	timeout bool   // hold the answer until the caller's deadline instead of failing
+	calls   atomic.Int64
+}
+
+func (f *fault) arm(method string, n int, timeout bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.method, f.left, f.timeout = method, n, timeout
+}
+
+func (f *fault) take(method string) (hit, timeout bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if method != f.method || f.left == 0 {
+		return false, false
+	}
+	f.left--
+	return true, f.timeout
+}
+
+func (f *fault) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	f.calls.Add(1)
+	resp, err := h(ctx, req)
+	if hit, timeout := f.take(info.FullMethod); hit && err == nil {
+		if timeout {
+			<-ctx.Done() // the answer comes too late for the caller
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		return nil, status.Error(codes.Unavailable, "injected: the answer was lost after the request was applied")
+	}
+	return resp, err
+}
+
+const (
+	scheduleMethod  = "/taskd.v1.TaskService/ScheduleTask"
+	scheduleMany    = "/taskd.v1.TaskService/ScheduleTasks"
+	runNowMethod    = "/taskd.v1.TaskService/RunTaskNow"
+	watchMethod     = "/taskd.v1.TaskService/WatchEvents"
+	listTasksMethod = "/taskd.v1.TaskService/ListTasks"
+)
+
+func dial(t *testing.T, endpoints []string, opts ...client.Option) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, endpoints, opts...)
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func countTasks(t *testing.T, c *client.Client, identity string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n := 0
+	for _, err := range c.List(ctx, client.ListFilter{Identity: identity}) {
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		n++
+	}
+	return n
+}
+
+func later(identity string) client.TaskSpec {
+	return client.TaskSpec{Identity: identity, Kind: "report", Scope: client.ScopeIdentity, Triggers: []client.Trigger{client.After(time.Hour)}}
+}
+
+// A Schedule whose first attempt is stored but whose answer is lost
+// (UNAVAILABLE, or too late for the attempt's deadline) is retried and
+// returns the stored task: one task, not two. The same fault on the raw
+// stub without a key stores two, so the fault is the one that would
+// duplicate.
+func TestScheduleRetriedAfterTheAnswerIsLostStoresOneTask(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	var f fault
+	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
+	c := dial(t, []string{s.addr}, client.WithCallTimeout(time.Second), client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	for _, tc := range []struct {
+		name     string
+		identity string
+		timeout  bool
+	}{{"unavailable", "lost-answer", false}, {"deadline", "late-answer", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.arm(scheduleMethod, 1, tc.timeout)
+			before := f.calls.Load()
+			task, existing, err := c.Schedule(ctx, later(tc.identity))
+			if err != nil {
+				t.Fatalf("Schedule: %v", err)
+			}
+			if got := f.calls.Load() - before; got != 2 {
+				t.Fatalf("the server saw %d calls, want 2 (the failed attempt and its retry)", got)
+			}
+			if !existing {
+				t.Error("existing = false: the retry did not find the task its first attempt stored")
+			}
+			if !strings.HasPrefix(task.Spec.IdempotencyKey, "client-") {
+				t.Errorf("idempotency key %q was not made by the client", task.Spec.IdempotencyKey)
+			}
+			if n := countTasks(t, c, tc.identity); n != 1 {
+				t.Fatalf("%d tasks stored, want 1", n)
+			}
+		})
+	}
+
+	t.Run("raw stub without a key duplicates", func(t *testing.T) {
+		f.arm(scheduleMethod, 1, false)
+		spec := &taskdv1.TaskSpec{Identity: "raw", Kind: "report", Scope: taskdv1.Scope_SCOPE_IDENTITY,
+			Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}}}
+		for attempt := 1; ; attempt++ {
+			_, err := c.API().ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: spec})
+			if err == nil {
+				break
+			}
+			if status.Code(err) != codes.Unavailable || attempt > 1 {
+				t.Fatalf("attempt %d: %v", attempt, err)
+			}
+		}
+		if n := countTasks(t, c, "raw"); n != 2 {
+			t.Fatalf("%d tasks stored by a keyless retry, want 2: the fault did not apply the first attempt", n)
+		}
+	})
+
+	t.Run("batch", func(t *testing.T) {
+		f.arm(scheduleMany, 1, false)
+		specs := make([]client.TaskSpec, 10)
+		for i := range specs {
+			specs[i] = later("batch")
+		}
+		tasks, err := c.ScheduleMany(ctx, specs)
+		if err != nil {
+			t.Fatalf("ScheduleMany: %v", err)
+		}
+		if len(tasks) != 10 {
+			t.Fatalf("%d tasks returned, want 10", len(tasks))
+		}
+		if n := countTasks(t, c, "batch"); n != 10 {
+			t.Fatalf("%d tasks stored, want 10", n)
+		}
+	})
+}
+
+// RunNow could run twice if retried after its request was applied, so it
+// is not: the caller gets the error, and the task gets one manual run.
+func TestRunNowIsNotRetriedAfterItMayHaveApplied(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	var f fault
+	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
+	c := dial(t, []string{s.addr}, client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	task, _, err := c.Schedule(ctx, later("manual"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.arm(runNowMethod, 1, false)
+	_, err = c.RunNow(ctx, "manual", task.ID)
+	var e *client.Error
+	if !errors.Is(err, client.ErrUnavailable) || !errors.As(err, &e) || e.Attempts != 1 {
+		t.Fatalf("RunNow: %v, want UNAVAILABLE after 1 attempt", err)
+	}
+	tst.Eventually(t, 20*time.Second, func() bool {
+		runs, err := c.Runs(ctx, "manual", task.ID)
+		return err == nil && len(runs) == 1 && runs[0].Manual
+	}, "the manual run was not recorded")
+	// The task's next run stays an hour away: nothing else runs it.
+	got, err := c.Get(ctx, "manual", task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RunCount != 1 {
+		t.Fatalf("run count %d, want 1", got.RunCount)
+	}
+}
+
+// When the endpoint in use stops answering, calls go to the next one.
+func TestFailsOverToTheNextEndpoint(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	a := startNode(t, etcd.Client(t), "a")
+	b := startNode(t, etcd.Client(t), "b")
+	c := dial(t, []string{a.addr, b.addr}, client.WithCallTimeout(2*time.Second), client.WithRetries(5, 10*time.Millisecond, 200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first := c.Endpoint()
+	down, up := a, b
+	if first == b.addr {
+		down, up = b, a
+	}
+	down.gs.Stop() // its connections close; the node itself keeps running
+	for i := range 20 {
+		task, _, err := c.Schedule(ctx, later("failover"))
+		if err != nil {
+			t.Fatalf("Schedule %d after %s stopped: %v", i, first, err)
+		}
+		if _, err := c.Get(ctx, "failover", task.ID); err != nil {
+			t.Fatalf("Get %d: %v", i, err)
+		}
+	}
+	if c.Endpoint() != up.addr {
+		t.Fatalf("calls go to %s, want %s", c.Endpoint(), up.addr)
+	}
+	if n := countTasks(t, c, "failover"); n != 20 {
+		t.Fatalf("%d tasks, want 20", n)
+	}
+}
+
+// brokenStreams ends the first n WatchEvents streams with UNAVAILABLE
+// after their first message.
+type brokenStreams struct {
+	left    atomic.Int64
+	streams atomic.Int64
+}
+
+type cutStream struct {
+	grpc.ServerStream
+	sent int
+}
+
+func (s *cutStream) SendMsg(m any) error {
+	if s.sent == 1 {
+		return status.Error(codes.Unavailable, "injected: stream cut")
+	}
+	s.sent++
+	return s.ServerStream.SendMsg(m)
+}
+
+func (b *brokenStreams) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if info.FullMethod != watchMethod {
+		return h(srv, ss)
+	}
+	b.streams.Add(1)
+	if b.left.Add(-1) >= 0 {
+		return h(srv, &cutStream{ServerStream: ss})
+	}
+	return h(srv, ss)
+}
+
+// A watch whose stream breaks resumes from the last event's cursor: it
+// yields the same events, in the same order, as an unbroken watch.
+func TestEventsResumeFromTheCursorAfterABrokenStream(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	var b brokenStreams
+	s := startNode(t, etcd.Client(t), "n1", grpc.ChainStreamInterceptor(b.stream))
+	c := dial(t, []string{s.addr}, client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	every := client.Every(50 * time.Millisecond)
+	every.Count = 8 // runs apart in time: events in several messages
+	task, _, err := c.Schedule(ctx, client.TaskSpec{Identity: "watched", Kind: "report", Scope: client.ScopeIdentity, Triggers: []client.Trigger{every}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := func() []string {
+		var cursors []string
+		for e, err := range c.Events(ctx, client.EventFilter{Identity: "watched", TaskID: task.ID, Cursor: client.From(task)}) {
+			if err != nil {
+				t.Fatalf("Events: %v", err)
+			}
+			cursors = append(cursors, string(e.Type)+"@"+e.Cursor)
+			if e.Type == "FINALIZED" {
+				break
+			}
+		}
+		return cursors
+	}
+	b.left.Store(3)
+	broken := watch()
+	if b.streams.Load() < 4 {
+		t.Fatalf("%d streams opened, want at least 4 (3 cut)", b.streams.Load())
+	}
+	whole := watch()
+	if strings.Join(broken, " ") != strings.Join(whole, " ") {
+		t.Fatalf("a watch cut 3 times saw\n%v\nan unbroken one\n%v", broken, whole)
+	}
+	if len(whole) < 8*3 {
+		t.Fatalf("only %d events for 8 runs: %v", len(whole), whole)
+	}
+}
+
+// Bad input is refused before anything is sent, naming the field; a
+// refusal by the server names its field too.
+func TestBadInputNamesTheField(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		endpoints []string
+		opts      []client.Option
+		field     string
+	}{
+		{nil, nil, "endpoints"},
+		{[]string{"localhost"}, nil, "endpoints[0]"},
+		{[]string{endpoint}, []client.Option{client.WithCallTimeout(0)}, "WithCallTimeout"},
+		{[]string{endpoint}, []client.Option{client.WithRetries(0, time.Millisecond, time.Second)}, "WithRetries.attempts"},
+		{[]string{endpoint}, []client.Option{client.WithRetries(3, time.Second, time.Millisecond)}, "WithRetries"},
+	} {
+		_, err := client.New(ctx, tc.endpoints, tc.opts...)
+		if !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.field+": ") {
+			t.Errorf("New(%v): %v, want INVALID_ARGUMENT naming %s", tc.endpoints, err, tc.field)
+		}
+	}
+	c := dial(t, []string{endpoint})
+	for _, err := range c.List(ctx, client.ListFilter{States: []client.State{"SCHEDULED", "DONE"}}) {
+		if !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "States[1]: ") {
+			t.Errorf("List: %v, want INVALID_ARGUMENT naming States[1]", err)
+		}
+		break
+	}
+	for _, err := range c.Events(ctx, client.EventFilter{Types: []client.EventType{"NOPE"}}) {
+		if !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "Types[0]: ") {
+			t.Errorf("Events: %v, want INVALID_ARGUMENT naming Types[0]", err)
+		}
+		break
+	}
+	if _, err := c.ScheduleMany(ctx, make([]client.TaskSpec, client.MaxBatch+1)); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "specs: ") {
+		t.Errorf("ScheduleMany of %d: %v", client.MaxBatch+1, err)
+	}
+	spec := later("bad")
+	spec.Triggers = nil
+	if _, _, err := c.Schedule(ctx, spec); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "task.triggers") {
+		t.Errorf("Schedule without triggers: %v", err)
+	}
+	if _, err := c.Get(ctx, "bad", "01m8mx19rx1hj7mgnxe477btw0"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Get of a missing task: %v, want NOT_FOUND", err)
+	}
+}
+
+// New fails, naming the endpoints, when none answers within the dial
+// timeout.
+func TestNewFailsWhenNoEndpointAnswers(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close() // nothing listens there now
+	_, err = client.New(context.Background(), []string{addr}, client.WithDialTimeout(300*time.Millisecond))
+	if !errors.Is(err, client.ErrUnavailable) || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("New: %v, want UNAVAILABLE naming %s", err, addr)
+	}
+}
+
+// WithToken sends the bearer token with every call.
+func TestTokenIsSentWithEveryCall(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	var seen sync.Map
+	check := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer tok.secret" {
+			return nil, status.Errorf(codes.Unauthenticated, "authorization %q", got)
+		}
+		seen.Store(info.FullMethod, true)
+		return h(ctx, req)
+	}
+	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(check))
+	c := dial(t, []string{s.addr}, client.WithToken("tok.secret"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := c.Schedule(ctx, later("token")); err != nil {
+		t.Fatal(err)
+	}
+	if n := countTasks(t, c, "token"); n != 1 {
+		t.Fatalf("%d tasks", n)
+	}
+	if _, ok := seen.Load(listTasksMethod); !ok {
+		t.Fatal("ListTasks did not carry the token")
+	}
+}

@@ -1,0 +1,109 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"math"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/internal/backoff"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// EventFilter selects events; empty fields match everything. Cursor, from
+// an earlier Event, starts after that event; empty starts with the events
+// from now on.
+type EventFilter struct {
+	Identity string
+	// TaskID, with Identity, selects one task's events.
+	TaskID string
+	Kind   string
+	Node   string
+	Types  []EventType
+	Cursor string
+}
+
+// Events yields the cluster's task events that match f, in order for each
+// task, until ctx ends (then it just stops) or an error that a reconnection
+// cannot mend: a bad filter, a refused token, or ErrCursorExpired. When the
+// stream breaks (its node stopped, the network failed) it reconnects, to
+// another endpoint if need be, from the cursor of the last event it
+// yielded, so nothing is missed or yielded twice.
+func (c *Client) Events(ctx context.Context, f EventFilter) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		req := &taskdv1.WatchEventsRequest{Identity: f.Identity, TaskId: f.TaskID, Kind: f.Kind, Node: f.Node, Cursor: f.Cursor}
+		for i, t := range f.Types {
+			et := eventTypeToProto(t)
+			if et == taskdv1.EventType_EVENT_TYPE_UNSPECIFIED {
+				yield(Event{}, invalid("Events", fmt.Sprintf("Types[%d]", i), "%q is not an event type", t))
+				return
+			}
+			req.Types = append(req.Types, et)
+		}
+		b := backoff.New(c.o.backoff, c.o.maxBackoff)
+		for ctx.Err() == nil {
+			i := c.pick()
+			sctx, cancel := context.WithCancel(ctx)
+			stream, err := c.apis[i].WatchEvents(sctx, req)
+			for err == nil {
+				var resp *taskdv1.WatchEventsResponse
+				resp, err = stream.Recv()
+				if err != nil {
+					break
+				}
+				b.Reset() // a stream that delivers is a healthy one
+				for _, e := range resp.GetEvents() {
+					req.Cursor = e.GetCursor()
+					if !yield(eventFromProto(e), nil) {
+						cancel()
+						return
+					}
+				}
+			}
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if !reconnectable(err) {
+				yield(Event{}, wrap("Events", err, 1))
+				return
+			}
+			if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+				c.cur.CompareAndSwap(i, (i+1)%uint32(len(c.conns)))
+			}
+			if !b.Wait(ctx) {
+				return
+			}
+		}
+	}
+}
+
+// From returns the cursor that starts a watch at the write that stored t as
+// it was read (t.Revision): the watch yields that write's events and every
+// later one, so nothing that happens to the task after Schedule or Get
+// returned it is missed. A zero Task gives "", events from now on.
+func From(t *Task) string {
+	if t == nil || t.Revision <= 1 {
+		return ""
+	}
+	// A cursor names the last event seen: every event of the revision
+	// before the task's.
+	return fmt.Sprintf("%d.%d", t.Revision-1, math.MaxInt32)
+}
+
+// reconnectable errors end a stream without saying anything about the
+// request: the node went away, or the stream was cut.
+func reconnectable(err error) bool {
+	if err == io.EOF {
+		return true // the server ended the stream (it is stopping)
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Internal, codes.Unknown:
+		return true
+	}
+	return false
+}

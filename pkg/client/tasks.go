@@ -1,0 +1,295 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"iter"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// MaxBatch is the most tasks one ScheduleMany request carries.
+const MaxBatch = 100
+
+// Schedule stores one task and returns it. A durable task without an
+// IdempotencyKey gets a random one, so that a retry after UNAVAILABLE or a
+// timeout, when the first attempt was stored but its answer lost, returns
+// that first task instead of storing a second. existing is true when the
+// key returned a task stored before the answering attempt: by an earlier
+// call with the same key, or by this call's own attempt whose answer was
+// lost.
+func (c *Client) Schedule(ctx context.Context, spec TaskSpec) (task *Task, existing bool, err error) {
+	p := spec.toProto()
+	r := idempotent
+	switch {
+	case p.NonDurable:
+		r = once
+	case p.IdempotencyKey == "":
+		p.IdempotencyKey = newKey()
+	}
+	err = c.call(ctx, "Schedule", r, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: p})
+		if err == nil {
+			task, existing = taskFromProto(resp.GetTask()), resp.GetExisting()
+		}
+		return err
+	})
+	return task, existing, err
+}
+
+// ScheduleMany stores up to MaxBatch tasks in one request and returns them
+// in the order given. Keys are filled in as by Schedule, so a retried batch
+// stores each task once.
+func (c *Client) ScheduleMany(ctx context.Context, specs []TaskSpec) ([]*Task, error) {
+	if len(specs) > MaxBatch {
+		return nil, invalid("ScheduleMany", "specs", "%d tasks, the limit of one batch is %d", len(specs), MaxBatch)
+	}
+	req := &taskdv1.ScheduleTasksRequest{}
+	r := idempotent
+	for _, s := range specs {
+		p := s.toProto()
+		switch {
+		case p.NonDurable:
+			r = once
+		case p.IdempotencyKey == "":
+			p.IdempotencyKey = newKey()
+		}
+		req.Tasks = append(req.Tasks, p)
+	}
+	var tasks []*Task
+	err := c.call(ctx, "ScheduleMany", r, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.ScheduleTasks(ctx, req)
+		if err == nil {
+			tasks = tasks[:0]
+			for _, t := range resp.GetTasks() {
+				tasks = append(tasks, taskFromProto(t))
+			}
+		}
+		return err
+	})
+	return tasks, err
+}
+
+// newKey is a random idempotency key: 128 bits, so two never meet.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return "client-" + base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])
+}
+
+// Get returns a task, with its next five fire times.
+func (c *Client) Get(ctx context.Context, identity, taskID string) (*Task, error) {
+	var t *Task
+	err := c.call(ctx, "Get", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: identity, TaskId: taskID})
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// ListFilter selects tasks for List. Identity empty lists the whole
+// cluster; the other fields narrow it.
+type ListFilter struct {
+	Identity string
+	States   []State
+	Kind     string
+	Labels   map[string]string
+	// Node keeps tasks of identities that node owns (and EVERY_NODE tasks).
+	Node string
+	// PageSize is how many tasks each request fetches (1-1000; 0: 100).
+	PageSize int32
+}
+
+// List yields the tasks that match f, fetching a page at a time, in key
+// order: by identity, then creation. It stops at the first error, which it
+// yields.
+func (c *Client) List(ctx context.Context, f ListFilter) iter.Seq2[*Task, error] {
+	return func(yield func(*Task, error) bool) {
+		req := &taskdv1.ListTasksRequest{Identity: f.Identity, Kind: f.Kind, Labels: f.Labels, Node: f.Node, PageSize: f.PageSize}
+		for i, s := range f.States {
+			st := stateToProto(s)
+			if st == taskdv1.TaskState_TASK_STATE_UNSPECIFIED {
+				yield(nil, invalid("List", fmt.Sprintf("States[%d]", i), "%q is not a task state (SCHEDULED, RUNNING, RETRYING, PAUSED, COMPLETED, DEAD, CANCELED)", s))
+				return
+			}
+			req.States = append(req.States, st)
+		}
+		for {
+			var page *taskdv1.ListTasksResponse
+			err := c.call(ctx, "List", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+				var err error
+				page, err = api.ListTasks(ctx, req)
+				return err
+			})
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, t := range page.GetTasks() {
+				if !yield(taskFromProto(t), nil) {
+					return
+				}
+			}
+			if page.GetNextPageToken() == "" {
+				return
+			}
+			req.PageToken = page.GetNextPageToken()
+		}
+	}
+}
+
+// Cancel stops a task's future runs and returns it; cancelling a cancelled
+// task returns it unchanged, so the call is retried safely.
+func (c *Client) Cancel(ctx context.Context, identity, taskID string) (*Task, error) {
+	var t *Task
+	err := c.call(ctx, "Cancel", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: identity, TaskId: taskID})
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// RunNow asks for one manual run at once; the schedule stays as it was.
+// It is not retried once it may have reached a node (a second call could
+// make a second run): after an UNAVAILABLE or DEADLINE_EXCEEDED error, look
+// at Runs before calling again.
+func (c *Client) RunNow(ctx context.Context, identity, taskID string) (*Task, error) {
+	var t *Task
+	err := c.call(ctx, "RunNow", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: identity, TaskId: taskID})
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// Runs returns a task's run history, newest first.
+func (c *Client) Runs(ctx context.Context, identity, taskID string) ([]Run, error) {
+	var runs []Run
+	err := c.call(ctx, "Runs", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: identity, TaskId: taskID})
+		runs = runs[:0]
+		for _, r := range resp.GetRuns() {
+			runs = append(runs, runFromProto(r))
+		}
+		return err
+	})
+	return runs, err
+}
+
+// Pause stops a task from starting runs, keeping its triggers; what comes
+// due meanwhile is handled on Resume by its misfire policy.
+func (c *Client) Pause(ctx context.Context, identity, taskID string) (*Task, error) {
+	var t *Task
+	err := c.call(ctx, "Pause", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.PauseTask(ctx, &taskdv1.PauseTaskRequest{Identity: identity, TaskId: taskID})
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// Resume lifts a Pause.
+func (c *Client) Resume(ctx context.Context, identity, taskID string) (*Task, error) {
+	var t *Task
+	err := c.call(ctx, "Resume", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.ResumeTask(ctx, &taskdv1.ResumeTaskRequest{Identity: identity, TaskId: taskID})
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// PauseIdentity pauses every task of an identity, present and future.
+func (c *Client) PauseIdentity(ctx context.Context, identity string) error {
+	return c.call(ctx, "PauseIdentity", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		_, err := api.PauseIdentity(ctx, &taskdv1.PauseIdentityRequest{Identity: identity})
+		return err
+	})
+}
+
+// ResumeIdentity lifts a PauseIdentity.
+func (c *Client) ResumeIdentity(ctx context.Context, identity string) error {
+	return c.call(ctx, "ResumeIdentity", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		_, err := api.ResumeIdentity(ctx, &taskdv1.ResumeIdentityRequest{Identity: identity})
+		return err
+	})
+}
+
+// PauseKind pauses every task of a kind in the cluster, present and future.
+func (c *Client) PauseKind(ctx context.Context, kind string) error {
+	return c.call(ctx, "PauseKind", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		_, err := api.PauseKind(ctx, &taskdv1.PauseKindRequest{Kind: kind})
+		return err
+	})
+}
+
+// ResumeKind lifts a PauseKind.
+func (c *Client) ResumeKind(ctx context.Context, kind string) error {
+	return c.call(ctx, "ResumeKind", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		_, err := api.ResumeKind(ctx, &taskdv1.ResumeKindRequest{Kind: kind})
+		return err
+	})
+}
+
+// Pauses lists the identity and kind pauses in force.
+func (c *Client) Pauses(ctx context.Context) ([]Pause, error) {
+	var ps []Pause
+	err := c.call(ctx, "Pauses", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.ListPauses(ctx, &taskdv1.ListPausesRequest{})
+		ps = ps[:0]
+		for _, p := range resp.GetPauses() {
+			ps = append(ps, Pause{Identity: p.GetIdentity(), Kind: p.GetKind(), Since: timeOf(p.GetSince())})
+		}
+		return err
+	})
+	return ps, err
+}
+
+// Wait returns the task once it is in a final state (COMPLETED, DEAD or
+// CANCELED), or ctx's error. It watches the task's events from the
+// revision it read (From), so no change is missed, and reads the task
+// again after each; should the watch fail, it reads the task every second.
+func (c *Client) Wait(ctx context.Context, identity, taskID string) (*Task, error) {
+	t, err := c.Get(ctx, identity, taskID)
+	if err != nil || t.State.Final() {
+		return t, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, err := range c.Events(wctx, EventFilter{Identity: identity, TaskID: taskID, Cursor: From(t)}) {
+			if err != nil {
+				return // the poll goes on alone
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-wake:
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, wrap("Wait", status.FromContextError(ctx.Err()).Err(), 1)
+		}
+		t, err := c.Get(ctx, identity, taskID)
+		if err != nil || t.State.Final() {
+			return t, err
+		}
+	}
+}

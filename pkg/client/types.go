@@ -1,0 +1,538 @@
+package client
+
+import (
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Scope says where a task runs. It has no default: every TaskSpec states it.
+type Scope string
+
+const (
+	// ScopeIdentity runs the task once in the cluster, on its identity's owner.
+	ScopeIdentity Scope = "identity"
+	// ScopeEveryNode runs the task on every RUNNING node by its triggers.
+	ScopeEveryNode Scope = "every-node"
+)
+
+// Misfire is what happens to fire times that could not start in time.
+type Misfire string
+
+const (
+	// MisfireDefault takes the trigger kind's default: once-now for one-shot
+	// and on-start-up triggers, skip for the others.
+	MisfireDefault Misfire = ""
+	// MisfireOnceNow runs once at once for all the missed times.
+	MisfireOnceNow Misfire = "once-now"
+	// MisfireSkip goes on with the next fire time after now.
+	MisfireSkip Misfire = "skip"
+	// MisfireFireAll runs once per missed time, up to the node's catch-up limit.
+	MisfireFireAll Misfire = "fire-all"
+)
+
+// State is where a task is in its life: SCHEDULED, RUNNING, RETRYING,
+// PAUSED, or one of the final states COMPLETED, DEAD and CANCELED.
+type State string
+
+const (
+	StateScheduled State = "SCHEDULED"
+	StateRunning   State = "RUNNING"
+	StateRetrying  State = "RETRYING"
+	StatePaused    State = "PAUSED"
+	StateCompleted State = "COMPLETED"
+	StateDead      State = "DEAD"
+	StateCanceled  State = "CANCELED"
+)
+
+// Final reports whether a task in this state will never run again.
+func (s State) Final() bool {
+	return s == StateCompleted || s == StateDead || s == StateCanceled
+}
+
+// Outcome is how one run ended: SUCCESS, WARNING, ERROR, CANCELED,
+// INTERRUPTED (its node stopped or died), DROPPED (its identity moved away
+// before the result was committed) or VETOED.
+type Outcome string
+
+// NodeState is a node's life cycle: STARTING, RUNNING, DRAINING, STOPPED.
+type NodeState string
+
+// EventType names a task event: SCHEDULED, FIRED, STARTED, SUCCEEDED,
+// FAILED, RETRYING, NEXT_SCHEDULED, FINALIZED, DEAD, CANCELED, MOVED, ...
+// (docs/contract.md lists them all).
+type EventType string
+
+// Trigger is one rule that makes fire times. Make one with Now, At, After,
+// Every, Cron or OnStartup and adjust its fields; which rule it is follows
+// from the fields set: Cron, then Interval, then OnStartup, else once.
+type Trigger struct {
+	// At is a one-shot trigger's fire time; Delay counts from the moment the
+	// server accepts the task. Neither set: now.
+	At    time.Time
+	Delay time.Duration
+	// Interval is a periodic trigger's fixed rate (at least 1 ms).
+	Interval time.Duration
+	// Cron is a Quartz cron expression (6 or 7 fields) read in TimeZone
+	// (an IANA name; empty is UTC).
+	Cron     string
+	TimeZone string
+	// Start and End bound a periodic or cron trigger; Count, if above zero,
+	// is the number of periods a periodic trigger fires.
+	Start, End time.Time
+	Count      int64
+	// OnStartup fires once for each start of the node that runs the task.
+	OnStartup bool
+	// Name labels the trigger in runs and events.
+	Name string
+	// Misfire overrides the task's misfire policy for this trigger.
+	Misfire Misfire
+}
+
+// Now is a one-shot trigger that fires as soon as the task is stored.
+func Now() Trigger { return Trigger{} }
+
+// At is a one-shot trigger that fires at t.
+func At(t time.Time) Trigger { return Trigger{At: t} }
+
+// After is a one-shot trigger that fires d after the server accepts the task.
+func After(d time.Duration) Trigger { return Trigger{Delay: d} }
+
+// Every is a periodic trigger: its first fire time is one interval from
+// now unless Start says otherwise.
+func Every(interval time.Duration) Trigger { return Trigger{Interval: interval} }
+
+// Cron is a cron trigger: expr is a Quartz expression such as
+// "0 30 2 ? * MON-FRI", read in zone (empty is UTC).
+func Cron(expr, zone string) Trigger { return Trigger{Cron: expr, TimeZone: zone} }
+
+// OnStartup fires once for each start of the node that runs the task.
+func OnStartup() Trigger { return Trigger{OnStartup: true} }
+
+// Backoff shapes the waits between retries of a failed run: exponential
+// with jitter, from Initial (default 1 s) up to Max (default 10 min).
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+// TaskSpec is what a client asks for. Identity, Kind, Scope and at least
+// one trigger are required; the server names any field it refuses.
+type TaskSpec struct {
+	Identity string
+	Kind     string
+	Scope    Scope
+	Triggers []Trigger
+	// Payload is given to the handler; Data is the task's persistent data,
+	// which its handler may replace.
+	Payload, Data []byte
+	Misfire       Misfire
+	// Priority breaks ties between runs due at the same instant; higher first.
+	Priority int32
+	// MaxAttempts of one fire time before the task is DEAD (0: 25).
+	MaxAttempts int32
+	Backoff     Backoff
+	// Timeout of one run (0: 5 min).
+	Timeout time.Duration
+	// NoRecovery: a run interrupted by a crash is not run again (it is by
+	// default).
+	NoRecovery bool
+	// AllowOverlap lets a recurring task start while its previous run goes on.
+	AllowOverlap bool
+	// Calendars name exclusion calendars.
+	Calendars []string
+	Labels    map[string]string
+	// IdempotencyKey makes scheduling twice return the first task. Schedule
+	// fills in a random one when it is empty, so that its own retries never
+	// store a task twice; set it yourself to make your retries safe too.
+	IdempotencyKey string
+	// NonDurable tasks are never stored: they live on one node and are lost
+	// with it. They take no idempotency key, so Schedule does not retry them
+	// after an error that leaves their fate unknown.
+	NonDurable bool
+}
+
+// RunSummary is the short form of a task's most recent run.
+type RunSummary struct {
+	RunNumber          int64
+	Outcome            Outcome
+	StartedAt, EndedAt time.Time
+	Node               string
+	Message            string
+}
+
+// Task is a stored task and its state.
+type Task struct {
+	ID    string
+	Spec  TaskSpec
+	State State
+	// CreatedAt is when the task was accepted; FinishedAt when it reached a
+	// final state.
+	CreatedAt, FinishedAt time.Time
+	// NextFireTime is zero when the task has no more fire times;
+	// NextFireTimes holds up to five coming ones (Get only).
+	NextFireTime  time.Time
+	NextFireTimes []time.Time
+	// RunCount is the highest run number so far; Attempt the attempt of the
+	// current fire time.
+	RunCount int64
+	Attempt  int32
+	LastRun  *RunSummary
+	// Revision is the task's etcd revision, the second half of a fence.
+	Revision int64
+	Paused   bool
+	PausedBy []string
+	Misfires int64
+	// Proto is the task as the API returned it.
+	Proto *taskdv1.Task
+}
+
+// Run is one execution of a task, from its history.
+type Run struct {
+	TaskID    string
+	RunNumber int64
+	Attempt   int32
+	// FireTime is the scheduled time the run served.
+	FireTime           time.Time
+	StartedAt, EndedAt time.Time
+	Node               string
+	Outcome            Outcome
+	Message            string
+	// Fence is the token the handler got: "<epoch>.<revision>".
+	Fence string
+	// Manual is true for a RunNow run; Recovery for the re-execution of a
+	// run a crash interrupted.
+	Manual, Recovery bool
+	// Trigger is the index of the trigger that fired the run (-1: manual).
+	Trigger     int32
+	TriggerName string
+}
+
+// Identity is an identity's mapping and load.
+type Identity struct {
+	Name string
+	// Mapped is false while no node owns the identity.
+	Mapped bool
+	Node   string
+	// Epoch changes at every move: the first half of a fence.
+	Epoch     int64
+	TaskCount int64
+	// Active is the last status the owner reported: true while the identity
+	// has tasks pending or running there.
+	Active      bool
+	StatusNode  string
+	StatusSince time.Time
+}
+
+// Node is a registered taskd node.
+type Node struct {
+	Name string
+	// Incarnation is new at every start of the node.
+	Incarnation string
+	// Address is the node's gRPC API.
+	Address         string
+	State           NodeState
+	StartedAt       time.Time
+	DispatchStart   time.Time
+	IdentitiesOwned int64
+	// Kinds the node can run: its own handlers' and its workers'.
+	Kinds []string
+}
+
+// Event is one task event from the cluster's event stream.
+type Event struct {
+	Type      EventType
+	Time      time.Time
+	Node      string
+	Identity  string
+	TaskID    string
+	Kind      string
+	RunNumber int64
+	Attempt   int32
+	Fence     string
+	Outcome   Outcome
+	Message   string
+	// Next is the next fire time (NEXT_SCHEDULED, RETRYING).
+	Next time.Time
+	// Count of fire times a MISFIRED event stands for.
+	Count   int64
+	Trigger int32
+	// Cursor resumes a watch after this event.
+	Cursor string
+}
+
+// Pause is an identity or kind pause in force.
+type Pause struct {
+	Identity string
+	Kind     string
+	Since    time.Time
+}
+
+// toProto turns a spec into the API's form.
+func (s TaskSpec) toProto() *taskdv1.TaskSpec {
+	p := &taskdv1.TaskSpec{
+		Identity:       s.Identity,
+		Kind:           s.Kind,
+		Payload:        s.Payload,
+		Data:           s.Data,
+		NonDurable:     s.NonDurable,
+		Scope:          scopeToProto(s.Scope),
+		Misfire:        misfireToProto(s.Misfire),
+		Priority:       s.Priority,
+		MaxAttempts:    s.MaxAttempts,
+		AllowOverlap:   s.AllowOverlap,
+		Calendars:      s.Calendars,
+		Labels:         s.Labels,
+		IdempotencyKey: s.IdempotencyKey,
+	}
+	for _, t := range s.Triggers {
+		p.Triggers = append(p.Triggers, t.toProto())
+	}
+	if s.Backoff.Initial > 0 || s.Backoff.Max > 0 {
+		p.Backoff = &taskdv1.Backoff{Initial: durationOrNil(s.Backoff.Initial), Max: durationOrNil(s.Backoff.Max)}
+	}
+	p.Timeout = durationOrNil(s.Timeout)
+	if s.NoRecovery {
+		no := false
+		p.RequestsRecovery = &no
+	}
+	return p
+}
+
+func (t Trigger) toProto() *taskdv1.Trigger {
+	p := &taskdv1.Trigger{Name: t.Name, Misfire: misfireToProto(t.Misfire)}
+	switch {
+	case t.Cron != "":
+		p.Kind = &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{
+			Expression: t.Cron, TimeZone: t.TimeZone, Start: timeOrNil(t.Start), End: timeOrNil(t.End)}}
+	case t.Interval != 0:
+		p.Kind = &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{
+			Interval: durationpb.New(t.Interval), Start: timeOrNil(t.Start), End: timeOrNil(t.End), Count: t.Count}}
+	case t.OnStartup:
+		p.Kind = &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}
+	default:
+		p.Kind = &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timeOrNil(t.At), Delay: durationOrNil(t.Delay)}}
+	}
+	return p
+}
+
+func triggerFromProto(p *taskdv1.Trigger) Trigger {
+	t := Trigger{Name: p.GetName(), Misfire: misfireFromProto(p.GetMisfire())}
+	switch k := p.GetKind().(type) {
+	case *taskdv1.Trigger_Once:
+		t.At, t.Delay = timeOf(k.Once.GetAt()), k.Once.GetDelay().AsDuration()
+	case *taskdv1.Trigger_Periodic:
+		t.Interval, t.Start, t.End, t.Count = k.Periodic.GetInterval().AsDuration(), timeOf(k.Periodic.GetStart()), timeOf(k.Periodic.GetEnd()), k.Periodic.GetCount()
+	case *taskdv1.Trigger_Cron:
+		t.Cron, t.TimeZone, t.Start, t.End = k.Cron.GetExpression(), k.Cron.GetTimeZone(), timeOf(k.Cron.GetStart()), timeOf(k.Cron.GetEnd())
+	case *taskdv1.Trigger_OnStartup:
+		t.OnStartup = true
+	}
+	return t
+}
+
+func specFromProto(p *taskdv1.TaskSpec) TaskSpec {
+	s := TaskSpec{
+		Identity:       p.GetIdentity(),
+		Kind:           p.GetKind(),
+		Payload:        p.GetPayload(),
+		Data:           p.GetData(),
+		NonDurable:     p.GetNonDurable(),
+		Misfire:        misfireFromProto(p.GetMisfire()),
+		Priority:       p.GetPriority(),
+		MaxAttempts:    p.GetMaxAttempts(),
+		Backoff:        Backoff{Initial: p.GetBackoff().GetInitial().AsDuration(), Max: p.GetBackoff().GetMax().AsDuration()},
+		Timeout:        p.GetTimeout().AsDuration(),
+		NoRecovery:     p.RequestsRecovery != nil && !p.GetRequestsRecovery(),
+		AllowOverlap:   p.GetAllowOverlap(),
+		Calendars:      p.GetCalendars(),
+		Labels:         p.GetLabels(),
+		IdempotencyKey: p.GetIdempotencyKey(),
+	}
+	switch p.GetScope() {
+	case taskdv1.Scope_SCOPE_IDENTITY:
+		s.Scope = ScopeIdentity
+	case taskdv1.Scope_SCOPE_EVERY_NODE:
+		s.Scope = ScopeEveryNode
+	}
+	for _, t := range p.GetTriggers() {
+		s.Triggers = append(s.Triggers, triggerFromProto(t))
+	}
+	return s
+}
+
+func taskFromProto(p *taskdv1.Task) *Task {
+	if p == nil {
+		return nil
+	}
+	t := &Task{
+		ID:           p.GetId(),
+		Spec:         specFromProto(p.GetSpec()),
+		State:        State(enumName(p.GetState().String(), "TASK_STATE_")),
+		CreatedAt:    timeOf(p.GetCreatedAt()),
+		FinishedAt:   timeOf(p.GetFinishedAt()),
+		NextFireTime: timeOf(p.GetNextFireTime()),
+		RunCount:     p.GetRunCount(),
+		Attempt:      p.GetAttempt(),
+		Revision:     p.GetRevision(),
+		Paused:       p.GetPaused(),
+		PausedBy:     p.GetPausedBy(),
+		Misfires:     p.GetMisfires(),
+		Proto:        p,
+	}
+	for _, ts := range p.GetNextFireTimes() {
+		t.NextFireTimes = append(t.NextFireTimes, timeOf(ts))
+	}
+	if lr := p.GetLastRun(); lr != nil {
+		t.LastRun = &RunSummary{
+			RunNumber: lr.GetRunNumber(),
+			Outcome:   outcomeOf(lr.GetOutcome()),
+			StartedAt: timeOf(lr.GetStartedAt()),
+			EndedAt:   timeOf(lr.GetEndedAt()),
+			Node:      lr.GetNode(),
+			Message:   lr.GetMessage(),
+		}
+	}
+	return t
+}
+
+func runFromProto(p *taskdv1.Run) Run {
+	return Run{
+		TaskID:      p.GetTaskId(),
+		RunNumber:   p.GetRunNumber(),
+		Attempt:     p.GetAttempt(),
+		FireTime:    timeOf(p.GetFireTime()),
+		StartedAt:   timeOf(p.GetStartedAt()),
+		EndedAt:     timeOf(p.GetEndedAt()),
+		Node:        p.GetNode(),
+		Outcome:     outcomeOf(p.GetOutcome()),
+		Message:     p.GetMessage(),
+		Fence:       p.GetFence(),
+		Manual:      p.GetManual(),
+		Recovery:    p.GetRecovery(),
+		Trigger:     p.GetTrigger(),
+		TriggerName: p.GetTriggerName(),
+	}
+}
+
+func identityFromProto(p *taskdv1.Identity) *Identity {
+	return &Identity{
+		Name:        p.GetIdentity(),
+		Mapped:      p.GetMapped(),
+		Node:        p.GetNode(),
+		Epoch:       p.GetEpoch(),
+		TaskCount:   p.GetTaskCount(),
+		Active:      p.GetActive(),
+		StatusNode:  p.GetStatusNode(),
+		StatusSince: timeOf(p.GetStatusSince()),
+	}
+}
+
+func nodeFromProto(p *taskdv1.Node) Node {
+	return Node{
+		Name:            p.GetName(),
+		Incarnation:     p.GetIncarnation(),
+		Address:         p.GetAddress(),
+		State:           NodeState(enumName(p.GetState().String(), "NODE_STATE_")),
+		StartedAt:       timeOf(p.GetStartedAt()),
+		DispatchStart:   timeOf(p.GetDispatchStart()),
+		IdentitiesOwned: p.GetIdentitiesOwned(),
+		Kinds:           p.GetKinds(),
+	}
+}
+
+func eventFromProto(p *taskdv1.Event) Event {
+	return Event{
+		Type:      EventType(enumName(p.GetType().String(), "EVENT_TYPE_")),
+		Time:      timeOf(p.GetTime()),
+		Node:      p.GetNode(),
+		Identity:  p.GetIdentity(),
+		TaskID:    p.GetTaskId(),
+		Kind:      p.GetKind(),
+		RunNumber: p.GetRunNumber(),
+		Attempt:   p.GetAttempt(),
+		Fence:     p.GetFence(),
+		Outcome:   outcomeOf(p.GetOutcome()),
+		Message:   p.GetMessage(),
+		Next:      timeOf(p.GetNext()),
+		Count:     p.GetCount(),
+		Trigger:   p.GetTrigger(),
+		Cursor:    p.GetCursor(),
+	}
+}
+
+func outcomeOf(o taskdv1.Outcome) Outcome {
+	if o == taskdv1.Outcome_OUTCOME_UNSPECIFIED {
+		return ""
+	}
+	return Outcome(enumName(o.String(), "OUTCOME_"))
+}
+
+func scopeToProto(s Scope) taskdv1.Scope {
+	switch s {
+	case ScopeIdentity:
+		return taskdv1.Scope_SCOPE_IDENTITY
+	case ScopeEveryNode:
+		return taskdv1.Scope_SCOPE_EVERY_NODE
+	}
+	// Left unspecified, the server refuses it naming the field.
+	return taskdv1.Scope_SCOPE_UNSPECIFIED
+}
+
+func misfireToProto(m Misfire) taskdv1.MisfirePolicy {
+	switch m {
+	case MisfireOnceNow:
+		return taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW
+	case MisfireSkip:
+		return taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP
+	case MisfireFireAll:
+		return taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL
+	}
+	return taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED
+}
+
+func misfireFromProto(m taskdv1.MisfirePolicy) Misfire {
+	switch m {
+	case taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW:
+		return MisfireOnceNow
+	case taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP:
+		return MisfireSkip
+	case taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL:
+		return MisfireFireAll
+	}
+	return MisfireDefault
+}
+
+func stateToProto(s State) taskdv1.TaskState {
+	return taskdv1.TaskState(taskdv1.TaskState_value["TASK_STATE_"+strings.ToUpper(string(s))])
+}
+
+func eventTypeToProto(t EventType) taskdv1.EventType {
+	return taskdv1.EventType(taskdv1.EventType_value["EVENT_TYPE_"+strings.ToUpper(string(t))])
+}
+
+func enumName(name, prefix string) string { return strings.TrimPrefix(name, prefix) }
+
+func timeOf(ts *timestamppb.Timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
+	}
+	return ts.AsTime()
+}
+
+func timeOrNil(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func durationOrNil(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}

@@ -33,6 +33,8 @@ type Client struct {
 	// endpoint fails with UNAVAILABLE or times out.
 	cur atomic.Uint32
 	o   options
+	// dial are the options of every connection, also a Worker's to each node.
+	dial []grpc.DialOption
 }
 
 // Defaults of the options.
@@ -111,7 +113,7 @@ func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, erro
 	if o.token != "" {
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer(o.token)))
 	}
-	c := &Client{endpoints: endpoints, o: o}
+	c := &Client{endpoints: endpoints, o: o, dial: dial}
 	for _, ep := range endpoints {
 		conn, err := grpc.NewClient(ep, dial...)
 		if err != nil {

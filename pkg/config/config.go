@@ -85,6 +85,9 @@ type Config struct {
 	HandoffStart time.Duration
 	// VoteDelay is the status vote delay (--vote-delay).
 	VoteDelay time.Duration
+	// WorkerHeartbeat is how often remote workers must send a heartbeat;
+	// one silent for three intervals is cut off (--worker-heartbeat).
+	WorkerHeartbeat time.Duration
 	// RemoveDelay is the unmapping delay for inactive identities
 	// (--remove-delay).
 	RemoveDelay time.Duration
@@ -195,6 +198,7 @@ func Default() Config {
 		HandoffPeriod:    500 * time.Millisecond,
 		HandoffStart:     2500 * time.Millisecond,
 		VoteDelay:        5000 * time.Millisecond,
+		WorkerHeartbeat:  5 * time.Second,
 		RemoveDelay:      5000 * time.Millisecond,
 		MisfireThreshold: 60 * time.Second,
 		DrainTimeout:     30 * time.Second,

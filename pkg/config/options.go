@@ -225,6 +225,12 @@ var options = []*option{
 		check: func(c Config) error { return checkNonNegative(c.VoteDelay) },
 	},
 	{
+		name: "worker-heartbeat", arg: "DURATION", def: "5s",
+		help:  "how often remote workers must send a heartbeat; a worker silent for three intervals is cut off and its runs retried, > 0",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.WorkerHeartbeat }),
+		check: func(c Config) error { return checkPositive(c.WorkerHeartbeat) },
+	},
+	{
 		name: "remove-delay", arg: "DURATION", def: "5000ms",
 		help:  "an identity inactive with no tasks for this long after its inactive vote is unmapped",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.RemoveDelay }),

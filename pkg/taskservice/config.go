@@ -27,6 +27,11 @@ type Config struct {
 	PeerTLS *tls.Config
 	// Handlers run the tasks, by kind.
 	Handlers map[string]Handler
+	// Remote, if set, runs the kinds that have no handler in Handlers: the
+	// remote workers connected to this node (pkg/workers). Its kinds are
+	// advertised in the node's registration beside the handlers' and
+	// follow its workers as they come and go.
+	Remote Remote
 	// Listeners are told every event.
 	Listeners []Listener
 	// Observer is told measurements of the node's own work (stats.go).

@@ -120,6 +120,10 @@ func (n *Node) record() ([]byte, error) {
 // publish rewrites the node's record (its state changed), only while the
 // record is still under this node's lease.
 func (n *Node) publish(ctx context.Context) error {
+	// One publish at a time: each puts the record as it stands when
+	// encoded, so a later one must not be overtaken by an earlier one.
+	n.publishMu.Lock()
+	defer n.publishMu.Unlock()
 	b, err := n.record()
 	if err != nil {
 		return err

@@ -94,9 +94,10 @@ type Node struct {
 	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
 	cals  calendarSet  // the calendars, compiled (calendars.go)
 
-	kindsMu sync.Mutex // guards the cluster's kinds, cached
-	kinds   map[string]bool
-	kindsAt time.Time
+	publishMu sync.Mutex // one rewrite of the registration at a time (publish)
+	kindsMu   sync.Mutex // guards the cluster's kinds, cached
+	kinds     map[string]bool
+	kindsAt   time.Time
 }
 
 // New checks cfg and returns a node that has not started.
@@ -173,6 +174,13 @@ func (n *Node) Kinds() []string {
 	kinds := make([]string, 0, len(n.cfg.Handlers))
 	for k := range n.cfg.Handlers {
 		kinds = append(kinds, k)
+	}
+	if n.cfg.Remote != nil {
+		for _, k := range n.cfg.Remote.Kinds() {
+			if n.cfg.Handlers[k] == nil {
+				kinds = append(kinds, k)
+			}
+		}
 	}
 	sort.Strings(kinds)
 	return kinds
@@ -259,6 +267,9 @@ func (n *Node) Start(ctx context.Context) error {
 	n.loops.Go("thaw", n.thawLoop)
 	n.loops.Go("handoff", n.handoffLoop)
 	n.loops.Go("ownership", n.ownershipLoop)
+	if n.cfg.Remote != nil {
+		n.loops.Go("remote kinds", n.remoteKindsLoop)
+	}
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
 	return nil

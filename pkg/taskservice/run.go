@@ -127,6 +127,9 @@ func notCalledErr(ctx context.Context) error {
 // the flight's context carrying the run's span.
 func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
+	if h == nil && n.cfg.Remote != nil {
+		h = n.cfg.Remote
+	}
 	if h == nil {
 		close(entered)
 		return Retry(fmt.Errorf("node %s has no handler for kind %q", n.cfg.Name, run.Kind))

@@ -37,7 +37,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		return nil, invalid(field, "has %d tasks, the limit is %d", len(specs), MaxBatch)
 	}
 	kinds := n.clusterKinds(ctx)
-	known := func(k string) bool { return kinds[k] }
+	known := func(k string) bool { return kinds[k] || n.servesKind(k) }
 	now := time.Now()
 	recs := make([]*storev1.TaskRecord, len(specs))
 	for i, s := range specs {
@@ -519,6 +519,13 @@ func (n *Node) addLocal(r *storev1.TaskRecord) {
 	n.reschedLocked(e)
 }
 
+// servesKind reports whether this node runs kind now: by a handler of its
+// own or a connected remote worker. It is asked beside clusterKinds, whose
+// cache may be older than a worker that just connected.
+func (n *Node) servesKind(kind string) bool {
+	return n.cfg.Handlers[kind] != nil || n.cfg.Remote != nil && slices.Contains(n.cfg.Remote.Kinds(), kind)
+}
+
 // clusterKinds is the set of kinds some registered node handles, cached
 // for a second so scheduling does not read the node list every time.
 func (n *Node) clusterKinds(ctx context.Context) map[string]bool {
@@ -528,7 +535,7 @@ func (n *Node) clusterKinds(ctx context.Context) map[string]bool {
 		return n.kinds
 	}
 	kinds := map[string]bool{}
-	for k := range n.cfg.Handlers {
+	for _, k := range n.Kinds() { // its handlers' and its remote workers'
 		kinds[k] = true
 	}
 	nodes, err := n.ListNodes(ctx)

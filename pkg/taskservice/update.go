@@ -50,7 +50,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 				return invalid("spec."+f.name, "cannot change (it is %v, the update has %v); schedule a new task instead", f.was, f.now)
 			}
 		}
-		if err := n.validateSpec("spec", spec, func(k string) bool { return kinds[k] || k == old.Kind }); err != nil {
+		if err := n.validateSpec("spec", spec, func(k string) bool { return kinds[k] || k == old.Kind || n.servesKind(k) }); err != nil {
 			return err
 		}
 		now := time.Now()

@@ -141,6 +141,10 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 }
 
 // validateKind checks a kind name.
+// ValidateKind checks a kind name: 1-MaxKindLen bytes of UTF-8. The error
+// names field.
+func ValidateKind(field, kind string) error { return validateKind(field, kind) }
+
 func validateKind(field, kind string) error {
 	switch {
 	case kind == "":

@@ -55,13 +55,15 @@ func init() {
 	for _, m := range []string{"CreateToken", "ListTokens", "RevokeToken"} {
 		methodVerbs["/"+taskdv1.TokenService_ServiceDesc.ServiceName+"/"+m] = VerbAdmin
 	}
+	methodVerbs["/"+taskdv1.WorkerService_ServiceDesc.ServiceName+"/Work"] = VerbWork
 }
 
 // ours reports whether fullMethod belongs to a taskd service, which needs a
 // token.
 func ours(fullMethod string) bool {
 	return strings.HasPrefix(fullMethod, "/"+taskdv1.TaskService_ServiceDesc.ServiceName+"/") ||
-		strings.HasPrefix(fullMethod, "/"+taskdv1.TokenService_ServiceDesc.ServiceName+"/")
+		strings.HasPrefix(fullMethod, "/"+taskdv1.TokenService_ServiceDesc.ServiceName+"/") ||
+		strings.HasPrefix(fullMethod, "/"+taskdv1.WorkerService_ServiceDesc.ServiceName+"/")
 }
 
 // Authorizer checks calls against the tokens of a file and those stored in

@@ -28,10 +28,12 @@ const (
 	// VerbAdmin: move identities, drain nodes, calendars, kind pauses,
 	// tokens.
 	VerbAdmin = "admin"
+	// VerbWork: serve kinds as a remote worker (WorkerService).
+	VerbWork = "work"
 )
 
 // Verbs lists every verb, in the order help texts show them.
-var Verbs = []string{VerbSchedule, VerbRead, VerbControl, VerbAdmin}
+var Verbs = []string{VerbSchedule, VerbRead, VerbControl, VerbAdmin, VerbWork}
 
 // MaxDescription bounds a token's description, in bytes.
 const MaxDescription = 256

@@ -1,0 +1,171 @@
+package workers_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/taskd/taskd/pkg/client"
+	"github.com/taskd/taskd/pkg/taskservice"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
+	"github.com/taskd/taskd/pkg/workers"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
+}
+
+// node is a started node with a worker pool, serving TaskService and
+// WorkerService on loopback.
+type node struct {
+	*taskservice.Node
+	pool *workers.Pool
+	addr string
+	cli  *clientv3.Client
+}
+
+func startNode(t *testing.T, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler) *node {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn, Output: tWriter{t}})
+	pool, err := workers.New(workers.Config{Node: name, Heartbeat: heartbeat, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := taskservice.New(taskservice.Config{
+		Name: name, Client: cli, Address: lis.Addr().String(), Handlers: handlers,
+		Remote: pool, Listeners: []taskservice.Listener{pool.Observe}, Logger: log,
+		LeaseTTL: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(n))
+	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
+	go func() { _ = gs.Serve(lis) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		pool.Close()
+		gs.Stop()
+		_ = n.Stop(ctx)
+	})
+	return &node{Node: n, pool: pool, addr: lis.Addr().String(), cli: cli}
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func dialClient(t *testing.T, addrs ...string) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.New(ctx, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// runWorker runs w until the test ends (or stop is called) and waits for it.
+func runWorker(t *testing.T, w *client.Worker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// rawWorker is a worker driven by hand, message by message, over a real
+// stream: for the protocol's edges.
+type rawWorker struct {
+	t      *testing.T
+	stream taskdv1.WorkerService_WorkClient
+	cancel context.CancelFunc
+}
+
+func dialRaw(t *testing.T, addr string, hello *taskdv1.WorkerHello) (*rawWorker, *taskdv1.WorkResponse, error) {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); _ = cc.Close() })
+	stream, err := taskdv1.NewWorkerServiceClient(cc).Work(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&taskdv1.WorkRequest{Msg: &taskdv1.WorkRequest_Hello{Hello: hello}}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	return &rawWorker{t: t, stream: stream, cancel: cancel}, first, err
+}
+
+func (r *rawWorker) recv() *taskdv1.WorkResponse {
+	r.t.Helper()
+	m, err := r.stream.Recv()
+	if err != nil {
+		r.t.Fatalf("recv: %v", err)
+	}
+	return m
+}
+
+// recvUntil reads messages (answering nothing) until keep says stop.
+func (r *rawWorker) recvUntil(keep func(*taskdv1.WorkResponse) bool) *taskdv1.WorkResponse {
+	r.t.Helper()
+	for {
+		if m := r.recv(); keep(m) {
+			return m
+		}
+	}
+}
+
+func (r *rawWorker) send(o *taskdv1.WorkOutcome) {
+	r.t.Helper()
+	if err := r.stream.Send(&taskdv1.WorkRequest{Msg: &taskdv1.WorkRequest_Outcome{Outcome: o}}); err != nil {
+		r.t.Fatalf("send: %v", err)
+	}
+}
+
+func (r *rawWorker) heartbeat() error {
+	return r.stream.Send(&taskdv1.WorkRequest{Msg: &taskdv1.WorkRequest_Heartbeat{Heartbeat: &taskdv1.WorkerHeartbeat{}}})
+}
+
+var _ = tst.Eventually
+
+func clientv3LeaseID(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }

@@ -1,0 +1,375 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/taskd/taskd/pkg/taskservice"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// DefaultHeartbeat is how often a worker must send a heartbeat by default.
+const DefaultHeartbeat = 5 * time.Second
+
+// Config sets up a Pool.
+type Config struct {
+	// Node is the name of the node the pool belongs to (required).
+	Node string
+	// Heartbeat is how often workers must send a heartbeat; one that sends
+	// nothing for three intervals is cut off. Default DefaultHeartbeat.
+	Heartbeat time.Duration
+	// Logger; the node's name is added to every line.
+	Logger hclog.Logger
+}
+
+// Pool is the remote workers connected to one node. Use it as the node's
+// taskservice.Config.Remote, add Observe to the node's Listeners, and
+// register Service() on the node's gRPC server. Close it before stopping
+// the gRPC server: open streams end at once.
+type Pool struct {
+	cfg Config
+	log hclog.Logger
+	seq atomic.Uint64
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	// changed is closed, and replaced, whenever a worker joins or a slot
+	// frees: runs waiting for a worker look again.
+	changed chan struct{}
+	kinds   []string
+	// awaiting holds the runs whose outcome went to the node, until the
+	// node's outcome event says whether it was committed.
+	awaiting map[runKey]*dispatch
+	closed   bool
+
+	kindsChanged chan struct{} // cap 1: coalesced signals
+	stopping     chan struct{} // closed by Close
+}
+
+// session is one worker's stream.
+type session struct {
+	name        string
+	kinds       []string
+	concurrency int
+	// out carries the messages to the worker; the stream's loop sends them.
+	out chan *taskdv1.WorkResponse
+	// gone is closed when the stream ends.
+	gone chan struct{}
+	// Under Pool.mu:
+	inflight int
+	runs     map[string]*dispatch
+}
+
+// dispatch is one run handed to a worker.
+type dispatch struct {
+	id     string
+	fence  string
+	key    runKey
+	s      *session
+	result chan *taskdv1.WorkOutcome // cap 1
+}
+
+// runKey matches a run's outcome event to its dispatch.
+type runKey struct {
+	task  string
+	run   int64
+	fence string
+}
+
+// New returns an empty pool.
+func New(cfg Config) (*Pool, error) {
+	if cfg.Node == "" {
+		return nil, errors.New("workers: Config.Node is required")
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Heartbeat < 0 {
+		return nil, fmt.Errorf("workers: Config.Heartbeat is %v; it must be positive", cfg.Heartbeat)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Pool{
+		cfg:          cfg,
+		log:          cfg.Logger.Named("workers").With("node", cfg.Node),
+		sessions:     map[*session]struct{}{},
+		changed:      make(chan struct{}),
+		awaiting:     map[runKey]*dispatch{},
+		kindsChanged: make(chan struct{}, 1),
+		stopping:     make(chan struct{}),
+	}, nil
+}
+
+// Kinds lists the kinds some connected worker serves, sorted.
+func (p *Pool) Kinds() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.kinds)
+}
+
+// KindsChanged signals each time Kinds may have changed.
+func (p *Pool) KindsChanged() <-chan struct{} { return p.kindsChanged }
+
+// Workers returns how many workers are connected.
+func (p *Pool) Workers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sessions)
+}
+
+// Close ends every worker's stream, and refuses new ones. Runs in flight on
+// workers end as by a disconnection.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		close(p.stopping)
+	}
+}
+
+// Work runs one run on a connected worker of its kind: taskservice.Handler.
+func (p *Pool) Work(ctx context.Context, run *taskservice.Run) error {
+	var d *dispatch
+	for d == nil {
+		p.mu.Lock()
+		if s := p.pickLocked(run.Kind); s != nil {
+			d = p.holdLocked(s, run)
+		}
+		wait := p.changed
+		p.mu.Unlock()
+		if d != nil {
+			break
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("no worker of kind %q on node %s took the run: %w", run.Kind, p.cfg.Node, ctx.Err())
+		}
+	}
+	msg := &taskdv1.WorkRun{
+		RunId:     d.id,
+		Identity:  run.Identity,
+		TaskId:    run.TaskID,
+		Kind:      run.Kind,
+		Payload:   run.Payload,
+		Data:      run.Data,
+		Labels:    run.Labels,
+		RunNumber: run.RunNumber,
+		Attempt:   int32(run.Attempt),
+		Fence:     d.fence,
+		Manual:    run.Manual,
+		Recovery:  run.Recovery,
+		Node:      p.cfg.Node,
+	}
+	if !run.FireTime.IsZero() {
+		msg.FireTime = timestamppb.New(run.FireTime)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		msg.Deadline = timestamppb.New(dl)
+	}
+	select {
+	case d.s.out <- &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Run{Run: msg}}:
+	case <-d.s.gone:
+	case <-ctx.Done():
+	}
+	select {
+	case o := <-d.result:
+		return outcome(run, o)
+	case <-d.s.gone:
+		if o, ok := p.giveUp(d); !ok {
+			return outcome(run, o)
+		}
+		return taskservice.Retry(fmt.Errorf("worker %s went away during the run", d.s.name))
+	case <-ctx.Done():
+		if o, ok := p.giveUp(d); !ok {
+			return outcome(run, o) // it came in the meantime
+		}
+		reason := context.Cause(ctx).Error()
+		d.s.trySend(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Cancel{Cancel: &taskdv1.WorkCancel{RunId: d.id, Reason: reason}}})
+		return fmt.Errorf("worker %s: %w", d.s.name, ctx.Err())
+	}
+}
+
+// pickLocked returns the least busy worker of kind with a free slot.
+func (p *Pool) pickLocked(kind string) *session {
+	var best *session
+	for s := range p.sessions {
+		if s.inflight < s.concurrency && slices.Contains(s.kinds, kind) && (best == nil || s.inflight < best.inflight) {
+			best = s
+		}
+	}
+	return best
+}
+
+func (p *Pool) holdLocked(s *session, run *taskservice.Run) *dispatch {
+	fence := run.Fence.String()
+	d := &dispatch{
+		id:     p.cfg.Node + "-" + strconv.FormatUint(p.seq.Add(1), 10),
+		fence:  fence,
+		key:    runKey{run.TaskID, run.RunNumber, fence},
+		s:      s,
+		result: make(chan *taskdv1.WorkOutcome, 1),
+	}
+	s.inflight++
+	s.runs[d.id] = d
+	return d
+}
+
+// giveUp takes d back from its worker; ok is false when its outcome came
+// first (then that outcome is returned, and the node commits it or not).
+func (p *Pool) giveUp(d *dispatch) (*taskdv1.WorkOutcome, bool) {
+	p.mu.Lock()
+	if _, held := d.s.runs[d.id]; held {
+		delete(d.s.runs, d.id)
+		d.s.inflight--
+		p.wakeLocked()
+		p.mu.Unlock()
+		return nil, true
+	}
+	p.mu.Unlock()
+	return <-d.result, false
+}
+
+// wakeLocked lets the runs waiting for a worker look again.
+func (p *Pool) wakeLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// outcome turns a worker's outcome into the handler's return.
+func outcome(run *taskservice.Run, o *taskdv1.WorkOutcome) error {
+	if o.GetDataSet() {
+		run.SetData(o.GetData())
+	}
+	msg := o.GetMessage()
+	switch o.GetResult() {
+	case taskdv1.WorkResult_WORK_RESULT_SUCCESS:
+		if msg != "" {
+			run.SetMessage(msg)
+		}
+		return nil
+	case taskdv1.WorkResult_WORK_RESULT_WARNING:
+		return taskservice.Warning(msg)
+	case taskdv1.WorkResult_WORK_RESULT_PERMANENT:
+		return taskservice.Permanent(errors.New(orDefault(msg, "the worker reported a permanent error")))
+	case taskdv1.WorkResult_WORK_RESULT_SNOOZE:
+		var until time.Time
+		if o.GetSnoozeUntil() != nil {
+			until = o.GetSnoozeUntil().AsTime()
+		}
+		return taskservice.Snooze(until)
+	case taskdv1.WorkResult_WORK_RESULT_CANCEL:
+		return taskservice.Cancel(orDefault(msg, "cancelled by the worker"))
+	default: // ERROR (an unspecified result is refused before it gets here)
+		return taskservice.Retry(errors.New(orDefault(msg, "the worker reported an error")))
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Observe is a taskservice.Listener: the outcome event of a run a worker
+// reported says whether the node committed it, which the worker is told.
+func (p *Pool) Observe(ev taskservice.Event) {
+	switch ev.Type {
+	case taskservice.EventSucceeded, taskservice.EventFailed, taskservice.EventDropped, taskservice.EventInterrupted:
+	default:
+		return
+	}
+	key := runKey{ev.TaskID, ev.RunNumber, ev.Fence.String()}
+	p.mu.Lock()
+	d := p.awaiting[key]
+	delete(p.awaiting, key)
+	p.mu.Unlock()
+	if d == nil {
+		return
+	}
+	ack := &taskdv1.WorkAck{RunId: d.id, Accepted: ev.Type == taskservice.EventSucceeded || ev.Type == taskservice.EventFailed}
+	if !ack.Accepted {
+		ack.Reason = fmt.Sprintf("%s: %s", ev.Type, ev.Message)
+	}
+	// Listeners must not block: the buffer holds every message a worker's
+	// runs can cause; a worker that stopped reading loses the ack.
+	if !d.s.trySend(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Ack{Ack: ack}}) {
+		p.log.Warn("worker's queue is full; ack not sent", "worker", d.s.name, "run", d.id)
+	}
+}
+
+// trySend queues m for the worker without waiting.
+func (s *session) trySend(m *taskdv1.WorkResponse) bool {
+	select {
+	case s.out <- m:
+		return true
+	case <-s.gone:
+		return false
+	default:
+		return false
+	}
+}
+
+// join adds a worker; it returns false when the pool is closed.
+func (p *Pool) join(s *session) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.sessions[s] = struct{}{}
+	p.kindsLocked()
+	p.wakeLocked()
+	return true
+}
+
+// leave removes a worker: its runs in flight see gone and end as failed
+// attempts; outcomes it reported that await their commit get no ack.
+func (p *Pool) leave(s *session) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.sessions, s)
+	close(s.gone)
+	for k, d := range p.awaiting {
+		if d.s == s {
+			delete(p.awaiting, k)
+		}
+	}
+	p.kindsLocked()
+}
+
+// kindsLocked recomputes the kinds served, and signals a change.
+func (p *Pool) kindsLocked() {
+	set := map[string]bool{}
+	for s := range p.sessions {
+		for _, k := range s.kinds {
+			set[k] = true
+		}
+	}
+	kinds := make([]string, 0, len(set))
+	for k := range set {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	if slices.Equal(kinds, p.kinds) {
+		return
+	}
+	p.kinds = kinds
+	select {
+	case p.kindsChanged <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,179 @@
+package workers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/taskd/taskd/pkg/taskservice"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// Limits of a WorkerHello.
+const (
+	MaxWorkerName  = 128
+	MaxKinds       = 64
+	MaxConcurrency = 10000
+)
+
+// Service returns the pool's gRPC service, to register on the node's server.
+func (p *Pool) Service() taskdv1.WorkerServiceServer { return &service{p: p} }
+
+type service struct {
+	taskdv1.UnimplementedWorkerServiceServer
+	p *Pool
+}
+
+// Work serves one worker's stream: hello, then runs out and outcomes in,
+// until the worker leaves, falls silent, or the pool closes.
+func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
+	p := sv.p
+	ctx := stream.Context()
+	in := make(chan *taskdv1.WorkRequest)
+	recvErr := make(chan error, 1)
+	// The reader ends when the stream does, which Work's return brings about.
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case in <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	silence := 3 * p.cfg.Heartbeat
+	timer := time.NewTimer(silence)
+	defer timer.Stop()
+
+	var hello *taskdv1.WorkerHello
+	select {
+	case m := <-in:
+		hello = m.GetHello()
+		if hello == nil {
+			return status.Error(codes.InvalidArgument, "hello: the stream's first message must be a WorkerHello")
+		}
+	case err := <-recvErr:
+		return err
+	case <-timer.C:
+		return status.Errorf(codes.DeadlineExceeded, "hello: none within %v", silence)
+	case <-p.stopping:
+		return status.Error(codes.Unavailable, "the node is stopping")
+	}
+	if err := checkHello(hello); err != nil {
+		return err
+	}
+	s := &session{
+		name:        hello.GetWorker(),
+		kinds:       hello.GetKinds(),
+		concurrency: int(hello.GetConcurrency()),
+		// Each run causes at most three messages (run, cancel, ack).
+		out:  make(chan *taskdv1.WorkResponse, 3*int(hello.GetConcurrency())+16),
+		gone: make(chan struct{}),
+		runs: map[string]*dispatch{},
+	}
+	// Joined before the welcome goes out, so that a worker that has its
+	// welcome is one the node dispatches to; what is queued for it meanwhile
+	// goes out after the welcome, from the loop below.
+	if !p.join(s) {
+		return status.Error(codes.Unavailable, "the node is stopping")
+	}
+	defer p.leave(s)
+	if err := stream.Send(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Welcome{Welcome: &taskdv1.WorkerWelcome{
+		Node: p.cfg.Node, HeartbeatInterval: durationpb.New(p.cfg.Heartbeat)}}}); err != nil {
+		return err
+	}
+	log := p.log.With("worker", s.name)
+	log.Info("worker connected", "kinds", s.kinds, "concurrency", s.concurrency)
+	for {
+		select {
+		case m := <-s.out:
+			if err := stream.Send(m); err != nil {
+				log.Info("worker stream ended", "error", err)
+				return err
+			}
+		case m := <-in:
+			timer.Reset(silence)
+			switch msg := m.GetMsg().(type) {
+			case *taskdv1.WorkRequest_Outcome:
+				p.report(s, msg.Outcome)
+			case *taskdv1.WorkRequest_Heartbeat:
+			default:
+				return status.Error(codes.InvalidArgument, "msg: after the hello, a worker sends outcomes and heartbeats only")
+			}
+		case err := <-recvErr:
+			if errors.Is(err, io.EOF) {
+				log.Info("worker disconnected")
+				return nil
+			}
+			log.Info("worker stream broke", "error", err)
+			return err
+		case <-timer.C:
+			log.Warn("worker fell silent; cut off", "silent_for", silence)
+			return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %v", silence)
+		case <-p.stopping:
+			return status.Error(codes.Unavailable, "the node is stopping")
+		}
+	}
+}
+
+// report takes a worker's outcome: it goes to the run's waiting call if the
+// node still holds the run under that fence; otherwise it is refused.
+func (p *Pool) report(s *session, o *taskdv1.WorkOutcome) {
+	refuse := func(reason string) {
+		s.trySend(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Ack{Ack: &taskdv1.WorkAck{RunId: o.GetRunId(), Reason: reason}}})
+	}
+	if _, ok := taskdv1.WorkResult_name[int32(o.GetResult())]; !ok || o.GetResult() == taskdv1.WorkResult_WORK_RESULT_UNSPECIFIED {
+		refuse(fmt.Sprintf("outcome.result: %d is not a result; the run stays held", o.GetResult()))
+		return
+	}
+	p.mu.Lock()
+	d := s.runs[o.GetRunId()]
+	switch {
+	case d == nil:
+		p.mu.Unlock()
+		refuse(fmt.Sprintf("run %q is not held by node %s on this stream: it timed out, was cancelled, or its identity moved away", o.GetRunId(), p.cfg.Node))
+		return
+	case d.fence != o.GetFence():
+		p.mu.Unlock()
+		refuse(fmt.Sprintf("outcome.fence: %q is not the run's fence %q; the run stays held", o.GetFence(), d.fence))
+		return
+	}
+	delete(s.runs, d.id)
+	s.inflight--
+	p.awaiting[d.key] = d
+	p.wakeLocked()
+	p.mu.Unlock()
+	d.result <- o
+}
+
+func checkHello(h *taskdv1.WorkerHello) error {
+	bad := func(field, format string, args ...any) error {
+		return status.Errorf(codes.InvalidArgument, "hello.%s: %s", field, fmt.Sprintf(format, args...))
+	}
+	if h.GetWorker() == "" || len(h.GetWorker()) > MaxWorkerName || !utf8.ValidString(h.GetWorker()) {
+		return bad("worker", "%q must be 1-%d bytes of UTF-8", h.GetWorker(), MaxWorkerName)
+	}
+	if n := len(h.GetKinds()); n == 0 || n > MaxKinds {
+		return bad("kinds", "%d kinds; a worker serves 1-%d", n, MaxKinds)
+	}
+	for i, k := range h.GetKinds() {
+		if err := taskservice.ValidateKind(fmt.Sprintf("hello.kinds[%d]", i), k); err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
+	if c := h.GetConcurrency(); c < 1 || c > MaxConcurrency {
+		return bad("concurrency", "%d; it must be 1-%d", c, MaxConcurrency)
+	}
+	return nil
+}

@@ -172,7 +172,9 @@ func TestWorkerGoneMidRunIsRetriedElsewhere(t *testing.T) {
 	})
 	stop1 := runWorker(t, w1)
 	tst.Eventually(t, 10*time.Second, func() bool { return n.pool.Workers() == 1 }, "w1 did not connect")
-	task, _, err := c.Schedule(ctx, spec("bob", "job", func(s *client.TaskSpec) { s.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond} }))
+	task, _, err := c.Schedule(ctx, spec("bob", "job", func(s *client.TaskSpec) {
+		s.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +210,32 @@ func TestSilentWorkerIsCutOff(t *testing.T) {
 	if err != nil || welcome.GetWelcome() == nil {
 		t.Fatalf("hello: %v %v", welcome, err)
 	}
-	task, _, err := c.Schedule(ctx, spec("carol", "job", func(s *client.TaskSpec) { s.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond} }))
+	// A worker connected at the same time that does send heartbeats stays.
+	beating, _, err := dialRaw(t, n.addr, &taskdv1.WorkerHello{Worker: "beating", Kinds: []string{"other"}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-beatCtx.Done():
+				return
+			case <-tick.C:
+				if beating.heartbeat() != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer func() { stopBeats(); <-beats }()
+	task, _, err := c.Schedule(ctx, spec("carol", "job", func(s *client.TaskSpec) {
+		s.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +246,9 @@ func TestSilentWorkerIsCutOff(t *testing.T) {
 	_, err = hung.stream.Recv()
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("the silent worker's stream ended with %v, want DEADLINE_EXCEEDED", err)
+	}
+	if got := n.pool.Workers(); got != 1 {
+		t.Fatalf("%d workers connected after the silent one was cut off, want the beating one", got)
 	}
 	w := c.NewWorker(client.WorkerOptions{Name: "live", Discover: 100 * time.Millisecond})
 	w.Handle("job", func(context.Context, *client.Job) error { return nil })

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/taskd/taskd/internal/buildinfo"
+	"github.com/taskd/taskd/internal/console"
 	"github.com/taskd/taskd/pkg/builtin"
 	"github.com/taskd/taskd/pkg/config"
 	"github.com/taskd/taskd/pkg/etcdembed"
@@ -133,6 +134,16 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	}
 
 	runLog := &runLog{log: log}
+	// The web console calls this node's own API, as a client, with the
+	// viewer's token: the API's auth decides for it as for any client.
+	ui, err := console.New(console.Config{Node: cfg.Name, Target: console.LoopbackTarget(lis.Addr()), TLS: tlsSrv.peer,
+		ServerName: advertisedAddress(cfg.Advertise, lis.Addr()), Logger: log})
+	if err != nil {
+		lis.Close()
+		httpLis.Close()
+		return err
+	}
+	defer ui.Close()
 	node, err := taskservice.New(taskservice.Config{
 		Name:             cfg.Name,
 		Replace:          cfg.Replace,
@@ -141,7 +152,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Address:          advertisedAddress(cfg.Advertise, lis.Addr()),
 		PeerTLS:          tlsSrv.peer,
 		Handlers:         handlers,
-		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe},
+		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, consoleListener(ui)},
 		Observer:         metrics.observer(),
 		Logger:           log,
 		TracerProvider:   tracer.provider(),
@@ -202,6 +213,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	if cfg.Pprof {
 		mountPprof(mux)
 	}
+	mux.Handle(console.Prefix, ui)
+	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusFound))
 	var started atomic.Bool // Start has returned: the node is fully up
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		serving, reason := node.Health()
@@ -211,6 +224,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		fmt.Fprintln(w, reason)
 	})
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	hsrv.RegisterOnShutdown(ui.Close) // ends the console's live-event streams
 	go func() { _ = hsrv.Serve(tlsSrv.httpListener(httpLis)) }()
 	defer tlsSrv.watch(log)()
 	defer auth.watch(log)()
@@ -255,6 +269,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 			runLog.follow(healthCtx, cfg.LogSummary)
 		}
 	}()
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		ui.Run(healthCtx) // the console's chart feed
+	}()
 	log.Info("taskd running", "api", lis.Addr().String(), "advertised", advertisedAddress(cfg.Advertise, lis.Addr()), "http", httpLis.Addr().String(),
 		"startup_ms", time.Since(began).Milliseconds())
 
@@ -269,6 +288,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	stopHealth()
 	<-healthDone
 	<-summaryDone
+	<-consoleDone
 	// Draining hands the identities to other RUNNING nodes before stopping
 	// (with none, they stay mapped here for the next start).
 	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout+30*time.Second)

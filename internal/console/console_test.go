@@ -1,0 +1,650 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/taskd/taskd/pkg/taskservice"
+	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
+	"github.com/taskd/taskd/pkg/tokens"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// etcd's client keeps a resolver goroutine per process.
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+	)
+}
+
+// wait bounds every wait on a condition in these tests.
+const wait = 30 * time.Second
+
+// Bearer tokens of the authorised test node, by what they may do.
+const (
+	adminToken = "admin.s3cret-admin"
+	readToken  = "reader.s3cret-read"
+	aliceToken = "alice.s3cret-alice" // read and control, alice only
+)
+
+// tokensFile lists the tokens above as a --tokens-file would.
+func tokensFile() string {
+	line := func(tok, verbs, scopes string) string {
+		id, secret, _ := strings.Cut(tok, ".")
+		sum := sha256.Sum256([]byte(secret))
+		return strings.TrimSpace(fmt.Sprintf("%s %s %s %s", id, hex.EncodeToString(sum[:]), verbs, scopes)) + "\n"
+	}
+	return line(adminToken, "schedule,read,control,admin", "") + line(readToken, "read", "") + line(aliceToken, "read,control", "alice")
+}
+
+// testNode is a real node with its API on loopback (with the tokens of
+// tokensFile checked when authorised) and its console behind an
+// httptest server.
+type testNode struct {
+	node    *taskservice.Node
+	api     taskdv1.TaskServiceClient
+	console *Console
+	web     *httptest.Server
+	started atomic.Int64 // runs of the "work" kind
+}
+
+// startNode starts node name over cli. The console's chart feed runs
+// until the test ends.
+func startNode(t *testing.T, cli *clientv3.Client, name string, authorised bool) *testNode {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &testNode{}
+	c, err := New(Config{Node: name, Target: LoopbackTarget(lis.Addr()), Logger: hclog.NewNullLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.console = c
+	node, err := taskservice.New(taskservice.Config{
+		Name: name, Client: cli, Address: lis.Addr().String(),
+		Handlers: map[string]taskservice.Handler{"work": taskservice.HandlerFunc(func(_ context.Context, r *taskservice.Run) error {
+			tn.started.Add(1)
+			return nil
+		})},
+		Listeners: []taskservice.Listener{func(ev taskservice.Event) {
+			if ev.Type == taskservice.EventStarted {
+				c.RunStarted(ev.Node, ev.Time, ev.FireTime)
+			}
+		}},
+		Logger:   hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Warn, Output: io.Discard}),
+		LeaseTTL: 2 * time.Second, HandoffPeriod: 50 * time.Millisecond, HandoffStart: -1, VoteDelay: -1, RemoveDelay: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.node = node
+	var opts []grpc.ServerOption
+	if authorised {
+		toks, err := tokens.ParseFile(tokensFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = tokens.NewAuthorizer(toks, nil).ServerOptions()
+	}
+	gs := grpc.NewServer(opts...)
+	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	served := make(chan struct{})
+	go func() { defer close(served); _ = gs.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.api = taskdv1.NewTaskServiceClient(conn)
+	web := httptest.NewServer(c)
+	tn.web = web
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	fed := make(chan struct{})
+	go func() { defer close(fed); c.Run(feedCtx) }()
+	t.Cleanup(func() {
+		stopFeed()
+		<-fed
+		c.Close()
+		web.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = node.Stop(ctx)
+		_ = conn.Close()
+		gs.Stop()
+		<-served
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := node.Start(ctx); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	return tn
+}
+
+// as returns ctx carrying tok for a direct API call.
+func as(ctx context.Context, tok string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+}
+
+func callCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// schedule stores a "work" task of identity firing every interval (0: once, now).
+func (tn *testNode) schedule(t *testing.T, identity string, interval time.Duration, labels map[string]string) *taskdv1.Task {
+	t.Helper()
+	tr := &taskdv1.Trigger{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}
+	if interval > 0 {
+		tr = &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(interval)}}}
+	}
+	resp, err := tn.api.ScheduleTask(as(callCtx(t), adminToken), &taskdv1.ScheduleTaskRequest{Task: &taskdv1.TaskSpec{
+		Identity: identity, Kind: "work", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: []*taskdv1.Trigger{tr},
+		Labels: labels, Payload: []byte("payload of " + identity),
+	}})
+	if err != nil {
+		t.Fatalf("ScheduleTask %s: %v", identity, err)
+	}
+	return resp.GetTask()
+}
+
+func (tn *testNode) task(t *testing.T, identity, id string) *taskdv1.Task {
+	t.Helper()
+	resp, err := tn.api.GetTask(as(callCtx(t), adminToken), &taskdv1.GetTaskRequest{Identity: identity, TaskId: id})
+	if err != nil {
+		t.Fatalf("GetTask: %v", err)
+	}
+	return resp.GetTask()
+}
+
+// page is one answer of the console.
+type page struct {
+	status int
+	body   string
+	header http.Header
+}
+
+// client is an HTTP client that does not follow redirects, so a test sees
+// the console's 303 after an action.
+func client(jar http.CookieJar) *http.Client {
+	return &http.Client{Jar: jar, Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// get fetches path with tok ("" for none) in the Authorization header.
+func (tn *testNode) get(t *testing.T, tok, path string) page {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, tn.web.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return do(t, client(nil), req)
+}
+
+// post submits a form to path with tok.
+func (tn *testNode) post(t *testing.T, tok, path string, form url.Values) page {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, tn.web.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	return do(t, client(nil), req)
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) page {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page{status: resp.StatusCode, body: string(b), header: resp.Header}
+}
+
+// want fails unless the page has status and holds every string of has.
+func (p page) want(t *testing.T, what string, status int, has ...string) {
+	t.Helper()
+	if p.status != status {
+		t.Fatalf("%s: HTTP %d, want %d; body:\n%s", what, p.status, status, p.body)
+	}
+	for _, s := range has {
+		if !strings.Contains(p.body, s) {
+			t.Fatalf("%s: page does not hold %q; body:\n%s", what, s, p.body)
+		}
+	}
+}
+
+// eventually polls cond until it holds or wait passes.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, wait, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The pages show what the API holds, and bad input is refused naming the
+// field.
+func TestPages(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n := startNode(t, cli, "n1", true)
+	every := n.schedule(t, "alice", time.Hour, map[string]string{"team": "core"})
+	once := n.schedule(t, "bob", 0, nil)
+	eventually(t, "bob's task completes", func() error {
+		if s := n.task(t, "bob", once.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_COMPLETED {
+			return fmt.Errorf("state %s", s)
+		}
+		return nil
+	})
+
+	n.get(t, readToken, "/ui/").want(t, "cluster", 200, `data-node="n1"`, "this node", "RUNNING", `class="chart"`)
+	n.get(t, readToken, "/ui/identities").want(t, "identities", 200, `data-identity="alice"`, `data-identity="bob"`)
+	n.get(t, readToken, "/ui/identities?identity=alice").want(t, "identity", 200, `class="owner"`, "n1", `id="move-form"`)
+	n.get(t, readToken, "/ui/tasks").want(t, "tasks", 200, every.GetId(), once.GetId(), "st-completed", "st-scheduled")
+	p := n.get(t, readToken, "/ui/tasks?state=COMPLETED")
+	p.want(t, "tasks by state", 200, once.GetId())
+	if strings.Contains(p.body, every.GetId()) {
+		t.Fatalf("the state filter kept a SCHEDULED task:\n%s", p.body)
+	}
+	p = n.get(t, readToken, "/ui/tasks?label=team%3Dcore")
+	p.want(t, "tasks by label", 200, every.GetId())
+	if strings.Contains(p.body, once.GetId()) {
+		t.Fatalf("the label filter kept an unlabelled task:\n%s", p.body)
+	}
+	// Paging: one task a page, the next page's link carries the token.
+	p = n.get(t, readToken, "/ui/tasks?page_size=1")
+	p.want(t, "first page", 200, every.GetId(), `id="next-page"`)
+	next := strings.Split(strings.Split(p.body, `<a href="`+Prefix+`tasks?`)[1], `"`)[0]
+	n.get(t, readToken, "/ui/tasks?"+strings.ReplaceAll(next, "&amp;", "&")).want(t, "second page", 200, once.GetId(), "First page")
+
+	n.get(t, readToken, "/ui/task?identity=bob&id="+once.GetId()).want(t, "task", 200,
+		"payload of bob", `id="runs"`, `data-run="1"`, "st-success", "once", "<time datetime=")
+	n.get(t, readToken, "/ui/task?identity=alice&id="+every.GetId()).want(t, "periodic task", 200, "every 1h0m0s", "team=core")
+	n.get(t, readToken, "/ui/events?type=started").want(t, "events", 200, `data-stream="/ui/events/stream?type=started"`)
+	n.get(t, readToken, "/ui/static/console.js").want(t, "script", 200, "EventSource")
+
+	for _, c := range []struct{ path, field string }{
+		{"/ui/tasks?state=SLEEPING", "state: "},
+		{"/ui/tasks?label=team", "label: "},
+		{"/ui/tasks?page_size=5000", "page_size: "},
+		{"/ui/tasks?page_token=not-a-token", "page_token: "},
+		{"/ui/identities?page_token=not-a-token", "page_token: "},
+		{"/ui/task?identity=alice", "id: is required"},
+		{"/ui/events?type=EXPLODED", "type: "},
+		{"/ui/events/stream?type=EXPLODED", "type: "},
+	} {
+		n.get(t, readToken, c.path).want(t, c.path, 400, c.field)
+	}
+	n.get(t, readToken, "/ui/task?identity=alice&id=01m8mx19rx1hj7mgnxe477btw0").want(t, "missing task", 404, "NotFound")
+	n.get(t, readToken, "/ui/nope").want(t, "unknown page", 404, "no console page")
+}
+
+// The API's tokens decide for the console: without a token 401, without
+// the verb or out of scope 403, and the refused action did not happen.
+func TestAuthorisation(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n := startNode(t, cli, "n1", true)
+	task := n.schedule(t, "alice", time.Hour, nil)
+	bobs := n.schedule(t, "bob", time.Hour, nil)
+
+	n.get(t, "", "/ui/").want(t, "no token", 401, "Unauthenticated", `href="/ui/token"`)
+	n.get(t, "nobody.wrong", "/ui/tasks").want(t, "unknown token", 401, "invalid bearer token")
+	n.get(t, aliceToken, "/ui/tasks").want(t, "scoped token, whole cluster", 403, "PermissionDenied")
+	n.get(t, aliceToken, "/ui/tasks?identity=alice").want(t, "scoped token, its identity", 200, task.GetId())
+	n.get(t, aliceToken, "/ui/task?identity=bob&id="+bobs.GetId()).want(t, "scoped token, other identity", 403, "out of its scopes")
+	n.get(t, "", "/ui/events/stream").want(t, "event stream without a token", 401, "Unauthenticated")
+	n.get(t, aliceToken, "/ui/events/stream").want(t, "scoped token, whole cluster's events", 403, "PermissionDenied")
+
+	cancelForm := url.Values{"op": {"cancel"}, "identity": {"alice"}, "task_id": {task.GetId()}, "confirm": {"yes"}}
+	n.post(t, readToken, "/ui/action", cancelForm).want(t, "cancel with a read token", 403, "lacks the verb")
+	n.post(t, aliceToken, "/ui/action", url.Values{"op": {"move"}, "identity": {"alice"}, "node": {"n1"}, "confirm": {"yes"}}).
+		want(t, "move with a control token", 403, "admin")
+	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_SCHEDULED {
+		t.Fatalf("a refused cancel changed the task: %s", s)
+	}
+
+	// A token set on the token form travels in a cookie.
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client(jar)
+	req, _ := http.NewRequest(http.MethodPost, n.web.URL+"/ui/token", strings.NewReader(url.Values{"token": {aliceToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	p := do(t, c, req)
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("token form: HTTP %d: %s", p.status, p.body)
+	}
+	if ck := p.header.Get("Set-Cookie"); !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") {
+		t.Fatalf("token cookie %q is not HttpOnly and SameSite=Strict", ck)
+	}
+	req, _ = http.NewRequest(http.MethodGet, n.web.URL+"/ui/tasks?identity=alice", nil)
+	do(t, c, req).want(t, "cookie token", 200, task.GetId(), "token <b>alice</b>")
+
+	// A form posted from another site's page is refused before any call.
+	req, _ = http.NewRequest(http.MethodPost, n.web.URL+"/ui/action", strings.NewReader(cancelForm.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	do(t, client(nil), req).want(t, "cross-site post", 403, "Origin")
+	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_SCHEDULED {
+		t.Fatalf("a cross-site cancel changed the task: %s", s)
+	}
+}
+
+// Actions make their API call; destructive ones only after confirmation.
+func TestActions(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n := startNode(t, cli, "n1", true)
+	task := n.schedule(t, "alice", time.Hour, nil)
+	back := "/ui/task?identity=alice&id=" + task.GetId()
+	form := func(op string, kv ...string) url.Values {
+		v := url.Values{"op": {op}, "identity": {"alice"}, "task_id": {task.GetId()}, "back": {back}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	p := n.post(t, adminToken, "/ui/action", form("run-now"))
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), back+"&done=") {
+		t.Fatalf("run-now: HTTP %d to %q", p.status, p.header.Get("Location"))
+	}
+	eventually(t, "the manual run", func() error {
+		if rc := n.task(t, "alice", task.GetId()).GetRunCount(); rc < 1 {
+			return fmt.Errorf("run_count %d", rc)
+		}
+		return nil
+	})
+
+	if p := n.post(t, adminToken, "/ui/action", form("pause-task")); p.status != http.StatusSeeOther {
+		t.Fatalf("pause: HTTP %d: %s", p.status, p.body)
+	}
+	if !n.task(t, "alice", task.GetId()).GetPaused() {
+		t.Fatal("pause did not pause the task")
+	}
+	n.get(t, adminToken, back+"&done=task+paused").want(t, "paused task", 200, `class="flash"`, "task paused", `id="resume"`, "paused by task")
+	if p := n.post(t, adminToken, "/ui/action", form("resume-task")); p.status != http.StatusSeeOther {
+		t.Fatalf("resume: HTTP %d: %s", p.status, p.body)
+	}
+	if n.task(t, "alice", task.GetId()).GetPaused() {
+		t.Fatal("resume did not resume the task")
+	}
+
+	// Cancel asks first; the answer's form confirms.
+	n.post(t, adminToken, "/ui/action", form("cancel")).want(t, "cancel, unconfirmed", 200, `name="confirm" value="yes"`, "cannot be undone")
+	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_SCHEDULED {
+		t.Fatalf("an unconfirmed cancel changed the task: %s", s)
+	}
+	if p := n.post(t, adminToken, "/ui/action", form("cancel", "confirm", "yes")); p.status != http.StatusSeeOther {
+		t.Fatalf("cancel: HTTP %d: %s", p.status, p.body)
+	}
+	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_CANCELED {
+		t.Fatalf("cancel: task is %s", s)
+	}
+
+	n.post(t, adminToken, "/ui/action", url.Values{"op": {"drain"}, "node": {"n1"}}).want(t, "drain, unconfirmed", 200, "Drain node n1?")
+	n.post(t, adminToken, "/ui/action", url.Values{"op": {"move"}, "identity": {"alice"}, "node": {"n1"}}).want(t, "move, unconfirmed", 200, "Move identity alice to node n1?")
+	n.post(t, adminToken, "/ui/action", url.Values{"op": {"move"}, "identity": {"alice"}, "node": {"nowhere"}, "confirm": {"yes"}}).
+		want(t, "move to an unknown node", 409, "Move identity", "FailedPrecondition")
+	n.post(t, adminToken, "/ui/action", url.Values{"op": {"move"}, "identity": {"alice"}}).want(t, "move without node", 400, "node: is required")
+	n.post(t, adminToken, "/ui/action", url.Values{"op": {"explode"}}).want(t, "unknown action", 400, "op: ")
+	// A crafted "back" cannot send the viewer off the console.
+	other := n.schedule(t, "alice", time.Hour, nil)
+	p = n.post(t, adminToken, "/ui/action", form("run-now", "task_id", other.GetId(), "back", "https://evil.example/"))
+	if loc := p.header.Get("Location"); p.status != http.StatusSeeOther || !strings.HasPrefix(loc, Prefix) {
+		t.Fatalf("HTTP %d, redirect to %q", p.status, loc)
+	}
+}
+
+// The live-event stream carries the cluster's events as server-sent
+// events, filtered, with their cursors as ids.
+func TestEventStream(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n := startNode(t, cli, "n1", true)
+	// A stream begins at "now" once the node's watch is set up, which the
+	// viewer cannot see; a periodic task's events show when it is.
+	n.schedule(t, "zed", 20*time.Millisecond, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.web.URL+"/ui/events/stream?type=scheduled,succeeded", nil)
+	req.Header.Set("Authorization", "Bearer "+readToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("stream: HTTP %d, %s", resp.StatusCode, ct)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	// next returns the next event and its id.
+	next := func() (liveEvent, string) {
+		t.Helper()
+		id := ""
+		for sc.Scan() {
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "id: "); ok {
+				id = v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				var ev liveEvent
+				if err := json.Unmarshal([]byte(v), &ev); err != nil {
+					t.Fatalf("event %q: %v", v, err)
+				}
+				if id == "" {
+					t.Fatalf("event %q without an id line", v)
+				}
+				return ev, id
+			}
+		}
+		t.Fatalf("the stream ended: %v", sc.Err())
+		return liveEvent{}, ""
+	}
+	if ev, _ := next(); ev.Identity != "zed" || ev.Type != "SUCCEEDED" {
+		t.Fatalf("first event %+v, want a SUCCEEDED of zed", ev)
+	}
+	task := n.schedule(t, "carol", 0, nil)
+	var types []string
+	for len(types) < 2 {
+		ev, _ := next()
+		if ev.Type != "SCHEDULED" && ev.Type != "SUCCEEDED" {
+			t.Fatalf("event %+v passed the type filter", ev)
+		}
+		if ev.Identity == "carol" {
+			if ev.TaskID != task.GetId() || ev.Time == "" || ev.Type == "SUCCEEDED" && (ev.Node != "n1" || ev.Outcome != "SUCCESS") {
+				t.Fatalf("carol's event %+v", ev)
+			}
+			types = append(types, ev.Type)
+		}
+	}
+	if strings.Join(types, ",") != "SCHEDULED,SUCCEEDED" {
+		t.Fatalf("carol's events %v, want SCHEDULED then SUCCEEDED", types)
+	}
+}
+
+// Closing the console ends the live-event streams it serves.
+func TestCloseEndsStreams(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n := startNode(t, cli, "n1", false)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.web.URL+"/ui/events/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: HTTP %d", resp.StatusCode)
+	}
+	n.console.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
+	}
+}
+
+// The chart counts this node's runs with their fire lag (from RunStarted) and
+// other nodes' runs (from the cluster's event stream).
+func TestChartFeed(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n1 := startNode(t, cli, "n1", false)
+	n2 := startNode(t, cli, "n2", false)
+	n1.schedule(t, "erin", 20*time.Millisecond, nil)
+	n1.schedule(t, "frank", 20*time.Millisecond, nil)
+	for identity, node := range map[string]string{"erin": "n1", "frank": "n2"} {
+		resp, err := n1.api.GetIdentity(callCtx(t), &taskdv1.GetIdentityRequest{Identity: identity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetIdentity().GetNode() != node {
+			if _, err := n1.api.MoveIdentity(callCtx(t), &taskdv1.MoveIdentityRequest{Identity: identity, ToNode: node}); err != nil {
+				t.Fatalf("move %s to %s: %v", identity, node, err)
+			}
+		}
+	}
+	eventually(t, "n1's chart holds both nodes' runs, n1's with fire lag", func() error {
+		got := map[string]series{}
+		for _, s := range n1.console.chart.snapshot() {
+			got[s.Node] = s
+		}
+		if s := got["n1"]; s.Runs < 3 || s.Lagged < 3 {
+			return fmt.Errorf("n1: %d runs, %d with lag", s.Runs, s.Lagged)
+		}
+		if s := got["n2"]; s.Runs < 3 || s.Lagged != 0 {
+			return fmt.Errorf("n2: %d runs, %d with lag (want runs, no lag)", s.Runs, s.Lagged)
+		}
+		return nil
+	})
+	if n2.started.Load() == 0 {
+		t.Fatal("n2 ran nothing")
+	}
+	n1.get(t, "", "/ui/").want(t, "cluster page", 200, `<rect class="bar"`, `class="p99"`, `data-node="n2"`)
+}
+
+// The ring keeps an hour by minute, drops what is older, and bounds the
+// lags it keeps.
+func TestChartRing(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 30, 30, 0, time.UTC)
+	clock := func() time.Time { return now }
+	c := newChart(clock)
+	for i := range 100 {
+		c.add("a", now, time.Duration(i+1)*time.Millisecond)
+	}
+	for range 5000 {
+		c.add("a", now.Add(-time.Minute), 7*time.Millisecond)
+	}
+	c.add("a", now.Add(-2*time.Minute), -1)           // a run without a fire time
+	c.add("a", now.Add(-time.Hour), time.Millisecond) // too old
+	c.add("", now, time.Millisecond)                  // no node
+	s := c.snapshot()
+	if len(s) != 1 || s[0].Node != "a" || len(s[0].Points) != chartMinutes {
+		t.Fatalf("snapshot %+v", s)
+	}
+	last := s[0].Points[chartMinutes-1]
+	if last.Runs != 100 || last.P50 != 50*time.Millisecond || last.P99 != 99*time.Millisecond || last.Max != 100*time.Millisecond {
+		t.Fatalf("this minute: %+v", last)
+	}
+	if !last.Minute.Equal(time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)) {
+		t.Fatalf("this minute starts %s", last.Minute)
+	}
+	prev := s[0].Points[chartMinutes-2]
+	if prev.Runs != 5000 || prev.P99 != 7*time.Millisecond {
+		t.Fatalf("the minute before: %+v", prev)
+	}
+	c.mu.Lock()
+	kept := len(c.nodes["a"][(now.Unix()/60-1)%chartMinutes].lags)
+	c.mu.Unlock()
+	if kept != lagSamples {
+		t.Fatalf("%d lags kept for 5000 runs, want %d", kept, lagSamples)
+	}
+	if p := s[0].Points[chartMinutes-3]; p.Runs != 1 || p.Lagged != 0 {
+		t.Fatalf("two minutes ago: %+v", p)
+	}
+	if s[0].Runs != 5101 {
+		t.Fatalf("hour: %d runs", s[0].Runs)
+	}
+	// An hour on, the ring has forgotten all of it.
+	now = now.Add(time.Hour)
+	s = c.snapshot()
+	if s[0].Runs != 0 {
+		t.Fatalf("an hour later: %d runs", s[0].Runs)
+	}
+	ch := draw(s[0])
+	if len(ch.Bars) != 0 || ch.P50 != "" || len(ch.Ticks) == 0 {
+		t.Fatalf("empty chart drawn with %d bars, p50 %q, %d ticks", len(ch.Bars), ch.P50, len(ch.Ticks))
+	}
+}
+
+func TestRelative(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "now"}, {-3 * time.Second, "3 s ago"}, {2*time.Minute + 5*time.Second, "in 2 min"},
+		{-5 * time.Hour, "5 h ago"}, {72 * time.Hour, "in 3 d"},
+	} {
+		if got := relative(now.Add(c.d), now); got != c.want {
+			t.Errorf("relative(%s) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+func TestLoopbackTarget(t *testing.T) {
+	for addr, want := range map[string]string{
+		"0.0.0.0:7420":   "127.0.0.1:7420",
+		"[::]:7420":      "[::1]:7420",
+		"10.1.2.3:7420":  "10.1.2.3:7420",
+		"127.0.0.1:7420": "127.0.0.1:7420",
+	} {
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := LoopbackTarget(a); got != want {
+			t.Errorf("LoopbackTarget(%s) = %s, want %s", addr, got, want)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// heartbeat is how often an idle event stream sends a comment, so proxies
+// and browsers keep it open.
+const heartbeat = 15 * time.Second
+
+// eventFilter is a live-event filter as given in the URL.
+type eventFilter struct {
+	identity, kind string
+	types          []taskdv1.EventType
+}
+
+// parseEventFilter reads identity, kind and type (comma-separated event
+// types, with or without the EVENT_TYPE_ prefix).
+func parseEventFilter(q url.Values) (eventFilter, error) {
+	f := eventFilter{identity: strings.TrimSpace(q.Get("identity")), kind: strings.TrimSpace(q.Get("kind"))}
+	if t := strings.TrimSpace(q.Get("type")); t != "" {
+		for s := range strings.SplitSeq(t, ",") {
+			s = strings.ToUpper(strings.TrimSpace(s))
+			v, ok := taskdv1.EventType_value["EVENT_TYPE_"+strings.TrimPrefix(s, "EVENT_TYPE_")]
+			if !ok || v == 0 {
+				return f, badInput("type", "%q is not an event type (%s)", s, strings.Join(eventTypeNames(), ", "))
+			}
+			f.types = append(f.types, taskdv1.EventType(v))
+		}
+	}
+	return f, nil
+}
+
+// liveEvent is one event as the page's script gets it.
+type liveEvent struct {
+	Type     string `json:"type"`
+	Time     string `json:"time"`
+	Node     string `json:"node"`
+	Identity string `json:"identity"`
+	TaskID   string `json:"task_id,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	Run      int64  `json:"run,omitempty"`
+	Attempt  int32  `json:"attempt,omitempty"`
+	Fence    string `json:"fence,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Next     string `json:"next,omitempty"`
+	Count    int64  `json:"count,omitempty"`
+}
+
+func toLive(ev *taskdv1.Event) liveEvent {
+	l := liveEvent{
+		Type: strings.TrimPrefix(ev.GetType().String(), "EVENT_TYPE_"), Time: ev.GetTime().AsTime().UTC().Format(time.RFC3339Nano),
+		Node: ev.GetNode(), Identity: ev.GetIdentity(), TaskID: ev.GetTaskId(), Kind: ev.GetKind(), Run: ev.GetRunNumber(),
+		Attempt: ev.GetAttempt(), Fence: ev.GetFence(), Message: ev.GetMessage(), Count: ev.GetCount(),
+	}
+	if ev.GetOutcome() != taskdv1.Outcome_OUTCOME_UNSPECIFIED {
+		l.Outcome = strings.TrimPrefix(ev.GetOutcome().String(), "OUTCOME_")
+	}
+	if ev.GetNext() != nil {
+		l.Next = ev.GetNext().AsTime().UTC().Format(time.RFC3339Nano)
+	}
+	return l
+}
+
+// eventStream serves the cluster's task events matching the filter as
+// server-sent events, from the WatchEvents stream. Each event's id is its
+// cursor, so a browser that reconnects (sending Last-Event-ID) resumes
+// after the last event it got. An error of the API after the stream began
+// is sent as an "apierror" event; the stream ends with the viewer, with the
+// console, or at its life (the browser then reconnects).
+func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
+	f, err := parseEventFilter(r.URL.Query())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		c.fail(w, r, &httpError{status: http.StatusInternalServerError, msg: "this HTTP connection cannot stream"})
+		return
+	}
+	// WatchEvents reports a refusal only with its first message, after the
+	// response has begun; ListTasks of the same identity (or of the whole
+	// cluster) needs the same verb and scope, so it answers first, with the
+	// HTTP status the refusal means.
+	pctx, pcancel := c.call(r)
+	_, err = c.api.ListTasks(pctx, &taskdv1.ListTasksRequest{Identity: f.identity, PageSize: 1})
+	pcancel()
+	if err != nil {
+		c.fail(w, r, apiError("WatchEvents", err))
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(withToken(r.Context(), r), streamLife)
+	defer cancel()
+	defer context.AfterFunc(c.stopping, cancel)()
+	stream, err := c.api.WatchEvents(ctx, &taskdv1.WatchEventsRequest{
+		Identity: f.identity, Kind: f.kind, Types: f.types, Cursor: r.Header.Get("Last-Event-ID"),
+	})
+	if err != nil {
+		c.fail(w, r, apiError("WatchEvents", err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n: streaming task events\n\n")
+	flusher.Flush()
+
+	// Recv blocks, so it runs on a goroutine of this request; cancel ends
+	// it, and the handler waits for it before returning.
+	type recv struct {
+		resp *taskdv1.WatchEventsResponse
+		err  error
+	}
+	got := make(chan recv)
+	recvDone := make(chan struct{})
+	go func() {
+		defer close(recvDone)
+		for {
+			resp, err := stream.Recv()
+			select {
+			case got <- recv{resp, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-recvDone }()
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fmt.Fprint(w, ": heartbeat\n\n")
+			flusher.Flush()
+		case g := <-got:
+			if g.err != nil {
+				if ctx.Err() == nil {
+					he := apiError("WatchEvents", g.err)
+					b, _ := json.Marshal(map[string]string{"code": he.code, "message": he.msg})
+					fmt.Fprintf(w, "event: apierror\ndata: %s\n\n", b)
+					flusher.Flush()
+				}
+				return
+			}
+			for _, ev := range g.resp.GetEvents() {
+				b, err := json.Marshal(toLive(ev))
+				if err != nil {
+					continue
+				}
+				fmt.Fprintf(w, "id: %s\nevent: task\ndata: %s\n\n", ev.GetCursor(), b)
+			}
+			flusher.Flush()
+		}
+	}
+}

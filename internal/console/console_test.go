@@ -412,6 +412,24 @@ func TestActions(t *testing.T) {
 		t.Fatal("resume did not resume the task")
 	}
 
+	// An identity's pause shows on the cluster page until it is lifted.
+	idForm := func(op string) url.Values {
+		return url.Values{"op": {op}, "identity": {"alice"}, "back": {"/ui/identities?identity=alice"}}
+	}
+	if p := n.post(t, adminToken, "/ui/action", idForm("pause-identity")); p.status != http.StatusSeeOther {
+		t.Fatalf("pause identity: HTTP %d: %s", p.status, p.body)
+	}
+	n.get(t, adminToken, "/ui/").want(t, "cluster page with a pause", 200, `<a href="/ui/identities?identity=alice">alice</a>`)
+	if !n.task(t, "alice", task.GetId()).GetPaused() {
+		t.Fatal("pausing the identity did not pause its task")
+	}
+	if p := n.post(t, adminToken, "/ui/action", idForm("resume-identity")); p.status != http.StatusSeeOther {
+		t.Fatalf("resume identity: HTTP %d: %s", p.status, p.body)
+	}
+	if n.task(t, "alice", task.GetId()).GetPaused() {
+		t.Fatal("resuming the identity left its task paused")
+	}
+
 	// Cancel asks first; the answer's form confirms.
 	n.post(t, adminToken, "/ui/action", form("cancel")).want(t, "cancel, unconfirmed", 200, `name="confirm" value="yes"`, "cannot be undone")
 	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_SCHEDULED {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -124,6 +125,16 @@ func (c *chart) snapshot() []series {
 	return out
 }
 
+// empty is the last hour of a node without runs.
+func (c *chart) empty(node string) series {
+	nowMin := c.now().Unix() / 60
+	s := series{Node: node, Points: make([]point, chartMinutes)}
+	for i := range s.Points {
+		s.Points[i].Minute = unixMinute(nowMin - chartMinutes + 1 + int64(i))
+	}
+	return s
+}
+
 // unixMinute is the start of Unix minute m, in UTC.
 func unixMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
 
@@ -217,21 +228,10 @@ func draw(s series) svgChart {
 		}
 	}
 	if len(p50) > 0 {
-		ch.P50, ch.P99 = joinPoints(p50), joinPoints(p99)
+		ch.P50, ch.P99 = strings.Join(p50, " "), strings.Join(p99, " ")
 		ch.LagMax = roundLag(lagMax).String()
 	}
 	return ch
-}
-
-func joinPoints(ps []string) string {
-	s := ""
-	for i, p := range ps {
-		if i > 0 {
-			s += " "
-		}
-		s += p
-	}
-	return s
 }
 
 // roundLag rounds a lag for people: whole ms below a minute's worth.

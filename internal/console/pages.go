@@ -57,7 +57,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	// Every registered node gets a chart, empty until it runs something.
 	for _, n := range nodes.GetNodes() {
 		if !charted[n.GetName()] {
-			d.Charts = append(d.Charts, draw(series{Node: n.GetName(), Points: emptyHour(c.chart)}))
+			d.Charts = append(d.Charts, draw(c.chart.empty(n.GetName())))
 		}
 	}
 	sort.Slice(d.Charts, func(i, j int) bool { return d.Charts[i].Node < d.Charts[j].Node })
@@ -65,16 +65,6 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 		d.FeedErr = apiError("WatchEvents", err).msg
 	}
 	c.render(w, r, http.StatusOK, "cluster", "Cluster", d)
-}
-
-// emptyHour is an hour of minutes without runs.
-func emptyHour(ch *chart) []point {
-	pts := make([]point, chartMinutes)
-	nowMin := ch.now().Unix() / 60
-	for i := range pts {
-		pts[i].Minute = unixMinute(nowMin - chartMinutes + 1 + int64(i))
-	}
-	return pts
 }
 
 // identitiesData is the identities page.

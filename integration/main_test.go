@@ -17,6 +17,7 @@ import (
 var (
 	taskdBin   string
 	taskctlBin string
+	workerBin  string // ./integration/testworker: a remote worker
 )
 
 func TestMain(m *testing.M) {
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// buildBinaries builds ./cmd/taskd and ./cmd/taskctl into a new temporary
+// buildBinaries builds ./cmd/taskd, ./cmd/taskctl and the test worker into a new temporary
 // directory, which it returns.
 func buildBinaries() (string, error) {
 	root, err := moduleRoot()
@@ -50,9 +51,11 @@ func buildBinaries() (string, error) {
 	}
 	taskdBin = filepath.Join(dir, "taskd")
 	taskctlBin = filepath.Join(dir, "taskctl")
+	workerBin = filepath.Join(dir, "testworker")
 	for _, b := range []struct{ out, pkg string }{
 		{taskdBin, "./cmd/taskd"},
 		{taskctlBin, "./cmd/taskctl"},
+		{workerBin, "./integration/testworker"},
 	} {
 		cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = root

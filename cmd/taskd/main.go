@@ -37,6 +37,7 @@ import (
 	"github.com/taskd/taskd/pkg/etcdembed"
 	"github.com/taskd/taskd/pkg/taskservice"
 	"github.com/taskd/taskd/pkg/tokens"
+	"github.com/taskd/taskd/pkg/workers"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -134,6 +135,14 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	}
 
 	runLog := &runLog{log: log}
+	// Remote workers run the kinds this node has no handler for.
+	pool, err := workers.New(workers.Config{Node: cfg.Name, Heartbeat: cfg.WorkerHeartbeat, Logger: log})
+	if err != nil {
+		lis.Close()
+		httpLis.Close()
+		return err
+	}
+	defer pool.Close()
 	// The web console calls this node's own API, as a client, with the
 	// viewer's token: the API's auth decides for it as for any client.
 	ui, err := console.New(console.Config{Node: cfg.Name, Target: console.LoopbackTarget(lis.Addr()), TLS: tlsSrv.peer,
@@ -152,7 +161,8 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Address:          advertisedAddress(cfg.Advertise, lis.Addr()),
 		PeerTLS:          tlsSrv.peer,
 		Handlers:         handlers,
-		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, consoleListener(ui)},
+		Remote:           pool,
+		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, pool.Observe, consoleListener(ui)},
 		Observer:         metrics.observer(),
 		Logger:           log,
 		TracerProvider:   tracer.provider(),
@@ -187,6 +197,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	gs := grpc.NewServer(append(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...), tracer.serverOptions()...),
 		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
 	storedTokens := tokens.NewFollower(cli, cfg.Prefix)
 	auth.follow(storedTokens)
 	taskdv1.RegisterTokenServiceServer(gs, tokens.NewServer(cli, cfg.Prefix, storedTokens, auth.fileTokens))
@@ -231,6 +242,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 
 	stopServers := func() {
 		hs.Shutdown()
+		pool.Close() // workers' streams end now, not at the graceful stop's timeout
 		stopped := make(chan struct{})
 		go func() { gs.GracefulStop(); close(stopped) }()
 		select {

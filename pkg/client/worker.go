@@ -164,6 +164,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		done   chan struct{}
 	}
 	conns := map[string]*conn{} // by node address
+	// A node missing from the list keeps its stream for a while: its
+	// registration may lapse and come back (a node that lost its lease
+	// registers again), and a stream cut then would lose the runs in
+	// flight on it. A node that is really gone ends the stream itself.
+	lastSeen := map[string]time.Time{}
+	grace := max(10*w.o.Discover, 10*time.Second)
 	defer func() {
 		for _, c := range conns {
 			c.cancel()
@@ -182,6 +188,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			for _, n := range nodes {
 				if n.State != "STOPPED" && n.Address != "" {
 					live[n.Address] = true
+					lastSeen[n.Address] = time.Now()
 				}
 			}
 			for addr := range live {
@@ -196,10 +203,11 @@ func (w *Worker) Run(ctx context.Context) error {
 				}
 			}
 			for addr, c := range maps.All(conns) {
-				if !live[addr] {
+				if !live[addr] && time.Since(lastSeen[addr]) > grace {
 					c.cancel()
 					<-c.done
 					delete(conns, addr)
+					delete(lastSeen, addr)
 				}
 			}
 		}

@@ -25,9 +25,10 @@ test: ## the whole test suite with the race detector (the README's test command)
 
 generate: ## regenerate the protobuf code (buf with the pinned local plugins)
 	$(GO) tool buf generate
+	python/generate.sh
 
 check-generated: generate ## fail if the committed generated code is not current
-	git diff --exit-code -- proto/
+	git diff --exit-code -- proto/ python/
 
 lint: ## buf lint, gofmt, go vet, staticcheck
 	$(GO) tool buf lint

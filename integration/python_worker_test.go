@@ -28,7 +28,9 @@ const debianPython = "/usr/bin/python3"
 // google.protobuf.
 func requirePython(t *testing.T) {
 	t.Helper()
-	out, err := exec.Command(debianPython, "-c", "import grpc, google.protobuf").CombinedOutput()
+	cmd := exec.Command(debianPython, "-c", "import grpc, google.protobuf")
+	cmd.Env = pythonEnv()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		why := err.Error()
 		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); lines[len(lines)-1] != "" {
@@ -37,6 +39,19 @@ func requirePython(t *testing.T) {
 		t.Skipf("%s cannot import grpc and google.protobuf (%s); install the Debian packages: apt-get install -y python3-grpcio python3-protobuf",
 			debianPython, why)
 	}
+}
+
+// pythonEnv is the environment of debianPython: the test's, without the
+// TASKD_*, TASKCTL_* and PYTHON* variables (a PYTHONPATH or PYTHONHOME meant
+// for another Python would change what it imports), and unbuffered.
+func pythonEnv() []string {
+	var env []string
+	for _, kv := range childEnv() {
+		if !strings.HasPrefix(kv, "PYTHON") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
 }
 
 // pyWorker is a Python worker process started by a test.
@@ -59,7 +74,7 @@ func startPythonWorker(t *testing.T, target, name string) *pyWorker {
 	w := &pyWorker{log: &logBuffer{}, ready: make(chan struct{}), done: make(chan struct{})}
 	w.cmd = exec.Command(debianPython, filepath.Join(root, "python", "examples", "upper_worker.py"),
 		"--target", target, "--name", name, "--concurrency", "2")
-	w.cmd.Env = append(childEnv(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1")
+	w.cmd.Env = pythonEnv()
 	w.cmd.Stderr = w.log
 	stdout, err := w.cmd.StdoutPipe()
 	if err != nil {
@@ -100,9 +115,9 @@ func startPythonWorker(t *testing.T, target, name string) *pyWorker {
 	case <-w.ready:
 		return w
 	case <-w.done:
-		t.Fatalf("the Python worker exited before it was ready: %v\n%s", w.cmd.ProcessState, w.log.String())
+		t.Fatalf("the Python worker exited before it was ready: %v", w.cmd.ProcessState)
 	case <-timer.C:
-		t.Fatalf("the Python worker did not print \"ready\" within %s:\n%s", waitLong, w.log.String())
+		t.Fatalf("the Python worker did not print \"ready\" within %s", waitLong)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskd/taskd/pkg/etcdembed"
 	"github.com/taskd/taskd/pkg/taskservice"
+	"github.com/taskd/taskd/pkg/workers"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -89,6 +90,7 @@ func startExampleNode() (stop func(), err error) {
 // server is a started node with its API served on a loopback port.
 type server struct {
 	node *taskservice.Node
+	pool *workers.Pool
 	addr string
 	gs   *grpc.Server
 }
@@ -100,12 +102,20 @@ func serve(ctx context.Context, cli *clientv3.Client, name string, handlers map[
 	if err != nil {
 		return nil, err
 	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn})
+	pool, err := workers.New(workers.Config{Node: name, Logger: log})
+	if err != nil {
+		lis.Close()
+		return nil, err
+	}
 	node, err := taskservice.New(taskservice.Config{
-		Name:     name,
-		Client:   cli,
-		Address:  lis.Addr().String(),
-		Handlers: handlers,
-		Logger:   hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn}),
+		Name:      name,
+		Client:    cli,
+		Address:   lis.Addr().String(),
+		Handlers:  handlers,
+		Remote:    pool, // remote workers run the kinds it has no handler for
+		Listeners: []taskservice.Listener{pool.Observe},
+		Logger:    log,
 	})
 	if err != nil {
 		lis.Close()
@@ -113,17 +123,19 @@ func serve(ctx context.Context, cli *clientv3.Client, name string, handlers map[
 	}
 	gs := grpc.NewServer(opts...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
 	go func() { _ = gs.Serve(lis) }()
 	if err := node.Start(ctx); err != nil {
 		gs.Stop()
 		return nil, err
 	}
-	return &server{node: node, addr: lis.Addr().String(), gs: gs}, nil
+	return &server{node: node, pool: pool, addr: lis.Addr().String(), gs: gs}, nil
 }
 
 func (s *server) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	s.pool.Close()
 	s.gs.Stop()
 	_ = s.node.Stop(ctx)
 }

@@ -119,11 +119,18 @@ type WorkerOptions struct {
 // leaves), so whichever node owns an identity can hand it that identity's
 // runs. Register the kinds with Handle, then call Run.
 type Worker struct {
-	c        *Client
-	o        WorkerOptions
-	log      hclog.Logger
-	handlers map[string]WorkFunc
+	c         *Client
+	o         WorkerOptions
+	log       hclog.Logger
+	handlers  map[string]WorkFunc
+	ready     chan struct{}
+	readyOnce sync.Once
 }
+
+// Ready is closed once the worker serves its first node. That node
+// accepts the worker's kinds at once; the other nodes learn them from its
+// registration within about a second.
+func (w *Worker) Ready() <-chan struct{} { return w.ready }
 
 // NewWorker returns a worker of the cluster c talks to.
 func (c *Client) NewWorker(o WorkerOptions) *Worker {
@@ -140,7 +147,7 @@ func (c *Client) NewWorker(o WorkerOptions) *Worker {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Worker{c: c, o: o, log: o.Logger.Named("worker").With("worker", o.Name), handlers: map[string]WorkFunc{}}
+	return &Worker{c: c, o: o, log: o.Logger.Named("worker").With("worker", o.Name), handlers: map[string]WorkFunc{}, ready: make(chan struct{})}
 }
 
 // Handle serves kind with fn. Call it before Run.
@@ -274,6 +281,7 @@ func (w *Worker) session(ctx context.Context, addr string) error {
 	}
 	log := w.log.With("node", node)
 	log.Info("serving node", "kinds", kinds, "concurrency", w.o.Concurrency)
+	w.readyOnce.Do(func() { close(w.ready) })
 
 	out := make(chan *taskdv1.WorkRequest, w.o.Concurrency+1)
 	var wg sync.WaitGroup

@@ -32,7 +32,7 @@ type node struct {
 	cli  *clientv3.Client
 }
 
-func startNode(t *testing.T, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler) *node {
+func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler) *node {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,14 +70,14 @@ func startNode(t *testing.T, cli *clientv3.Client, name string, heartbeat time.D
 	return &node{Node: n, pool: pool, addr: lis.Addr().String(), cli: cli}
 }
 
-type tWriter struct{ t *testing.T }
+type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
 }
 
-func dialClient(t *testing.T, addrs ...string) *client.Client {
+func dialClient(t testing.TB, addrs ...string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -169,3 +169,9 @@ func (r *rawWorker) heartbeat() error {
 var _ = tst.Eventually
 
 func clientv3LeaseID(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
+
+func startBenchNode(b *testing.B, cli *clientv3.Client, handlers map[string]taskservice.Handler) *node {
+	return startNode(b, cli, "bench", workers.DefaultHeartbeat, handlers)
+}
+
+func dialBench(b *testing.B, addr string) *client.Client { return dialClient(b, addr) }

@@ -202,7 +202,7 @@ func (*WorkRequest_Heartbeat) isWorkRequest_Msg() {}
 // WorkerHello registers a worker on the stream.
 type WorkerHello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// worker names the worker (1-128 bytes), in runs' history and logs.
+	// worker names the worker (1-128 bytes) in the node's logs.
 	Worker string `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
 	// kinds the worker handles (1-64 of them, each 1-128 bytes).
 	Kinds []string `protobuf:"bytes,2,rep,name=kinds,proto3" json:"kinds,omitempty"`

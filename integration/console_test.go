@@ -54,7 +54,7 @@ func screenshotDir(t *testing.T) string {
 func TestConsoleBrowser(t *testing.T) {
 	chromium := findChromium()
 	if chromium == "" {
-		t.Skipf("no Chromium binary found (looked for %s in PATH): the web console's browser test needs one", strings.Join(chromiumNames, ", "))
+		skipUnlessRequired(t, "chromium", "no Chromium binary found (looked for %s in PATH): the web console's browser test needs one", strings.Join(chromiumNames, ", "))
 	}
 	cl := newCluster(t, "/console/")
 	a := startNode(t, cl.opts("node-a"))

@@ -36,7 +36,7 @@ func requirePython(t *testing.T) {
 		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); lines[len(lines)-1] != "" {
 			why += ": " + lines[len(lines)-1]
 		}
-		t.Skipf("%s cannot import grpc and google.protobuf (%s); install the Debian packages: apt-get install -y python3-grpcio python3-protobuf",
+		skipUnlessRequired(t, "python", "%s cannot import grpc and google.protobuf (%s); install the Debian packages: apt-get install -y python3-grpcio python3-protobuf",
 			debianPython, why)
 	}
 }

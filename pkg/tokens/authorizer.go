@@ -175,6 +175,9 @@ func requestIdentities(req any) (ids []string, crossIdentity bool) {
 			return nil, true
 		}
 		return []string{r.GetIdentity()}, false
+	case *taskdv1.WorkRequest:
+		// A worker is handed runs of any identity its node owns.
+		return nil, true
 	case interface{ GetIdentity() string }:
 		return []string{r.GetIdentity()}, false
 	}

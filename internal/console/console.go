@@ -219,9 +219,8 @@ func (c *Console) routes() *http.ServeMux {
 
 // RunStarted counts, for the chart, a run this node started at the time
 // started for the fire time fired (zero for a run-now run, which has
-// none). The node's event listener calls it for each STARTED event: the
-// cluster's event stream carries no fire time, so the fire lag is known
-// for this node's runs only.
+// none). The node's event listener calls it for each STARTED event, so
+// this node's chart needs no event stream (and no token).
 func (c *Console) RunStarted(node string, started, fired time.Time) {
 	lag := time.Duration(-1)
 	if !fired.IsZero() {
@@ -230,10 +229,9 @@ func (c *Console) RunStarted(node string, started, fired time.Time) {
 	c.chart.add(node, started, lag)
 }
 
-// Run feeds the chart with the runs other nodes start, read from the
-// cluster's event stream, until ctx ends. The stream carries no fire time,
-// so other nodes' fire lag is not charted (this node's comes from
-// RunStarted).
+// Run feeds the chart with the runs other nodes start, and their fire lag
+// (a STARTED event's time minus its fire time), read from the cluster's
+// event stream, until ctx ends (this node's come from RunStarted).
 // With bearer tokens required the console has none of its own: the stream
 // is refused and the chart shows this node only (the cluster page says so).
 func (c *Console) Run(ctx context.Context) {
@@ -288,8 +286,12 @@ func (c *Console) feed(ctx context.Context, cursor string) (string, error) {
 		c.setFeedErr(nil)
 		for _, ev := range resp.GetEvents() {
 			cursor = ev.GetCursor()
-			if ev.GetNode() != c.node { // this node's runs come from RunStarted, with their lag
-				c.chart.add(ev.GetNode(), ev.GetTime().AsTime(), -1)
+			if ev.GetNode() != c.node { // this node's runs come from RunStarted, even without the stream
+				lag := time.Duration(-1) // a run-now run has no fire time
+				if ev.GetFireTime() != nil {
+					lag = max(ev.GetTime().AsTime().Sub(ev.GetFireTime().AsTime()), 0)
+				}
+				c.chart.add(ev.GetNode(), ev.GetTime().AsTime(), lag)
 			}
 		}
 	}

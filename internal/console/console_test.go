@@ -544,7 +544,8 @@ func TestCloseEndsStreams(t *testing.T) {
 }
 
 // The chart counts this node's runs with their fire lag (from RunStarted) and
-// other nodes' runs (from the cluster's event stream).
+// other nodes' runs with theirs (from the cluster's event stream, whose
+// STARTED events carry the fire time).
 func TestChartFeed(t *testing.T) {
 	cli := tst.StartEtcd(t).Client(t)
 	n1 := startNode(t, cli, "n1", false)
@@ -570,15 +571,16 @@ func TestChartFeed(t *testing.T) {
 		if s := got["n1"]; s.Runs < 3 || s.Lagged < 3 {
 			return fmt.Errorf("n1: %d runs, %d with lag", s.Runs, s.Lagged)
 		}
-		if s := got["n2"]; s.Runs < 3 || s.Lagged != 0 {
-			return fmt.Errorf("n2: %d runs, %d with lag (want runs, no lag)", s.Runs, s.Lagged)
+		if s := got["n2"]; s.Runs < 3 || s.Lagged < 3 {
+			return fmt.Errorf("n2: %d runs, %d with lag (from the events' fire times)", s.Runs, s.Lagged)
 		}
 		return nil
 	})
 	if n2.started.Load() == 0 {
 		t.Fatal("n2 ran nothing")
 	}
-	n1.get(t, "", "/ui/").want(t, "cluster page", 200, `<rect class="bar"`, `class="p99"`, `data-node="n2"`)
+	n1.get(t, "", "/ui/").want(t, "cluster page", 200, `<rect class="bar"`, `class="p99"`, `data-node="n2"`,
+		`class="tag leader"`, "Lease left")
 }
 
 // The ring keeps an hour by minute, drops what is older, and bounds the

@@ -78,6 +78,7 @@ var funcs = template.FuncMap{
 		return strings.TrimPrefix(m.String(), "MISFIRE_POLICY_")
 	},
 	"dur":        dur,
+	"lease":      leaseLeft,
 	"bytes":      showBytes,
 	"trigger":    describeTrigger,
 	"short":      func(s string) string { return shorten(s, 12) },
@@ -148,6 +149,14 @@ func stateClass(v fmt.Stringer) string {
 func dur(d *durationpb.Duration) string {
 	if d == nil {
 		return "default"
+	}
+	return d.AsDuration().String()
+}
+
+// leaseLeft is a node's lease time left; "-" when unknown (expired).
+func leaseLeft(d *durationpb.Duration) string {
+	if d == nil {
+		return "-"
 	}
 	return d.AsDuration().String()
 }

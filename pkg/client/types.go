@@ -240,6 +240,12 @@ type Node struct {
 	IdentitiesOwned int64
 	// Kinds the node can run: its own handlers' and its workers'.
 	Kinds []string
+	// Leader is true for the placement leader, which reassigns the
+	// identities of dead nodes.
+	Leader bool
+	// LeaseRemaining is the time left on the node's lease unless renewed
+	// (renewed every quarter of its TTL); zero when it has expired.
+	LeaseRemaining time.Duration
 }
 
 // Event is one task event from the cluster's event stream.
@@ -257,6 +263,9 @@ type Event struct {
 	Message   string
 	// Next is the next fire time (NEXT_SCHEDULED, RETRYING).
 	Next time.Time
+	// FireTime is the scheduled time of the run (FIRED, STARTED); zero for
+	// a manual run. A STARTED event's Time minus FireTime is its fire lag.
+	FireTime time.Time
 	// Count of fire times a MISFIRED event stands for.
 	Count   int64
 	Trigger int32
@@ -441,6 +450,8 @@ func nodeFromProto(p *taskdv1.Node) Node {
 		DispatchStart:   timeOf(p.GetDispatchStart()),
 		IdentitiesOwned: p.GetIdentitiesOwned(),
 		Kinds:           p.GetKinds(),
+		Leader:          p.GetLeader(),
+		LeaseRemaining:  p.GetLeaseRemaining().AsDuration(),
 	}
 }
 
@@ -458,6 +469,7 @@ func eventFromProto(p *taskdv1.Event) Event {
 		Outcome:   outcomeOf(p.GetOutcome()),
 		Message:   p.GetMessage(),
 		Next:      timeOf(p.GetNext()),
+		FireTime:  timeOf(p.GetFireTime()),
 		Count:     p.GetCount(),
 		Trigger:   p.GetTrigger(),
 		Cursor:    p.GetCursor(),

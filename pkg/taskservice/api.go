@@ -195,7 +195,7 @@ func (a *API) GetIdentity(ctx context.Context, req *taskdv1.GetIdentityRequest) 
 
 // ListNodes lists the registered nodes.
 func (a *API) ListNodes(ctx context.Context, _ *taskdv1.ListNodesRequest) (*taskdv1.ListNodesResponse, error) {
-	nodes, err := a.node.ListNodes(ctx)
+	nodes, err := a.node.DescribeNodes(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}

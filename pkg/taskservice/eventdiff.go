@@ -83,6 +83,7 @@ func taskEvents(prev, cur *runView, base *taskdv1.Event, rev int64, every bool) 
 			e.Node, e.RunNumber, e.Attempt, e.Trigger = m.Node, m.RunNumber, m.Attempt, m.Trigger
 			e.Fence = fmt.Sprintf("%d.%d", epoch, rev)
 			e.Next = m.FireTime
+			e.FireTime = m.FireTime
 		}
 		add(taskdv1.EventType_EVENT_TYPE_FIRED, m.StartedAt, run)
 		add(taskdv1.EventType_EVENT_TYPE_STARTED, m.StartedAt, run)

@@ -143,6 +143,9 @@ func TestEventStreamFromAnyNode(t *testing.T) {
 		if e.Type == wsStarted && (e.Node != "a" || e.RunNumber == 0 || e.Fence == "" || e.Kind != "rec") {
 			t.Fatalf("STARTED event %v: want node a, a run number, a fence, kind rec", e)
 		}
+		if (e.Type == wsStarted || e.Type == wsFired) && (e.FireTime == nil || e.Time.AsTime().Before(e.FireTime.AsTime())) {
+			t.Fatalf("%v event %v: want its fire time, not after its time", e.Type, e)
+		}
 		if e.Cursor == "" {
 			t.Fatalf("event without a cursor: %v", e)
 		}
@@ -266,5 +269,34 @@ func TestEventStreamRetriesAndDeath(t *testing.T) {
 	w.waitFor(t, "CANCELED", func(evs []*taskdv1.Event) bool { return countType(evs, wsCanceled) == 1 })
 	if _, err := h.node.Client.PauseTask(ctx, &taskdv1.PauseTaskRequest{Identity: "d", TaskId: later.Id}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("pause of a cancelled task: %v, want FAILED_PRECONDITION", err)
+	}
+}
+
+// ListNodes through the API names the placement leader, one node, and
+// each node's lease time left, within its TTL.
+func TestListNodesShowsTheLeaderAndLeases(t *testing.T) {
+	c := newCluster(t, []string{"a", "b"}, nil)
+	var nodes []*taskdv1.Node
+	tst.Eventually(t, 10*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := c.nodes["a"].Client.ListNodes(ctx, &taskdv1.ListNodesRequest{})
+		if err != nil {
+			return false
+		}
+		nodes = resp.Nodes
+		leaders := 0
+		for _, n := range nodes {
+			if n.Leader {
+				leaders++
+			}
+		}
+		return len(nodes) == 2 && leaders == 1
+	}, "ListNodes does not show one leader of two nodes: %v", nodes)
+	for _, n := range nodes {
+		left := n.GetLeaseRemaining().AsDuration()
+		if left <= 0 || left > 2*time.Second { // newCluster's TTL
+			t.Fatalf("node %s: lease remaining %v, want within (0, TTL]", n.Name, left)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/pkg/identity"
@@ -791,28 +792,67 @@ func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, e
 
 // ListNodes returns the registered nodes, by name.
 func (n *Node) ListNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	nodes, _, err := n.listNodes(ctx)
+	return nodes, err
+}
+
+// DescribeNodes is ListNodes with each node's standing: which one is the
+// placement leader, and how long each lease has left. It asks etcd once
+// more per node, so it serves the API, not the node's own loops.
+func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	nodes, leases, err := n.listNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	leader, err := n.cli.Get(cctx, n.cfg.Prefix+"leader")
+	if err != nil {
+		return nil, fmt.Errorf("read the placement leader: %w", err)
+	}
+	holder := ""
+	if len(leader.Kvs) == 1 {
+		holder = string(leader.Kvs[0].Value) // "name incarnation"
+	}
+	for i, nd := range nodes {
+		nd.Leader = holder == nd.Name+" "+nd.Incarnation
+		ttl, err := n.cli.TimeToLive(cctx, leases[i])
+		if err != nil {
+			return nil, fmt.Errorf("read the lease of node %s: %w", nd.Name, err)
+		}
+		if ttl.TTL > 0 {
+			nd.LeaseRemaining = durationpb.New(time.Duration(ttl.TTL) * time.Second)
+		}
+	}
+	return nodes, nil
+}
+
+// listNodes reads the registrations, with the lease each is held under.
+func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.LeaseID, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
 	resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
 	var out []*taskdv1.Node
+	var leases []clientv3.LeaseID
 	for _, kv := range resp.Kvs {
+		leases = append(leases, clientv3.LeaseID(kv.Lease))
 		var rec storev1.NodeRecord
 		if err := proto.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.nodesPrefix), err)
+			return nil, nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.nodesPrefix), err)
 		}
 		owned, err := n.idmap.CountOwned(cctx, rec.Name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, &taskdv1.Node{
 			Name: rec.Name, Incarnation: rec.Incarnation, Address: rec.Address, State: rec.State,
 			StartedAt: rec.StartedAt, DispatchStart: rec.DispatchStart, IdentitiesOwned: owned, Kinds: rec.Kinds,
 		})
 	}
-	return out, nil
+	return out, leases, nil
 }
 
 // toTask is the API view of a record.

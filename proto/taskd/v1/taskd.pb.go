@@ -1646,10 +1646,19 @@ type Node struct {
 	DispatchStart *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=dispatch_start,json=dispatchStart,proto3" json:"dispatch_start,omitempty"`
 	// identities the node owns.
 	IdentitiesOwned int64 `protobuf:"varint,7,opt,name=identities_owned,json=identitiesOwned,proto3" json:"identities_owned,omitempty"`
-	// kinds of handler the node has.
-	Kinds         []string `protobuf:"bytes,8,rep,name=kinds,proto3" json:"kinds,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// kinds the node runs: its own handlers' and those of the remote workers
+	// connected to it.
+	Kinds []string `protobuf:"bytes,8,rep,name=kinds,proto3" json:"kinds,omitempty"`
+	// leader is true for the placement leader, the node that reassigns the
+	// identities of dead nodes (ListNodes only).
+	Leader bool `protobuf:"varint,9,opt,name=leader,proto3" json:"leader,omitempty"`
+	// lease_remaining is how long the node's lease has before it expires
+	// unless renewed (ListNodes only). A node renews it every quarter of its
+	// TTL, so a value well below three quarters of the TTL means its
+	// renewals are failing.
+	LeaseRemaining *durationpb.Duration `protobuf:"bytes,10,opt,name=lease_remaining,json=leaseRemaining,proto3" json:"lease_remaining,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -1734,6 +1743,20 @@ func (x *Node) GetIdentitiesOwned() int64 {
 func (x *Node) GetKinds() []string {
 	if x != nil {
 		return x.Kinds
+	}
+	return nil
+}
+
+func (x *Node) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *Node) GetLeaseRemaining() *durationpb.Duration {
+	if x != nil {
+		return x.LeaseRemaining
 	}
 	return nil
 }
@@ -4813,7 +4836,10 @@ type Event struct {
 	// trigger index that fired the run (-1 when none).
 	Trigger int32 `protobuf:"varint,14,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	// cursor resumes a watch after this event.
-	Cursor        string `protobuf:"bytes,15,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	Cursor string `protobuf:"bytes,15,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// fire_time is the scheduled time the run serves (FIRED, STARTED); unset
+	// for a manual run. STARTED's time minus fire_time is the run's fire lag.
+	FireTime      *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=fire_time,json=fireTime,proto3" json:"fire_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4951,6 +4977,13 @@ func (x *Event) GetCursor() string {
 		return x.Cursor
 	}
 	return ""
+}
+
+func (x *Event) GetFireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FireTime
+	}
+	return nil
 }
 
 // WatchEventsRequest is a filter and a starting point. Empty filter fields
@@ -5205,7 +5238,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x06active\x18\x06 \x01(\bR\x06active\x12\x1f\n" +
 	"\vstatus_node\x18\a \x01(\tR\n" +
 	"statusNode\x12=\n" +
-	"\fstatus_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vstatusSince\"\xc0\x02\n" +
+	"\fstatus_since\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vstatusSince\"\x9c\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\tR\vincarnation\x12\x18\n" +
@@ -5215,7 +5248,10 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12A\n" +
 	"\x0edispatch_start\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\rdispatchStart\x12)\n" +
 	"\x10identities_owned\x18\a \x01(\x03R\x0fidentitiesOwned\x12\x14\n" +
-	"\x05kinds\x18\b \x03(\tR\x05kinds\"=\n" +
+	"\x05kinds\x18\b \x03(\tR\x05kinds\x12\x16\n" +
+	"\x06leader\x18\t \x01(\bR\x06leader\x12B\n" +
+	"\x0flease_remaining\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x0eleaseRemaining\"=\n" +
 	"\x13ScheduleTaskRequest\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.taskd.v1.TaskSpecR\x04task\"V\n" +
 	"\x14ScheduleTaskResponse\x12\"\n" +
@@ -5374,7 +5410,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\tcalendars\x18\x01 \x03(\v2\x12.taskd.v1.CalendarR\tcalendars\"+\n" +
 	"\x15DeleteCalendarRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
-	"\x16DeleteCalendarResponse\"\xcb\x03\n" +
+	"\x16DeleteCalendarResponse\"\x84\x04\n" +
 	"\x05Event\x12'\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x13.taskd.v1.EventTypeR\x04type\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -5392,7 +5428,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x04next\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04next\x12\x14\n" +
 	"\x05count\x18\r \x01(\x03R\x05count\x12\x18\n" +
 	"\atrigger\x18\x0e \x01(\x05R\atrigger\x12\x16\n" +
-	"\x06cursor\x18\x0f \x01(\tR\x06cursor\"\xb4\x01\n" +
+	"\x06cursor\x18\x0f \x01(\tR\x06cursor\x127\n" +
+	"\tfire_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\bfireTime\"\xb4\x01\n" +
 	"\x12WatchEventsRequest\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5630,106 +5667,108 @@ var file_taskd_v1_taskd_proto_depIdxs = []int32{
 	4,   // 35: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
 	81,  // 36: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
 	81,  // 37: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
-	12,  // 38: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
-	14,  // 39: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
-	12,  // 40: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
-	14,  // 41: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
-	14,  // 42: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
-	2,   // 43: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
-	80,  // 44: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
-	14,  // 45: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
-	14,  // 46: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 47: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
-	15,  // 48: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
-	16,  // 49: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
-	16,  // 50: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
-	17,  // 51: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
-	17,  // 52: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
-	12,  // 53: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
-	14,  // 54: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 55: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 56: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
-	81,  // 57: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
-	46,  // 58: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
-	46,  // 59: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
-	46,  // 60: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
-	10,  // 61: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
-	81,  // 62: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
-	59,  // 63: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
-	81,  // 64: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
-	60,  // 65: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
-	60,  // 66: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
-	61,  // 67: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
-	62,  // 68: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
-	63,  // 69: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
-	64,  // 70: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
-	65,  // 71: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
-	66,  // 72: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
-	67,  // 73: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
-	67,  // 74: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	67,  // 75: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	67,  // 76: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
-	5,   // 77: taskd.v1.Event.type:type_name -> taskd.v1.EventType
-	81,  // 78: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,   // 79: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
-	81,  // 80: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
-	5,   // 81: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
-	76,  // 82: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
-	18,  // 83: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
-	20,  // 84: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
-	22,  // 85: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
-	24,  // 86: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
-	26,  // 87: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
-	28,  // 88: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
-	30,  // 89: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
-	32,  // 90: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
-	34,  // 91: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
-	35,  // 92: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
-	37,  // 93: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
-	40,  // 94: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
-	42,  // 95: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
-	44,  // 96: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
-	47,  // 97: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
-	49,  // 98: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
-	51,  // 99: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
-	53,  // 100: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
-	55,  // 101: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
-	57,  // 102: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
-	68,  // 103: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
-	70,  // 104: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
-	72,  // 105: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
-	74,  // 106: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
-	77,  // 107: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
-	19,  // 108: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
-	21,  // 109: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
-	23,  // 110: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
-	25,  // 111: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
-	27,  // 112: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
-	29,  // 113: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
-	31,  // 114: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
-	33,  // 115: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
-	39,  // 116: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
-	36,  // 117: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
-	38,  // 118: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
-	41,  // 119: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
-	43,  // 120: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
-	45,  // 121: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
-	48,  // 122: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
-	50,  // 123: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
-	52,  // 124: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
-	54,  // 125: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
-	56,  // 126: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
-	58,  // 127: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
-	69,  // 128: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
-	71,  // 129: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
-	73,  // 130: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
-	75,  // 131: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
-	78,  // 132: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
-	108, // [108:133] is the sub-list for method output_type
-	83,  // [83:108] is the sub-list for method input_type
-	83,  // [83:83] is the sub-list for extension type_name
-	83,  // [83:83] is the sub-list for extension extendee
-	0,   // [0:83] is the sub-list for field type_name
+	82,  // 38: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
+	12,  // 39: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
+	14,  // 40: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
+	12,  // 41: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
+	14,  // 42: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 43: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
+	2,   // 44: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
+	80,  // 45: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
+	14,  // 46: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 47: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 48: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
+	15,  // 49: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
+	16,  // 50: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
+	16,  // 51: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
+	17,  // 52: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
+	17,  // 53: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
+	12,  // 54: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
+	14,  // 55: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 56: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 57: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
+	81,  // 58: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
+	46,  // 59: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
+	46,  // 60: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
+	46,  // 61: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
+	10,  // 62: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
+	81,  // 63: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
+	59,  // 64: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
+	81,  // 65: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
+	60,  // 66: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
+	60,  // 67: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
+	61,  // 68: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
+	62,  // 69: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
+	63,  // 70: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
+	64,  // 71: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
+	65,  // 72: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
+	66,  // 73: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
+	67,  // 74: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
+	67,  // 75: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	67,  // 76: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	67,  // 77: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
+	5,   // 78: taskd.v1.Event.type:type_name -> taskd.v1.EventType
+	81,  // 79: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,   // 80: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
+	81,  // 81: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
+	81,  // 82: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
+	5,   // 83: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
+	76,  // 84: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
+	18,  // 85: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
+	20,  // 86: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
+	22,  // 87: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
+	24,  // 88: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
+	26,  // 89: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
+	28,  // 90: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
+	30,  // 91: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
+	32,  // 92: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
+	34,  // 93: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
+	35,  // 94: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
+	37,  // 95: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
+	40,  // 96: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
+	42,  // 97: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
+	44,  // 98: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
+	47,  // 99: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
+	49,  // 100: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
+	51,  // 101: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
+	53,  // 102: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
+	55,  // 103: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
+	57,  // 104: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
+	68,  // 105: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
+	70,  // 106: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
+	72,  // 107: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
+	74,  // 108: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
+	77,  // 109: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
+	19,  // 110: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
+	21,  // 111: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
+	23,  // 112: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
+	25,  // 113: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
+	27,  // 114: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
+	29,  // 115: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
+	31,  // 116: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
+	33,  // 117: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
+	39,  // 118: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
+	36,  // 119: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
+	38,  // 120: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
+	41,  // 121: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
+	43,  // 122: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
+	45,  // 123: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
+	48,  // 124: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
+	50,  // 125: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
+	52,  // 126: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
+	54,  // 127: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
+	56,  // 128: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
+	58,  // 129: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
+	69,  // 130: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
+	71,  // 131: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
+	73,  // 132: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
+	75,  // 133: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
+	78,  // 134: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
+	110, // [110:135] is the sub-list for method output_type
+	85,  // [85:110] is the sub-list for method input_type
+	85,  // [85:85] is the sub-list for extension type_name
+	85,  // [85:85] is the sub-list for extension extendee
+	0,   // [0:85] is the sub-list for field type_name
 }
 
 func init() { file_taskd_v1_taskd_proto_init() }

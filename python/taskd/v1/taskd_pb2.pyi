@@ -191,11 +191,12 @@ class DrainNodeResponse(_message.Message):
     def __init__(self, node: _Optional[_Union[Node, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ["attempt", "count", "cursor", "fence", "identity", "kind", "message", "next", "node", "outcome", "run_number", "task_id", "time", "trigger", "type"]
+    __slots__ = ["attempt", "count", "cursor", "fence", "fire_time", "identity", "kind", "message", "next", "node", "outcome", "run_number", "task_id", "time", "trigger", "type"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
+    FIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -211,6 +212,7 @@ class Event(_message.Message):
     count: int
     cursor: str
     fence: str
+    fire_time: _timestamp_pb2.Timestamp
     identity: str
     kind: str
     message: str
@@ -222,7 +224,7 @@ class Event(_message.Message):
     time: _timestamp_pb2.Timestamp
     trigger: int
     type: EventType
-    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., node: _Optional[str] = ..., identity: _Optional[str] = ..., task_id: _Optional[str] = ..., kind: _Optional[str] = ..., run_number: _Optional[int] = ..., attempt: _Optional[int] = ..., fence: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., message: _Optional[str] = ..., next: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., trigger: _Optional[int] = ..., cursor: _Optional[str] = ...) -> None: ...
+    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., node: _Optional[str] = ..., identity: _Optional[str] = ..., task_id: _Optional[str] = ..., kind: _Optional[str] = ..., run_number: _Optional[int] = ..., attempt: _Optional[int] = ..., fence: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., message: _Optional[str] = ..., next: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., trigger: _Optional[int] = ..., cursor: _Optional[str] = ..., fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetCalendarRequest(_message.Message):
     __slots__ = ["name"]
@@ -380,12 +382,14 @@ class MoveIdentityResponse(_message.Message):
     def __init__(self, identity: _Optional[_Union[Identity, _Mapping]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ["address", "dispatch_start", "identities_owned", "incarnation", "kinds", "name", "started_at", "state"]
+    __slots__ = ["address", "dispatch_start", "identities_owned", "incarnation", "kinds", "leader", "lease_remaining", "name", "started_at", "state"]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     DISPATCH_START_FIELD_NUMBER: _ClassVar[int]
     IDENTITIES_OWNED_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    LEASE_REMAINING_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -394,10 +398,12 @@ class Node(_message.Message):
     identities_owned: int
     incarnation: str
     kinds: _containers.RepeatedScalarFieldContainer[str]
+    leader: bool
+    lease_remaining: _duration_pb2.Duration
     name: str
     started_at: _timestamp_pb2.Timestamp
     state: NodeState
-    def __init__(self, name: _Optional[str] = ..., incarnation: _Optional[str] = ..., address: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., dispatch_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., identities_owned: _Optional[int] = ..., kinds: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., incarnation: _Optional[str] = ..., address: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., dispatch_start: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., identities_owned: _Optional[int] = ..., kinds: _Optional[_Iterable[str]] = ..., leader: bool = ..., lease_remaining: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class OnStartupTrigger(_message.Message):
     __slots__ = []

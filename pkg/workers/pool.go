@@ -128,6 +128,14 @@ func (p *Pool) Workers() int {
 	return len(p.sessions)
 }
 
+// Awaiting returns how many outcomes wait for the node's word on their
+// commit: zero when the pool is idle.
+func (p *Pool) Awaiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.awaiting)
+}
+
 // Close ends every worker's stream, and refuses new ones. Runs in flight on
 // workers end as by a disconnection.
 func (p *Pool) Close() {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/pkg/client"
+	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -371,5 +372,35 @@ func TestBadHelloNamesTheField(t *testing.T) {
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.field+":") {
 			t.Errorf("hello %v: %v, want INVALID_ARGUMENT naming %s", tc.hello, err, tc.field)
 		}
+	}
+}
+
+// An EVERY_NODE task of a remote kind runs on the worker of each node, and
+// each outcome is acknowledged as committed.
+func TestEveryNodeTaskOnRemoteWorkers(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
+	c := dialClient(t, n.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var accepted atomic.Int64
+	w := c.NewWorker(client.WorkerOptions{Name: "w1", Discover: 100 * time.Millisecond,
+		OnAck: func(a client.Ack) {
+			if a.Accepted {
+				accepted.Add(1)
+			}
+		}})
+	w.Handle("local-cache", func(context.Context, *client.Job) error { return nil })
+	runWorker(t, w)
+	<-w.Ready()
+	every := client.Every(50 * time.Millisecond)
+	every.Count = 3
+	if _, _, err := c.Schedule(ctx, client.TaskSpec{Identity: "cluster", Kind: "local-cache", Scope: client.ScopeEveryNode, Triggers: []client.Trigger{every}}); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool { return accepted.Load() == 3 }, "3 acks of an EVERY_NODE task's runs, got %d", accepted.Load())
+	n.pool.Observe(taskservice.Event{}) // an unrelated event changes nothing
+	if got := n.pool.Awaiting(); got != 0 {
+		t.Fatalf("%d outcomes still await their commit after every ack", got)
 	}
 }

@@ -350,14 +350,25 @@ func writeRunsTable(w io.Writer, runs []*taskdv1.Run) error {
 	return tw.Flush()
 }
 
-// writeNodesTable writes nodes as a table: name, state, address, incarnation,
-// dispatch start, identities owned.
+// writeNodesTable writes nodes as a table: name (with "*" for the
+// placement leader), state, address, incarnation, dispatch start, lease
+// time left, identities owned, kinds (its handlers' and its workers').
 func writeNodesTable(w io.Writer, nodes []*taskdv1.Node) error {
 	tw := newTable(w)
-	row(tw, "NAME", "STATE", "ADDRESS", "INCARNATION", "DISPATCH START", "IDENTITIES")
+	row(tw, "NAME", "STATE", "ADDRESS", "INCARNATION", "DISPATCH START", "LEASE", "IDENTITIES", "KINDS")
 	for _, n := range nodes {
-		row(tw, n.GetName(), nodeStateName(n.GetState()), n.GetAddress(), n.GetIncarnation(),
-			formatTime(n.GetDispatchStart()), strconv.FormatInt(n.GetIdentitiesOwned(), 10))
+		name, lease, kinds := n.GetName(), "-", "-"
+		if n.GetLeader() {
+			name += "*"
+		}
+		if n.GetLeaseRemaining() != nil {
+			lease = n.GetLeaseRemaining().AsDuration().String()
+		}
+		if len(n.GetKinds()) > 0 {
+			kinds = strings.Join(n.GetKinds(), ",")
+		}
+		row(tw, name, nodeStateName(n.GetState()), n.GetAddress(), n.GetIncarnation(),
+			formatTime(n.GetDispatchStart()), lease, strconv.FormatInt(n.GetIdentitiesOwned(), 10), kinds)
 	}
 	return tw.Flush()
 }

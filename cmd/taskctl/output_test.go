@@ -209,7 +209,8 @@ func TestWriteRunsTable(t *testing.T) {
 func TestWriteNodesTable(t *testing.T) {
 	nodes := []*taskdv1.Node{
 		{Name: "node-a", Incarnation: "inc1", Address: "10.0.0.1:7420", State: taskdv1.NodeState_NODE_STATE_RUNNING,
-			DispatchStart: ts("2026-05-01T00:00:05Z"), IdentitiesOwned: 12, Kinds: []string{"echo"}},
+			DispatchStart: ts("2026-05-01T00:00:05Z"), IdentitiesOwned: 12, Kinds: []string{"echo", "resize"},
+			Leader: true, LeaseRemaining: durationpb.New(9 * time.Second)},
 		{Name: "node-b", Incarnation: "inc2", Address: "10.0.0.2:7420", State: taskdv1.NodeState_NODE_STATE_STARTING},
 	}
 	var b bytes.Buffer
@@ -217,9 +218,9 @@ func TestWriteNodesTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"NAME", "STATE", "ADDRESS", "INCARNATION", "DISPATCH", "START", "IDENTITIES"},
-		{"node-a", "RUNNING", "10.0.0.1:7420", "inc1", "2026-05-01T00:00:05Z", "12"},
-		{"node-b", "STARTING", "10.0.0.2:7420", "inc2", "-", "0"},
+		{"NAME", "STATE", "ADDRESS", "INCARNATION", "DISPATCH", "START", "LEASE", "IDENTITIES", "KINDS"},
+		{"node-a*", "RUNNING", "10.0.0.1:7420", "inc1", "2026-05-01T00:00:05Z", "9s", "12", "echo,resize"},
+		{"node-b", "STARTING", "10.0.0.2:7420", "inc2", "-", "-", "0", "-"},
 	}
 	if rows := tableLines(b.String()); !equalRows(rows, want) {
 		t.Errorf("table rows\n%q\nwant\n%q", rows, want)

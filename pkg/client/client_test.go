@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"strings"
@@ -12,9 +14,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/taskd/taskd/internal/devcerts"
 	"github.com/taskd/taskd/pkg/client"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -397,5 +401,45 @@ func TestTokenIsSentWithEveryCall(t *testing.T) {
 	}
 	if _, ok := seen.Load(listTasksMethod); !ok {
 		t.Fatal("ListTasks did not carry the token")
+	}
+}
+
+// WithTLS connects over TLS and checks the node's certificate: a client
+// that trusts the node's CA works, one that trusts another CA does not
+// connect.
+func TestTLS(t *testing.T) {
+	ca, err := devcerts.NewCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue("node", devcerts.LeafOptions{IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := tst.StartEtcd(t)
+	s := startNode(t, etcd.Client(t), "n1", grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+	trust := x509.NewCertPool()
+	trust.AppendCertsFromPEM(ca.CertPEM)
+	c := dial(t, []string{s.addr}, client.WithTLS(&tls.Config{RootCAs: trust}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, _, err := c.Schedule(ctx, later("tls")); err != nil {
+		t.Fatalf("Schedule over TLS: %v", err)
+	}
+	other, err := devcerts.NewCA("another CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := x509.NewCertPool()
+	wrong.AppendCertsFromPEM(other.CertPEM)
+	if _, err := client.New(ctx, []string{s.addr}, client.WithTLS(&tls.Config{RootCAs: wrong}), client.WithDialTimeout(time.Second)); !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("New trusting another CA: %v, want UNAVAILABLE", err)
+	}
+	if _, err := client.New(ctx, []string{s.addr}, client.WithDialTimeout(time.Second)); !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("New in plain text to a TLS node: %v, want UNAVAILABLE", err)
 	}
 }

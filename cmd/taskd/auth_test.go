@@ -52,6 +52,8 @@ func TestTokens(t *testing.T) {
 		tokenLine("root", "root-secret", "schedule,read,control,admin", ""),
 		tokenLine("reader", "reader-secret", "read", "alice,tenant-7/*"),
 		tokenLine("gone", "gone-secret", "read", ""),
+		tokenLine("worker", "worker-secret", "work", ""),
+		tokenLine("tenantworker", "tw-secret", "work", "tenant-7/*"),
 	}
 	writeTokens(t, file, lines...)
 	d := startTaskd(t, "--tokens-file", file)
@@ -87,6 +89,22 @@ func TestTokens(t *testing.T) {
 		_, err = s.Recv()
 		return err
 	}
+	work := func(token string) error {
+		ctx, cancel := context.WithCancel(with(token))
+		defer cancel()
+		s, err := taskdv1.NewWorkerServiceClient(conn).Work(ctx)
+		if err != nil {
+			return err
+		}
+		if err := s.Send(&taskdv1.WorkRequest{Msg: &taskdv1.WorkRequest_Hello{Hello: &taskdv1.WorkerHello{Worker: "w", Kinds: []string{"k"}, Concurrency: 1}}}); err != nil {
+			return err
+		}
+		m, err := s.Recv()
+		if err == nil && m.GetWelcome() == nil {
+			return fmt.Errorf("first message %v is not a welcome", m)
+		}
+		return err
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -117,6 +135,10 @@ func TestTokens(t *testing.T) {
 			_, err := c.ListNodes(with("reader.reader-secret"), &taskdv1.ListNodesRequest{})
 			return err
 		}, codes.OK, nil},
+		{"worker without the work verb", func() error { return work("root.root-secret") }, codes.PermissionDenied, []string{`"work"`}},
+		{"worker with a scoped token", func() error { return work("tenantworker.tw-secret") }, codes.PermissionDenied, []string{"unscoped"}},
+		{"no token on the worker stream", func() error { return work("") }, codes.Unauthenticated, nil},
+		{"worker with the work verb", func() error { return work("worker.worker-secret") }, codes.OK, nil},
 		{"health stays open", func() error {
 			_, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
 			return err

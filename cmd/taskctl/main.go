@@ -28,6 +28,7 @@ import (
 
 	"github.com/taskd/taskd/internal/buildinfo"
 	"github.com/taskd/taskd/internal/tlsfiles"
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -121,7 +122,7 @@ func (e *env) dial() (*grpc.ClientConn, error) {
 	}
 	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if e.opts.token != "" {
-		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(bearer(e.opts.token)))
+		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(client.Bearer(e.opts.token)))
 	}
 	conn, err := grpc.NewClient(e.opts.addr, dialOpts...)
 	if err != nil {

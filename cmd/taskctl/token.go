@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -13,18 +12,6 @@ import (
 
 // envToken names the environment variable that holds the bearer token.
 const envToken = "TASKCTL_TOKEN"
-
-// bearer sends "authorization: Bearer ID.SECRET" with every RPC.
-type bearer string
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
-}
-
-// RequireTransportSecurity is false so that a token also works on plain
-// text; docs/security.md says to use TLS wherever the network is not
-// trusted.
-func (bearer) RequireTransportSecurity() bool { return false }
 
 // tokenClient returns the TokenService client over the command's
 // connection.

@@ -32,6 +32,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/taskd/taskd/internal/backoff"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -236,7 +237,7 @@ func (c *Console) RunStarted(node string, started, fired time.Time) {
 // is refused and the chart shows this node only (the cluster page says so).
 func (c *Console) Run(ctx context.Context) {
 	cursor := ""
-	wait := time.Second
+	b := backoff.New(time.Second, time.Minute)
 	for {
 		var err error
 		cursor, err = c.feed(ctx, cursor)
@@ -245,20 +246,15 @@ func (c *Console) Run(ctx context.Context) {
 		}
 		c.setFeedErr(err)
 		if err == nil { // the stream reached its life; resume at once
-			wait = time.Second
+			b.Reset()
 			continue
 		}
 		if code(err) == "OutOfRange" { // the cursor expired: start from now
 			cursor = ""
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !b.Wait(ctx) {
 			return
-		case <-t.C:
 		}
-		wait = min(2*wait, time.Minute)
 	}
 }
 

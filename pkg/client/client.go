@@ -273,7 +273,11 @@ func (c *Client) pick() uint32 {
 	return cur % n
 }
 
-// bearer sends "authorization: Bearer TOKEN" with every call.
+// Bearer returns the per-call credentials that send "authorization:
+// Bearer TOKEN" with every call, for connections made without this
+// package (WithToken uses it).
+func Bearer(token string) credentials.PerRPCCredentials { return bearer(token) }
+
 type bearer string
 
 func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
@@ -281,5 +285,6 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 }
 
 // RequireTransportSecurity is false so that a token also works on a
-// trusted network without TLS, as with taskctl.
+// trusted network without TLS; docs/security.md says to use TLS wherever
+// the network is not trusted.
 func (bearer) RequireTransportSecurity() bool { return false }

@@ -70,29 +70,40 @@ func ours(fullMethod string) bool {
 // etcd. The zero value accepts no token; set the file's tokens with
 // SetFile and the stored ones with a Follower.
 type Authorizer struct {
-	file   atomic.Pointer[map[string]*Token]
-	stored *Follower
+	file    atomic.Pointer[map[string]*Token]
+	stored  *Follower
+	streams streamRegistry
 }
 
 // NewAuthorizer returns an authorizer over the file's tokens and, when
 // stored is not nil, the tokens stored in etcd.
 func NewAuthorizer(file map[string]*Token, stored *Follower) *Authorizer {
-	a := &Authorizer{stored: stored}
+	a := &Authorizer{}
 	a.SetFile(file)
+	if stored != nil {
+		a.Follow(stored)
+	}
 	return a
 }
 
-// SetFile replaces the tokens of the file (after a reload).
+// SetFile replaces the tokens of the file (after a reload). The streams
+// opened with a token the new file no longer grants (its line removed, its
+// secret, verbs or scopes changed) are ended before it returns.
 func (a *Authorizer) SetFile(tokens map[string]*Token) {
 	if tokens == nil {
 		tokens = map[string]*Token{}
 	}
 	a.file.Store(&tokens)
+	a.recheck()
 }
 
 // Follow makes the authorizer honour the tokens stored in etcd, as f sees
-// them. Call it before the authorizer checks its first call.
-func (a *Authorizer) Follow(f *Follower) { a.stored = f }
+// them, and end the streams of a stored token f sees revoked or changed.
+// Call it before the authorizer checks its first call.
+func (a *Authorizer) Follow(f *Follower) {
+	a.stored = f
+	f.onChange(a.recheck)
+}
 
 // FileTokens returns the tokens of the file.
 func (a *Authorizer) FileTokens() map[string]*Token { return *a.file.Load() }
@@ -240,39 +251,4 @@ func (a *Authorizer) unary(ctx context.Context, req any, info *grpc.UnaryServerI
 		return nil, err
 	}
 	return handler(context.WithValue(ctx, callerKey{}, t), req)
-}
-
-func (a *Authorizer) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if !ours(info.FullMethod) {
-		return handler(srv, ss)
-	}
-	t, err := a.Authenticate(ss.Context())
-	if err != nil {
-		return err
-	}
-	return handler(srv, &authorizedStream{ServerStream: ss, token: t, method: info.FullMethod})
-}
-
-// authorizedStream checks the request of a server stream (the first
-// message received) before the handler sees it.
-type authorizedStream struct {
-	grpc.ServerStream
-	token   *Token
-	method  string
-	checked bool
-}
-
-func (s *authorizedStream) Context() context.Context {
-	return context.WithValue(s.ServerStream.Context(), callerKey{}, s.token)
-}
-
-func (s *authorizedStream) RecvMsg(m any) error {
-	if err := s.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	if s.checked {
-		return nil
-	}
-	s.checked = true
-	return Authorize(s.token, s.method, m)
 }

@@ -32,6 +32,33 @@ type Follower struct {
 	loaded  bool
 	seen    int64
 	changed chan struct{} // closed and replaced whenever seen grows
+	hooks   []func()      // called after each change is applied
+}
+
+// onChange has fn called after each change of the tokens is applied, on
+// the follower's goroutine, before Seen covers it: when WaitSeen returns,
+// fn has run for every change up to that revision.
+func (f *Follower) onChange(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hooks = append(f.hooks, fn)
+}
+
+// apply makes tokens the current set, calls the hooks, then records that
+// every change up to rev is applied.
+func (f *Follower) apply(tokens map[string]*Token, rev int64) {
+	f.mu.Lock()
+	f.tokens = tokens
+	f.loaded = true
+	hooks := f.hooks
+	f.mu.Unlock()
+	// Outside f.mu: a hook looks tokens up.
+	for _, fn := range hooks {
+		fn()
+	}
+	f.mu.Lock()
+	f.advance(rev)
+	f.mu.Unlock()
 }
 
 // NewFollower returns a follower of the tokens under prefix (the node's
@@ -66,21 +93,17 @@ func (f *Follower) list(ctx context.Context) (int64, error) {
 			tokens[t.ID] = t
 		}
 	}
-	f.mu.Lock()
-	f.tokens = tokens
-	f.loaded = true
-	f.advance(resp.Header.Revision)
-	f.mu.Unlock()
+	f.apply(tokens, resp.Header.Revision)
 	return resp.Header.Revision, nil
 }
 
 func (f *Follower) events(_ context.Context, evs []*clientv3.Event) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	tokens := make(map[string]*Token, len(f.tokens))
 	for k, v := range f.tokens {
 		tokens[k] = v
 	}
+	f.mu.Unlock()
 	var rev int64
 	for _, ev := range evs {
 		rev = max(rev, ev.Kv.ModRevision)
@@ -96,8 +119,7 @@ func (f *Follower) events(_ context.Context, evs []*clientv3.Event) {
 			tokens[id] = t
 		}
 	}
-	f.tokens = tokens
-	f.advance(rev)
+	f.apply(tokens, rev)
 }
 
 // advance records that every change up to rev is applied; f.mu is held.

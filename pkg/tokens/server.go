@@ -16,6 +16,9 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
+// etcdTimeout bounds each etcd call of the TokenService.
+const etcdTimeout = 5 * time.Second
+
 // Server is the TokenService: it stores tokens in etcd, lists them and
 // revokes them. It answers a change only once the node's own checks see it
 // (Follower.WaitSeen).
@@ -56,6 +59,14 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 	if len(req.GetDescription()) > MaxDescription {
 		return nil, status.Errorf(codes.InvalidArgument, "description: %d bytes, at most %d", len(req.GetDescription()), MaxDescription)
 	}
+	caller := Caller(ctx)
+	if caller != nil {
+		// A token mints only what it holds: else a scoped admin token makes
+		// an unscoped one and reaches every identity.
+		if err := Within(req.GetVerbs(), req.GetIdentities(), caller); err != nil {
+			return nil, status.Errorf(codes.PermissionDenied, "the new token is not within the caller's: %v", err)
+		}
+	}
 	if s.fileToks()[id] != nil {
 		return nil, status.Errorf(codes.AlreadyExists, "id: token %q is defined in this node's tokens file", id)
 	}
@@ -69,15 +80,17 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 		Description: req.GetDescription(),
 		CreatedAt:   s.now().UTC().Truncate(time.Millisecond),
 	}
-	if c := Caller(ctx); c != nil {
-		t.CreatedBy = c.ID
+	if caller != nil {
+		t.CreatedBy = caller.ID
 	}
 	value, err := encodeRecord(t)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "encode token: %v", err)
 	}
 	key := s.keys.Token(id)
-	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+	ectx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	resp, err := s.cli.Txn(ectx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, string(value))).Commit()
 	if err != nil {
 		return nil, etcdstatus.Of(fmt.Errorf("store the token: %w", err))
@@ -91,15 +104,21 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 	return &taskdv1.CreateTokenResponse{Token: t.Proto(), Bearer: id + "." + secret}, nil
 }
 
-// ListTokens lists the stored tokens and the node's file tokens, by id.
-func (s *Server) ListTokens(context.Context, *taskdv1.ListTokensRequest) (*taskdv1.ListTokensResponse, error) {
+// ListTokens lists the stored tokens and the node's file tokens, by id:
+// those within the caller's verbs and scopes (the tokens it could have
+// created), so a scoped admin sees nothing of other scopes.
+func (s *Server) ListTokens(ctx context.Context, _ *taskdv1.ListTokensRequest) (*taskdv1.ListTokensResponse, error) {
+	caller := Caller(ctx)
+	visible := func(t *Token) bool { return caller == nil || within(t, caller) == nil }
 	out := &taskdv1.ListTokensResponse{}
 	file := s.fileToks()
 	for _, t := range file {
-		out.Tokens = append(out.Tokens, t.Proto())
+		if visible(t) {
+			out.Tokens = append(out.Tokens, t.Proto())
+		}
 	}
 	for _, t := range s.stored.List() {
-		if file[t.ID] == nil { // the file's token shadows it
+		if file[t.ID] == nil && visible(t) { // the file's token shadows it
 			out.Tokens = append(out.Tokens, t.Proto())
 		}
 	}
@@ -107,22 +126,56 @@ func (s *Server) ListTokens(context.Context, *taskdv1.ListTokensRequest) (*taskd
 	return out, nil
 }
 
-// RevokeToken deletes a stored token.
+// RevokeToken deletes a stored token within the caller's verbs and
+// scopes. A token outside them is NOT_FOUND, with the same message as an
+// unknown id: the caller cannot list it either.
 func (s *Server) RevokeToken(ctx context.Context, req *taskdv1.RevokeTokenRequest) (*taskdv1.RevokeTokenResponse, error) {
 	id := req.GetId()
 	if err := ValidateID(id); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "id: %v", err)
 	}
-	if s.fileToks()[id] != nil {
+	caller := Caller(ctx)
+	notFound := status.Errorf(codes.NotFound, "id: no token %q is stored", id)
+	if caller != nil {
+		notFound = status.Errorf(codes.NotFound, "id: no token %q is stored within the verbs and identities of token %s", id, caller.ID)
+	}
+	visible := func(t *Token) bool { return caller == nil || within(t, caller) == nil }
+	if ft := s.fileToks()[id]; ft != nil {
+		if !visible(ft) {
+			return nil, notFound
+		}
 		return nil, status.Errorf(codes.FailedPrecondition,
 			"id: token %q is defined in this node's tokens file: remove its line there and send the nodes SIGHUP", id)
 	}
-	resp, err := s.cli.Delete(ctx, s.keys.Token(id))
+	// The stored record decides, read from etcd rather than this node's
+	// follower (which may lag), and deleted only if unchanged since: a token
+	// replaced meanwhile by one outside the caller is not deleted.
+	key := s.keys.Token(id)
+	ectx, cancel := context.WithTimeout(ctx, etcdTimeout)
+	defer cancel()
+	got, err := s.cli.Get(ectx, key)
+	if err != nil {
+		return nil, etcdstatus.Of(fmt.Errorf("read the token: %w", err))
+	}
+	if len(got.Kvs) == 0 {
+		return nil, notFound
+	}
+	// A record that does not decode grants nothing; only a caller holding
+	// every verb, unscoped, may clear it.
+	stored, err := decodeRecord(got.Kvs[0].Value)
+	if err != nil {
+		stored = &Token{ID: id, Verbs: verbSet(Verbs)}
+	}
+	if !visible(stored) {
+		return nil, notFound
+	}
+	resp, err := s.cli.Txn(ectx).If(clientv3.Compare(clientv3.ModRevision(key), "=", got.Kvs[0].ModRevision)).
+		Then(clientv3.OpDelete(key)).Commit()
 	if err != nil {
 		return nil, etcdstatus.Of(fmt.Errorf("delete the token: %w", err))
 	}
-	if resp.Deleted == 0 {
-		return nil, status.Errorf(codes.NotFound, "id: no token %q is stored", id)
+	if !resp.Succeeded {
+		return nil, status.Errorf(codes.Aborted, "id: token %q changed while it was being revoked; try again", id)
 	}
 	if err := s.stored.WaitSeen(ctx, resp.Header.Revision); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "token %q is deleted, but this node may still accept it: %v", id, err)

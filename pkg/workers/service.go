@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,8 @@ func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 		return status.Errorf(codes.DeadlineExceeded, "hello: none within %v", silence)
 	case <-p.stopping:
 		return status.Error(codes.Unavailable, "the node is stopping")
+	case <-ctx.Done():
+		return streamEnded(ctx)
 	}
 	if err := checkHello(hello); err != nil {
 		return err
@@ -123,8 +126,22 @@ func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 			return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %v", silence)
 		case <-p.stopping:
 			return status.Error(codes.Unavailable, "the node is stopping")
+		case <-ctx.Done():
+			// The worker went away, or its token was revoked (the
+			// interceptor ends the stream with UNAUTHENTICATED): no run is
+			// sent after this, and those in flight end as by a disconnection.
+			log.Info("worker stream ended", "error", context.Cause(ctx))
+			return streamEnded(ctx)
 		}
 	}
+}
+
+// streamEnded is the status of a stream whose context ended.
+func streamEnded(ctx context.Context) error {
+	if st, ok := status.FromError(context.Cause(ctx)); ok && st.Code() != codes.Unknown {
+		return st.Err()
+	}
+	return status.FromContextError(ctx.Err()).Err()
 }
 
 // report takes a worker's outcome: it goes to the run's waiting call if the

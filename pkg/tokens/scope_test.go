@@ -44,6 +44,7 @@ func startTokenServer(t *testing.T, e *tst.Etcd, prefix, fileText string) *token
 	}
 	gs := grpc.NewServer(auth.ServerOptions()...)
 	taskdv1.RegisterTokenServiceServer(gs, tokens.NewServer(cli, prefix, fol, auth.FileTokens))
+	taskdv1.RegisterWorkerServiceServer(gs, waitingWorkers{})
 	served := make(chan struct{})
 	go func() { defer close(served); _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

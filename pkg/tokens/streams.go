@@ -95,9 +95,10 @@ func (a *Authorizer) OpenStreams(id string) int {
 func (a *Authorizer) stillValid(s *openStream) bool {
 	cur, err := a.lookup(s.token.ID)
 	if err != nil {
-		// The stored tokens are not listed yet: the stream was opened with
-		// a file token, or not at all; nothing is known to be revoked.
-		return true
+		// Not in the file, and the stored tokens are not listed yet: the
+		// stream was opened with a file token (a stored one implies they
+		// were listed, which stays so), whose line is gone.
+		return false
 	}
 	if cur == nil || cur.Hash != s.token.Hash {
 		return false

@@ -17,4 +17,10 @@
 // that answered the revocation once the call returns, and by every other
 // node as soon as its follower sees the deletion. A token of the file
 // shadows a stored one of the same id.
+//
+// A caller creates, lists and revokes only tokens within its own verbs and
+// identity scopes (Within). A stream is ended with UNAUTHENTICATED as soon
+// as the node applies a change after which its token no longer grants it
+// (revoked, removed from the file, secret, verbs or scopes changed): on
+// the revoking node, before RevokeToken returns.
 package tokens

@@ -90,8 +90,9 @@ func (a *Authorizer) OpenStreams(id string) int {
 }
 
 // stillValid reports whether s's token, as the node now knows it, still
-// authorizes s: the same id with the same secret, holding the verb of the
-// method and covering the request's identities.
+// authorizes s: the same id with the same secret and, once the first
+// message was authorized, holding the verb of the method and covering the
+// request's identities.
 func (a *Authorizer) stillValid(s *openStream) bool {
 	cur, err := a.lookup(s.token.ID)
 	if err != nil {
@@ -106,6 +107,11 @@ func (a *Authorizer) stillValid(s *openStream) bool {
 	s.mu.Lock()
 	req := s.req
 	s.mu.Unlock()
+	if req == nil {
+		// Not authorized yet: the first message will be, against the
+		// token as it is then.
+		return true
+	}
 	return Authorize(cur, s.method, req) == nil
 }
 

@@ -340,6 +340,12 @@ func TestMetricsListen(t *testing.T) {
 	for _, path := range []string{"/ui/", "/", "/debug/pprof/"} {
 		send(t, c, metrics, path, nil, nil).want(t, path+" on --metrics-listen", http.StatusNotFound)
 	}
+	// `taskd health` asks /healthz where it is: TASKD_METRICS_LISTEN first.
+	var out, errOut strings.Builder
+	env := []string{"TASKD_HTTP=" + d.http, "TASKD_METRICS_LISTEN=" + m[1]}
+	if code := run(context.Background(), []string{"health"}, env, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "SERVING") {
+		t.Fatalf("taskd health with %v: exit %d, stdout %q, stderr %q", env, code, out.String(), errOut.String())
+	}
 	send(t, c, console, "/ui/", nil, nil).want(t, "console on --http", http.StatusOK, `data-node=`)
 	send(t, c, console, "/debug/pprof/cmdline", nil, nil).want(t, "pprof on --http", http.StatusOK)
 	for _, path := range []string{"/metrics", "/healthz"} {

@@ -48,14 +48,44 @@ func (a *authorizer) load() ([]string, error) {
 	return ids, nil
 }
 
-// setupAuth applies the start-up policy: a node that serves the API on a
-// non-loopback address needs --tokens-file or an explicit --insecure. It
-// returns nil when the API is open (no tokens file).
+// exposed is one address at which the node serves task data or control.
+type exposed struct {
+	option, addr string
+	what         string // what it serves there
+	serves       bool   // it serves that at all
+	otherwise    string // how else to start, besides tokens or --insecure
+}
+
+// exposedSurfaces lists the addresses that reveal or change task data: the
+// API on --listen, and the console and pprof on --http. /metrics and
+// /healthz show none, so an --http serving only them (--console=false, no
+// --pprof) or --metrics-listen is not listed.
+func exposedSurfaces(cfg config.Config) []exposed {
+	var onHTTP []string
+	if cfg.Console {
+		onHTTP = append(onHTTP, "the console")
+	}
+	if cfg.Pprof {
+		onHTTP = append(onHTTP, "pprof")
+	}
+	return []exposed{
+		{option: "--listen", addr: cfg.Listen, what: "the API", serves: true},
+		{option: "--http", addr: cfg.HTTP, what: strings.Join(onHTTP, " and "), serves: len(onHTTP) > 0,
+			otherwise: ", or --console=false without --pprof to serve only /metrics and /healthz there"},
+	}
+}
+
+// setupAuth applies the start-up policy: a node that serves the API, the
+// console or pprof on a non-loopback address needs --tokens-file or an
+// explicit --insecure. It returns nil when the API is open (no tokens
+// file).
 func setupAuth(cfg config.Config, log hclog.Logger) (*authorizer, error) {
 	if cfg.TokensFile == "" {
-		if !cfg.Insecure && !isLoopback(cfg.Listen) {
-			return nil, fmt.Errorf("--listen %s is not a loopback address: give --tokens-file to require bearer tokens, "+
-				"or --insecure to serve the API open", cfg.Listen)
+		for _, e := range exposedSurfaces(cfg) {
+			if e.serves && !cfg.Insecure && !isLoopback(e.addr) {
+				return nil, fmt.Errorf("%s %s is not a loopback address: give --tokens-file to require bearer tokens, "+
+					"or --insecure to serve %s open%s", e.option, e.addr, e.what, e.otherwise)
+			}
 		}
 		return nil, nil
 	}

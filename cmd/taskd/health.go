@@ -24,15 +24,16 @@ const healthCommand = "health"
 // exits 0 when it does, 1 when it does not or cannot be reached, 2 on bad
 // arguments. It needs nothing but the taskd binary, so that it can be the
 // HEALTHCHECK of an image with no shell. By default it asks the HTTP health
-// endpoint (/healthz on --http, taken from TASKD_HTTP when set); with --grpc
+// endpoint (/healthz on --metrics-listen or else --http, taken from
+// TASKD_METRICS_LISTEN or TASKD_HTTP when set); with --grpc
 // it asks the gRPC health service on that address instead. An unspecified
 // host (0.0.0.0, ::, empty) means this machine's loopback, so that the
 // node's own listen addresses can be given as they are.
 func runHealth(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("taskd health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	httpAddr := fs.String("http", envOr(environ, "TASKD_HTTP", "127.0.0.1:7421"),
-		"the node's --http address, whose /healthz is asked (env TASKD_HTTP)")
+	httpAddr := fs.String("http", envOr(environ, "TASKD_METRICS_LISTEN", envOr(environ, "TASKD_HTTP", "127.0.0.1:7421")),
+		"the node's --metrics-listen or else --http address, whose /healthz is asked (env TASKD_METRICS_LISTEN, else TASKD_HTTP)")
 	grpcAddr := fs.String("grpc", "", "ask the gRPC health service on this address (the node's --listen) instead of HTTP")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	fs.Usage = func() {

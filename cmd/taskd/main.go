@@ -1,7 +1,8 @@
 // Command taskd runs one taskd node: with no --etcd it starts an embedded
 // single-member etcd in --data-dir; with --etcd it joins that cluster. It
 // serves the taskd.v1 gRPC API (with reflection and health checking) on
-// --listen, and metrics and a health check on --http.
+// --listen, and the web console, metrics and a health check on --http
+// (metrics and health on --metrics-listen instead when it is set).
 //
 // `taskd health` instead asks a running node whether it serves (exit 0) or
 // not (exit 1): the health check of a container image with no shell.
@@ -133,23 +134,35 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		lis.Close()
 		return fmt.Errorf("listen on --http %s: %w", cfg.HTTP, err)
 	}
+	metricsLis := httpLis // /metrics and /healthz: on --http unless --metrics-listen
+	if cfg.MetricsListen != "" {
+		if metricsLis, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			lis.Close()
+			httpLis.Close()
+			return fmt.Errorf("listen on --metrics-listen %s: %w", cfg.MetricsListen, err)
+		}
+	}
+	closeListeners := func() {
+		lis.Close()
+		httpLis.Close()
+		metricsLis.Close()
+	}
+	// The console and pprof answer only under the node's own names.
+	hosts := console.NewHostPolicy(httpLis.Addr(), consoleHostNames(cfg)...)
 
 	runLog := &runLog{log: log}
 	// Remote workers run the kinds this node has no handler for.
 	pool, err := workers.New(workers.Config{Node: cfg.Name, Heartbeat: cfg.WorkerHeartbeat, Logger: log})
 	if err != nil {
-		lis.Close()
-		httpLis.Close()
+		closeListeners()
 		return err
 	}
 	defer pool.Close()
 	// The web console calls this node's own API, as a client, with the
 	// viewer's token: the API's auth decides for it as for any client.
-	ui, err := console.New(console.Config{Node: cfg.Name, Target: console.LoopbackTarget(lis.Addr()), TLS: tlsSrv.peer,
-		ServerName: advertisedAddress(cfg.Advertise, lis.Addr()), Logger: log})
+	ui, err := newConsole(cfg, lis.Addr(), tlsSrv.peer, hosts, log)
 	if err != nil {
-		lis.Close()
-		httpLis.Close()
+		closeListeners()
 		return err
 	}
 	defer ui.Close()
@@ -162,7 +175,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		PeerTLS:          tlsSrv.peer,
 		Handlers:         handlers,
 		Remote:           pool,
-		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, pool.Observe, consoleListener(ui)},
+		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, pool.Observe, ui.listener()},
 		Observer:         metrics.observer(),
 		Logger:           log,
 		TracerProvider:   tracer.provider(),
@@ -185,8 +198,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		ColdAfter:        orNone(cfg.ColdAfter),
 	})
 	if err != nil {
-		lis.Close()
-		httpLis.Close()
+		closeListeners()
 		return err
 	}
 
@@ -219,15 +231,21 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	grpcDone := make(chan error, 1)
 	go func() { grpcDone <- gs.Serve(lis) }()
 
+	// --http: the console and pprof, which reveal task data and are
+	// guarded (Host, tokens, CSRF); /metrics and /healthz show none and are
+	// open, on --http or apart on --metrics-listen.
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.registry(node, gs), promhttp.HandlerOpts{}))
-	if cfg.Pprof {
-		mountPprof(mux)
+	metricsMux := mux
+	if metricsLis != httpLis {
+		metricsMux = http.NewServeMux()
 	}
-	mux.Handle(console.Prefix, ui)
-	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusFound))
+	metricsMux.Handle("/metrics", promhttp.HandlerFor(metrics.registry(node, gs), promhttp.HandlerOpts{}))
+	if cfg.Pprof {
+		mountPprof(mux, hosts, auth)
+	}
+	ui.mount(mux)
 	var started atomic.Bool // Start has returned: the node is fully up
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	metricsMux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		serving, reason := node.Health()
 		if !serving || !started.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -237,6 +255,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	hsrv.RegisterOnShutdown(ui.Close) // ends the console's live-event streams
 	go func() { _ = hsrv.Serve(tlsSrv.httpListener(httpLis)) }()
+	msrv := hsrv
+	if metricsMux != mux {
+		msrv = &http.Server{Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = msrv.Serve(tlsSrv.httpListener(metricsLis)) }()
+	}
 	defer tlsSrv.watch(log)()
 	defer auth.watch(log)()
 
@@ -252,6 +275,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = hsrv.Shutdown(sctx)
+		if msrv != hsrv {
+			_ = msrv.Shutdown(sctx)
+		}
 		cancel()
 	}
 
@@ -284,10 +310,10 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	consoleDone := make(chan struct{})
 	go func() {
 		defer close(consoleDone)
-		ui.Run(healthCtx) // the console's chart feed
+		ui.run(healthCtx) // the console's chart feed
 	}()
 	log.Info("taskd running", "api", lis.Addr().String(), "advertised", advertisedAddress(cfg.Advertise, lis.Addr()), "http", httpLis.Addr().String(),
-		"startup_ms", time.Since(began).Milliseconds())
+		"metrics", metricsLis.Addr().String(), "console", cfg.Console, "startup_ms", time.Since(began).Milliseconds())
 
 	select {
 	case <-ctx.Done():

@@ -81,7 +81,7 @@ type confirmData struct {
 // destructive one, it makes the API call and sends the viewer back with
 // what happened.
 func (c *Console) action(w http.ResponseWriter, r *http.Request) {
-	if err := sameOrigin(r); err != nil {
+	if err := c.checkPost(r); err != nil {
 		c.fail(w, r, err)
 		return
 	}

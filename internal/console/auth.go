@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -105,18 +104,19 @@ func apiError(what string, err error) *httpError {
 // code is err's gRPC code name.
 func code(err error) string { return status.Code(err).String() }
 
-// sameOrigin refuses a form post sent by another site's page: the cookie
-// is SameSite=Strict already, and a browser sends Origin on every POST.
-func sameOrigin(r *http.Request) error {
+// checkPost refuses a form post that is not this console's own: one sent
+// by another origin's page (a browser sends Origin on every POST, and
+// Sec-Fetch-Site when it knows it; the Host is checked already), or one
+// without the viewer's CSRF token.
+func (c *Console) checkPost(r *http.Request) error {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" && s != "none" {
+		return &httpError{status: http.StatusForbidden, msg: "Sec-Fetch-Site: the form was posted from a " + s + " page, not from this console"}
+	}
 	o := r.Header.Get("Origin")
-	if o == "" || o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin" {
-		return nil
+	if o != "" && !(o == "null" && r.Header.Get("Sec-Fetch-Site") == "same-origin") && !c.hosts.originAllowed(o, r.Host) {
+		return &httpError{status: http.StatusForbidden, msg: "Origin: the form was posted from " + printableHost(o) + ", not from this console"}
 	}
-	u, err := url.Parse(o)
-	if err != nil || u.Host != r.Host {
-		return &httpError{status: http.StatusForbidden, msg: "Origin: the form was posted from " + o + ", not from this console"}
-	}
-	return nil
+	return c.checkCSRF(r)
 }
 
 // localPath keeps a redirect target inside the console, so that a crafted

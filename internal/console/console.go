@@ -68,6 +68,9 @@ type Config struct {
 	// TLS is on: the node's advertised address (host or host:port), which
 	// is what other nodes check it against too.
 	ServerName string
+	// Hosts says which Host headers the console answers to (see
+	// HostPolicy); nil means loopback addresses and localhost only.
+	Hosts *HostPolicy
 	// Logger, if set, logs the chart feed's connection changes.
 	Logger hclog.Logger
 	// Timeout bounds each unary call to the API; 0 means 10 s.
@@ -89,6 +92,8 @@ type Console struct {
 	static  http.Handler
 	chart   *chart
 	mux     *http.ServeMux
+	hosts   *HostPolicy
+	csrf    *csrfKeys
 
 	// stopping ends the live-event streams of viewers when the console
 	// closes, so an HTTP server's shutdown does not wait on them.
@@ -133,6 +138,15 @@ func New(cfg Config) (*Console, error) {
 		_ = conn.Close()
 		return nil, err
 	}
+	csrf, err := newCSRFKeys()
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	hosts := cfg.Hosts
+	if hosts == nil {
+		hosts = NewHostPolicy(nil)
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -156,6 +170,8 @@ func New(cfg Config) (*Console, error) {
 		pages:    pages,
 		static:   http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		chart:    newChart(now),
+		hosts:    hosts,
+		csrf:     csrf,
 		stopping: stopping,
 		stop:     stop,
 	}
@@ -189,8 +205,13 @@ func (c *Console) Close() {
 	})
 }
 
-// ServeHTTP serves the console's paths (under Prefix).
+// ServeHTTP serves the console's paths (under Prefix), for a request
+// whose Host is this node's (421 otherwise: see HostPolicy).
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !c.hosts.Allows(r.Host) {
+		misdirected(w, r)
+		return
+	}
 	// No page may be framed or load anything from elsewhere; the pages
 	// have no inline script.
 	h := w.Header()

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -207,13 +208,35 @@ func (tn *testNode) get(t *testing.T, tok, path string) page {
 	return do(t, client(nil), req)
 }
 
-// post submits a form to path with tok.
+// csrfCookieOf returns the CSRF cookie the console sets on a page it
+// draws (the token page, which makes no API call).
+func (tn *testNode) csrfCookieOf(t *testing.T) *http.Cookie {
+	t.Helper()
+	p := tn.get(t, "", "/ui/token")
+	for _, ck := range (&http.Response{Header: p.header}).Cookies() {
+		if ck.Name == csrfCookie {
+			return ck
+		}
+	}
+	t.Fatalf("the token page set no %s cookie: %v", csrfCookie, p.header)
+	return nil
+}
+
+// post submits a form to path with tok, as the console's own form: with
+// the CSRF cookie of a page and the token in the csrf field (unless the
+// form has that field already).
 func (tn *testNode) post(t *testing.T, tok, path string, form url.Values) page {
 	t.Helper()
+	ck := tn.csrfCookieOf(t)
+	if _, ok := form[csrfField]; !ok {
+		form = maps.Clone(form)
+		form.Set(csrfField, ck.Value)
+	}
 	req, err := http.NewRequest(http.MethodPost, tn.web.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.AddCookie(ck)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -350,7 +373,15 @@ func TestAuthorisation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := client(jar)
-	req, _ := http.NewRequest(http.MethodPost, n.web.URL+"/ui/token", strings.NewReader(url.Values{"token": {aliceToken}}.Encode()))
+	req, _ := http.NewRequest(http.MethodGet, n.web.URL+"/ui/token", nil)
+	do(t, c, req).want(t, "token page", 200, `name="csrf"`)
+	csrf := ""
+	for _, ck := range jar.Cookies(req.URL) {
+		if ck.Name == csrfCookie {
+			csrf = ck.Value
+		}
+	}
+	req, _ = http.NewRequest(http.MethodPost, n.web.URL+"/ui/token", strings.NewReader(url.Values{"token": {aliceToken}, "csrf": {csrf}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	p := do(t, c, req)
 	if p.status != http.StatusSeeOther {

@@ -320,7 +320,7 @@ func (c *Console) tokenPage(w http.ResponseWriter, r *http.Request) {
 
 // setToken stores the token form's token in the cookie, or clears it.
 func (c *Console) setToken(w http.ResponseWriter, r *http.Request) {
-	if err := sameOrigin(r); err != nil {
+	if err := c.checkPost(r); err != nil {
 		c.fail(w, r, err)
 		return
 	}

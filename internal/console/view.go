@@ -38,13 +38,15 @@ type view struct {
 	Node    string
 	TokenID string
 	Flash   string
+	CSRF    string // the viewer's CSRF token, for the forms' csrf field
 	Now     time.Time
 	Data    any
 }
 
 // render draws page with data, answering status.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, page, title string, data any) {
-	v := view{Title: title, Nav: page, Node: c.node, TokenID: tokenID(bearer(r)), Flash: r.URL.Query().Get("done"), Now: c.now(), Data: data}
+	v := view{Title: title, Nav: page, Node: c.node, TokenID: tokenID(bearer(r)), Flash: r.URL.Query().Get("done"), Now: c.now(), Data: data,
+		CSRF: c.csrfToken(w, r)}
 	var buf bytes.Buffer
 	if err := c.pages[page].Execute(&buf, v); err != nil {
 		c.log.Error("console page failed to render", "page", page, "error", err)

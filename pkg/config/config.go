@@ -53,8 +53,17 @@ type Config struct {
 	// at which other nodes and clients reach it (--advertise); "" means the
 	// address --listen is bound to.
 	Advertise string
-	// HTTP is the metrics and health address (--http).
+	// HTTP is the address of the web console, the metrics and the health
+	// check (--http).
 	HTTP string
+	// MetricsListen, when set, serves /metrics and /healthz there instead
+	// of on HTTP (--metrics-listen).
+	MetricsListen string
+	// Console serves the web console under /ui/ on HTTP (--console).
+	Console bool
+	// ConsoleHosts are the host names (NAME or NAME:PORT) the console and
+	// pprof answer to besides the node's own addresses (--console-host).
+	ConsoleHosts []string
 	// TLSCert and TLSKey are the PEM certificate and key the gRPC API and
 	// the HTTP endpoint serve with (--tls-cert, --tls-key); both or
 	// neither. Empty: plain text. They are reloaded on SIGHUP and when the
@@ -71,7 +80,8 @@ type Config struct {
 	// API call then needs a token of this file or one stored in etcd.
 	TokensFile string
 	// Insecure lets the API serve without tokens on a non-loopback
-	// address (--insecure); without it such a start-up is refused.
+	// address, and the console and pprof on a non-loopback HTTP address
+	// (--insecure); without it such a start-up is refused.
 	Insecure bool
 	// Replace lets the node take over its name from a live process
 	// registered under it (--replace).
@@ -194,6 +204,7 @@ func Default() Config {
 		Prefix:           "/taskd/",
 		Listen:           "127.0.0.1:7420",
 		HTTP:             "127.0.0.1:7421",
+		Console:          true,
 		LeaseTTL:         10 * time.Second,
 		HandoffPeriod:    500 * time.Millisecond,
 		HandoffStart:     2500 * time.Millisecond,

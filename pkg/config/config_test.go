@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -57,6 +58,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		Prefix:           "/taskd/",
 		Listen:           "127.0.0.1:7420",
 		HTTP:             "127.0.0.1:7421",
+		Console:          true,
 		LeaseTTL:         10 * time.Second,
 		HandoffPeriod:    500 * time.Millisecond,
 		HandoffStart:     2500 * time.Millisecond,
@@ -135,15 +137,20 @@ var samples = map[string]struct {
 	"etcd-password-file": {"/pw", func(c *Config) {
 		c.EtcdUser, c.EtcdPasswordFile = "taskd", "/pw"
 	}},
-	"name":        {"node-7", func(c *Config) { c.Name = "node-7" }},
-	"data-dir":    {"/var/lib/taskd", func(c *Config) { c.DataDir = "/var/lib/taskd" }},
-	"etcd":        {"10.0.0.1:2379, http://10.0.0.2:2379", func(c *Config) { c.Etcd = []string{"10.0.0.1:2379", "http://10.0.0.2:2379"} }},
-	"etcd-listen": {"http://0.0.0.0:2389", func(c *Config) { c.EtcdListen = "http://0.0.0.0:2389" }},
-	"prefix":      {"/other/", func(c *Config) { c.Prefix = "/other/" }},
-	"listen":      {":9000", func(c *Config) { c.Listen = ":9000" }},
-	"advertise":   {"taskd-2:7420", func(c *Config) { c.Advertise = "taskd-2:7420" }},
-	"http":        {"0.0.0.0:9001", func(c *Config) { c.HTTP = "0.0.0.0:9001" }},
-	"lease-ttl":   {"7s", func(c *Config) { c.LeaseTTL = 7 * time.Second }},
+	"name":           {"node-7", func(c *Config) { c.Name = "node-7" }},
+	"data-dir":       {"/var/lib/taskd", func(c *Config) { c.DataDir = "/var/lib/taskd" }},
+	"etcd":           {"10.0.0.1:2379, http://10.0.0.2:2379", func(c *Config) { c.Etcd = []string{"10.0.0.1:2379", "http://10.0.0.2:2379"} }},
+	"etcd-listen":    {"http://0.0.0.0:2389", func(c *Config) { c.EtcdListen = "http://0.0.0.0:2389" }},
+	"prefix":         {"/other/", func(c *Config) { c.Prefix = "/other/" }},
+	"listen":         {":9000", func(c *Config) { c.Listen = ":9000" }},
+	"advertise":      {"taskd-2:7420", func(c *Config) { c.Advertise = "taskd-2:7420" }},
+	"http":           {"0.0.0.0:9001", func(c *Config) { c.HTTP = "0.0.0.0:9001" }},
+	"metrics-listen": {"0.0.0.0:9002", func(c *Config) { c.MetricsListen = "0.0.0.0:9002" }},
+	"console":        {"false", func(c *Config) { c.Console = false }},
+	"console-host": {"taskd.example.com, proxy.example.com:8443", func(c *Config) {
+		c.ConsoleHosts = []string{"taskd.example.com", "proxy.example.com:8443"}
+	}},
+	"lease-ttl": {"7s", func(c *Config) { c.LeaseTTL = 7 * time.Second }},
 	"handoff-period": {"50ms", func(c *Config) {
 		c.HandoffPeriod = 50 * time.Millisecond
 	}},
@@ -225,9 +232,14 @@ func TestEveryOptionFromEverySource(t *testing.T) {
 			cases[i].args = append(cases[i].args, samplePartners[o.name]...)
 		}
 		if o.boolean {
-			// A bare boolean flag means true and takes no separate value.
-			cases[1].how, cases[1].args = "--opt", []string{"--" + o.name}
-			cases[2].how, cases[2].args = "-opt", []string{"-" + o.name}
+			// A bare boolean flag means true and takes no separate value
+			// (whatever the sample, which is false for --console).
+			bare := Default()
+			if err := o.set(&bare, "true"); err != nil {
+				t.Fatal(err)
+			}
+			cases[1].how, cases[1].args, cases[1].want = "--opt", []string{"--" + o.name}, bare
+			cases[2].how, cases[2].args, cases[2].want = "-opt", []string{"-" + o.name}, bare
 		}
 		for _, tc := range cases {
 			t.Run(o.name+"/"+tc.how, func(t *testing.T) {
@@ -457,6 +469,24 @@ func TestValidate(t *testing.T) {
 		{"advertise port 0", func(c *Config) { c.Advertise = "taskd-1:0" }, "--advertise"},
 		{"advertise no port", func(c *Config) { c.Advertise = "taskd-1" }, "--advertise"},
 		{"http no port", func(c *Config) { c.HTTP = "127.0.0.1" }, "--http"},
+		{"metrics-listen apart", func(c *Config) { c.MetricsListen = "0.0.0.0:9100" }, ""},
+		{"metrics-listen both port 0", func(c *Config) { c.HTTP, c.MetricsListen = "127.0.0.1:0", "127.0.0.1:0" }, ""},
+		{"metrics-listen the --http address", func(c *Config) { c.MetricsListen = c.HTTP }, "--metrics-listen"},
+		{"metrics-listen no port", func(c *Config) { c.MetricsListen = "0.0.0.0" }, "--metrics-listen"},
+		{"console-host names, ports, addresses", func(c *Config) {
+			c.ConsoleHosts = []string{"taskd.example.com", "proxy.example.com:8443", "10.0.0.5", "[fd00::5]:7421", "fd00::6"}
+		}, ""},
+		{"console-host scheme", func(c *Config) { c.ConsoleHosts = []string{"https://taskd.example.com"} }, "--console-host"},
+		{"console-host path", func(c *Config) { c.ConsoleHosts = []string{"taskd.example.com/ui"} }, "--console-host"},
+		{"console-host wildcard", func(c *Config) { c.ConsoleHosts = []string{"*.example.com"} }, "--console-host"},
+		{"console-host port 0", func(c *Config) { c.ConsoleHosts = []string{"taskd.example.com:0"} }, "--console-host"},
+		{"console-host empty host", func(c *Config) { c.ConsoleHosts = []string{":7421"} }, "--console-host"},
+		{"console-host 254 bytes", func(c *Config) { c.ConsoleHosts = []string{strings.Repeat("a", 254)} }, "--console-host"},
+		{"console-host 33 entries", func(c *Config) {
+			for i := range 33 {
+				c.ConsoleHosts = append(c.ConsoleHosts, fmt.Sprintf("h%d.example.com", i))
+			}
+		}, "--console-host"},
 		{"http empty port", func(c *Config) { c.HTTP = "127.0.0.1:" }, "--http"},
 		{"etcd-listen https", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379"; c.TLSCert, c.TLSKey = "/c", "/k" }, ""},
 		{"etcd-listen https without a certificate", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379" }, "--etcd-listen"},

@@ -141,9 +141,36 @@ var options = []*option{
 	},
 	{
 		name: "http", arg: "HOST:PORT", def: "127.0.0.1:7421",
-		help:  "metrics and health address",
+		help: "HTTP address of the web console (/ui/), /metrics, /healthz and, with --pprof, /debug/pprof/; " +
+			"a non-loopback address serving the console or pprof needs --tokens-file or --insecure (see --console, --metrics-listen)",
 		set:   func(c *Config, v string) error { c.HTTP = v; return nil },
 		check: func(c Config) error { return checkHostPort(c.HTTP) },
+	},
+	{
+		name: "metrics-listen", arg: "HOST:PORT", def: "(on --http)",
+		help: "serve /metrics and /healthz on this address instead of --http, apart from the console " +
+			"(no tokens needed: neither shows task data); `taskd health` then asks it (TASKD_METRICS_LISTEN)",
+		set:   func(c *Config, v string) error { c.MetricsListen = v; return nil },
+		check: func(c Config) error { return checkMetricsListen(c) },
+	},
+	{
+		name: "console", arg: "", def: "true", boolean: true,
+		help: "serve the web console under /ui/ on --http; --console=false turns it off (/ui/ is then 404); --console alone means true",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("not true or false")
+			}
+			c.Console = b
+			return nil
+		},
+	},
+	{
+		name: "console-host", arg: "HOSTS", def: "(none)",
+		help: "comma-separated host names (NAME or NAME:PORT, at most 32 of at most 253 bytes) the console and pprof answer to " +
+			"besides this node's addresses, e.g. the name of a reverse proxy; a request with any other Host is refused (DNS rebinding)",
+		set:   setConsoleHosts,
+		check: func(c Config) error { return checkConsoleHosts(c.ConsoleHosts) },
 	},
 	{
 		name: "tls-cert", arg: "FILE", def: "(none)",
@@ -177,7 +204,8 @@ var options = []*option{
 	},
 	{
 		name: "insecure", arg: "", def: "false", boolean: true,
-		help: "serve the API without tokens on a non-loopback --listen address (refused otherwise); --insecure alone means true",
+		help: "serve the API without tokens on a non-loopback --listen address, and the console and pprof on a non-loopback --http " +
+			"address (refused otherwise); --insecure alone means true",
 		set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -347,7 +375,8 @@ var options = []*option{
 	},
 	{
 		name: "pprof", arg: "", def: "false", boolean: true,
-		help: "serve Go's profiling endpoints under /debug/pprof/ on --http; --pprof alone means true",
+		help: "serve Go's profiling endpoints under /debug/pprof/ on --http (with --tokens-file they need an unscoped admin token); " +
+			"--pprof alone means true",
 		set: func(c *Config, v string) error {
 			b, err := strconv.ParseBool(v)
 			if err != nil {

@@ -91,7 +91,9 @@ type testWrite struct {
 
 func (w testWrite) cost() txnCost { return costOf(w.cmps, w.ops, w.els) }
 
-func (b *batcher) doWrite(ctx context.Context, w testWrite) txnOutcome { return b.do(ctx, w.cmps, w.ops, w.els) }
+func (b *batcher) doWrite(ctx context.Context, w testWrite) txnOutcome {
+	return b.do(ctx, w.cmps, w.ops, w.els)
+}
 
 // longCJK is the i-th of many identities of 84 CJK characters (255 bytes,
 // 765 once escaped in a key).

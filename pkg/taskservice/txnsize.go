@@ -44,10 +44,18 @@ type txnCost struct {
 // would send (a KV over a client that only captures the request), so the
 // size is exact: every field the client encodes, leases and sort orders
 // included, counts.
+//
+// The compares are sized apart (the client sends each as it is, and
+// handing them to it would clone each one twice): each is one element of
+// the request's compare list.
 func costOf(cmps []clientv3.Cmp, ops, els []clientv3.Op) txnCost {
-	req := requestOf(cmps, ops, els)
+	req := requestOf(ops, els)
 	alone := proto.Size(req)
-	c := txnCost{alone: alone, nested: tagged(tagged(alone)), width: widthOf(req)}
+	for i := range cmps {
+		c := cmps[i] // GetCompare fills in a nil compare: on a copy
+		alone += tagged(proto.Size(c.GetCompare()))
+	}
+	c := txnCost{alone: alone, nested: tagged(tagged(alone)), width: widthOf(req, len(cmps))}
 	c.writes, c.ranges = writesOf(req, c.writes, c.ranges)
 	return c
 }
@@ -56,10 +64,11 @@ func costOf(cmps []clientv3.Cmp, ops, els []clientv3.Op) txnCost {
 // number takes one byte of tag (every field of a TxnRequest and RequestOp).
 func tagged(n int) int { return 1 + protowire.SizeVarint(uint64(n)) + n }
 
-// requestOf is the TxnRequest the etcd client sends for the write.
-func requestOf(cmps []clientv3.Cmp, ops, els []clientv3.Op) *etcdserverpb.TxnRequest {
+// requestOf is the TxnRequest the etcd client sends for a write of these
+// operations (and no compares).
+func requestOf(ops, els []clientv3.Op) *etcdserverpb.TxnRequest {
 	var c capture
-	_, _ = clientv3.NewKVFromKVClient(&c, nil).Do(context.Background(), clientv3.OpTxn(cmps, ops, els))
+	_, _ = clientv3.NewKVFromKVClient(&c, nil).Do(context.Background(), clientv3.OpTxn(nil, ops, els))
 	return c.req
 }
 
@@ -76,14 +85,15 @@ func (c *capture) Txn(_ context.Context, r *etcdserverpb.TxnRequest, _ ...grpc.C
 	return nil, errCaptured
 }
 
-// widthOf is the operations etcd counts for r (see txnCost.width).
-func widthOf(r *etcdserverpb.TxnRequest) int {
-	opc := max(len(r.Compare), len(r.Success), len(r.Failure))
+// widthOf is the operations etcd counts for r with cmps compares besides
+// its own (see txnCost.width).
+func widthOf(r *etcdserverpb.TxnRequest, cmps int) int {
+	opc := max(cmps, len(r.Compare), len(r.Success), len(r.Failure))
 	inner := 0
 	for _, list := range [][]*etcdserverpb.RequestOp{r.Success, r.Failure} {
 		for _, op := range list {
 			if t := op.GetRequestTxn(); t != nil {
-				inner = max(inner, widthOf(t))
+				inner = max(inner, widthOf(t, 0))
 			}
 		}
 	}

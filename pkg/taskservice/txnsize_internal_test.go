@@ -280,3 +280,33 @@ func TestSizeRefusalsAreDefinite(t *testing.T) {
 		t.Fatal("a write refused for its size was applied")
 	}
 }
+
+// BenchmarkTxnCost is the sizing's cost per item the batcher takes: a
+// start-shaped write of a long CJK identity (five compares, one put of
+// 3000 bytes, five Else reads).
+func BenchmarkTxnCost(b *testing.B) {
+	w := startShaped(longCJK(1), 3000)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = w.cost()
+	}
+}
+
+// Operations are counted as etcd's checkTxnRequest counts them: the widest
+// of a Txn's lists, plus the widest nested Txn it holds.
+func TestTxnCostCountsOperationsAsEtcd(t *testing.T) {
+	get := clientv3.OpGet("k")
+	cmp := clientv3.Compare(clientv3.CreateRevision("k"), "=", 0)
+	flat := costOf([]clientv3.Cmp{cmp, cmp, cmp}, []clientv3.Op{clientv3.OpPut("a", "v")}, []clientv3.Op{get, get, get, get, get})
+	if flat.width != 5 {
+		t.Errorf("3 compares, 1 put, 5 reads: width %d, want 5", flat.width)
+	}
+	inner := clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut("b", "v"), clientv3.OpPut("c", "v"), clientv3.OpDelete("d")}, nil)
+	nested := costOf([]clientv3.Cmp{cmp}, []clientv3.Op{clientv3.OpPut("a", "v"), inner}, nil)
+	if nested.width != 2+3 {
+		t.Errorf("a Txn of 2 holding one of 3: width %d, want 5", nested.width)
+	}
+	if want := []string{"a", "b", "c", "d"}; strings.Join(nested.writes, ",") != strings.Join(want, ",") {
+		t.Errorf("writes %v, want %v (nested Txns included)", nested.writes, want)
+	}
+}

@@ -148,10 +148,13 @@ func (b *batcher) take() []*txnItem {
 	}
 	var batch, rest []*txnItem
 	var w batchWrites
-	bytes, width := 0, 0
+	bytes, width, ops := 0, 0, 0
 	for _, it := range b.queue {
-		// A lone item was checked to fit by do.
-		fits := len(batch) == 0 || (bytes+it.cost.nested <= b.budget && len(batch)+1+max(width, it.cost.width) <= b.maxOps)
+		// A lone item was checked to fit by do. Besides etcd's limits, a
+		// batch holds at most maxOps operations and nested Txns in all: a
+		// larger Txn is slower to apply than two in flight.
+		fits := len(batch) == 0 || (bytes+it.cost.nested <= b.budget && len(batch)+1+max(width, it.cost.width) <= b.maxOps &&
+			ops+len(it.ops)+1 <= b.maxOps)
 		if !fits || w.clashes(it.cost) {
 			rest = append(rest, it)
 			continue
@@ -159,6 +162,7 @@ func (b *batcher) take() []*txnItem {
 		w.add(it.cost)
 		bytes += it.cost.nested
 		width = max(width, it.cost.width)
+		ops += len(it.ops) + 1
 		batch = append(batch, it)
 	}
 	b.queue = rest

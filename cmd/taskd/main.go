@@ -90,9 +90,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	}
 	defer tracer.shutdown(log)
 	endpoints := cfg.Etcd
-	maxTxnOps := 0 // an external etcd: its default
+	maxTxnOps, maxRequestBytes := 0, 0 // an external etcd: its defaults
 	if len(endpoints) == 0 {
-		maxTxnOps = etcdembed.MaxTxnOps
+		maxTxnOps, maxRequestBytes = etcdembed.MaxTxnOps, etcdembed.MaxRequestBytes
 		ec := etcdembed.Config{Dir: cfg.DataDir, ClientURL: cfg.EtcdListen}
 		embeddedEtcdTLS(cfg, &ec)
 		srv, err := etcdembed.Start(ctx, ec)
@@ -189,6 +189,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Workers:          cfg.Workers,
 		KindLimits:       cfg.LimitsByKind(),
 		MaxTxnOps:        maxTxnOps,
+		MaxRequestBytes:  maxRequestBytes,
 		HandoffPeriod:    cfg.HandoffPeriod,
 		HandoffStart:     orNone(cfg.HandoffStart),
 		VoteDelay:        orNone(cfg.VoteDelay),

@@ -4,8 +4,9 @@
 // Guarantee: an error that means etcd could not be reached in time (a
 // deadline, a lost leader, a lost connection, an unavailable member) is
 // UNAVAILABLE, so that clients retry it; a full space quota is
-// RESOURCE_EXHAUSTED; a cancelled call is CANCELED; anything else is
-// INTERNAL. The message keeps the etcd error.
+// RESOURCE_EXHAUSTED; a request refused for its size (TooLarge) is
+// INVALID_ARGUMENT, since sending it again cannot succeed; a cancelled call
+// is CANCELED; anything else is INTERNAL. The message keeps the etcd error.
 package etcdstatus
 
 import (
@@ -25,6 +26,8 @@ func Of(err error) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrNoSpace), errors.Is(err, rpctypes.ErrGRPCNoSpace):
 		return status.Error(codes.ResourceExhausted, "etcd's space quota is exhausted: "+err.Error())
+	case TooLarge(err):
+		return status.Error(codes.InvalidArgument, "too large for etcd: "+err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):

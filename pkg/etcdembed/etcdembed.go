@@ -36,6 +36,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// QuotaBytes is etcd's space quota (0: etcd's default of 2 GiB).
 	QuotaBytes int64
+	// MaxRequestBytes is etcd's --max-request-bytes (0: MaxRequestBytes);
+	// tests set it low to make etcd refuse requests for their size.
+	MaxRequestBytes uint
 	// TLSCert and TLSKey, both set, make the client URL serve TLS with this
 	// PEM pair; the ClientURL must then be https. TLSClientCA, when set,
 	// makes it require client certificates signed by one of its CAs.
@@ -66,6 +69,10 @@ type Config struct {
 
 // MaxTxnOps is the embedded server's limit of operations in one Txn.
 const MaxTxnOps = 1024
+
+// MaxRequestBytes is the embedded server's limit of one request's encoded
+// size (etcd's default --max-request-bytes, 1.5 MiB).
+const MaxRequestBytes = 1536 << 10
 
 // Server is a running embedded etcd.
 type Server struct {
@@ -169,6 +176,10 @@ func start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	// Room for a whole schedule batch in one Txn.
 	ec.MaxTxnOps = MaxTxnOps
+	ec.MaxRequestBytes = MaxRequestBytes
+	if cfg.MaxRequestBytes > 0 {
+		ec.MaxRequestBytes = cfg.MaxRequestBytes
+	}
 	// taskd writes a lot: compact history older than five minutes.
 	ec.AutoCompactionMode = "periodic"
 	ec.AutoCompactionRetention = "5m"

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/etcdstatus"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -126,18 +127,23 @@ func (s *Store) List(ctx context.Context, id, afterID string, limit int) (tasks 
 }
 
 // LoadAll reads every task of id at one revision, in pages, and returns that
-// revision.
+// revision. A page whose answer is too large to receive is read again in
+// pages half as long, down to one task a page.
 func (s *Store) LoadAll(ctx context.Context, id string) ([]Stored, int64, error) {
 	prefix := s.keys.Tasks(id)
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	var out []Stored
-	from, rev := prefix, int64(0)
+	from, rev, limit := prefix, int64(0), int64(500)
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(500)}
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
 		if rev != 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
 		resp, err := s.cli.Get(ctx, from, opts...)
+		if err != nil && limit > 1 && etcdstatus.TooLarge(err) {
+			limit /= 2
+			continue
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("load tasks of %q: %w", id, err)
 		}

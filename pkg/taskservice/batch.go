@@ -10,7 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
+
+	"github.com/taskd/taskd/internal/etcdstatus"
 )
 
 // batcher groups the node's independent fenced writes (run starts, run
@@ -25,10 +26,19 @@ import (
 // gets its Else responses so the caller learns why. A batch never holds two
 // writes of one key (etcd refuses those): an item that would add one waits
 // for the next batch.
+//
+// Every item is sized as etcd will size it (txnsize.go): a batch holds
+// items while its encoded request stays within budget bytes and its
+// operations, as etcd counts them, within maxOps. An item that cannot fit
+// even alone is not sent and fails alone with ErrTooLarge; a batch that
+// etcd (or the client) refuses for its size all the same is split in
+// halves and sent again, down to the one item it refuses, which fails
+// with ErrTooLarge. Neither is an error to retry: nothing was written.
 type batcher struct {
 	cli     *clientv3.Client
 	timeout time.Duration
 	maxOps  int
+	budget  int // bytes of one request (requestBudget)
 	max     int // concurrent Txns
 	// observe is told the items of each Txn sent (Config.Observer).
 	observe func(items int)
@@ -44,15 +54,10 @@ type txnItem struct {
 	cmps     []clientv3.Cmp
 	ops      []clientv3.Op
 	els      []clientv3.Op
-	keys     []string // keys written by ops, to keep a batch free of duplicates
-	size     int      // bytes of keys and values written
+	cost     txnCost
 	deadline time.Time
 	done     chan txnOutcome
 }
-
-// maxBatchBytes keeps a batch's request well under etcd's request limit
-// (1.5 MiB by default); a larger item goes alone.
-const maxBatchBytes = 1 << 20
 
 // txnOutcome is what an item's Txn did.
 type txnOutcome struct {
@@ -70,8 +75,9 @@ type txnOutcome struct {
 	late <-chan txnOutcome
 }
 
-func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, concurrent int) *batcher {
-	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, max: concurrent, observe: func(int) {}}
+func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, maxRequestBytes, concurrent int) *batcher {
+	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, budget: requestBudget(maxRequestBytes),
+		max: concurrent, observe: func(int) {}}
 }
 
 // do runs one item and waits for its outcome, at most until ctx ends. The
@@ -81,14 +87,16 @@ func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, concurrent 
 // never sent (notSent). If it ends while the item's Txn is on its way, the
 // outcome is unknown: err wraps ErrOutcomeUnknown and late brings the real
 // outcome when the Txn returns.
+//
+// An item too large for any batch is not sent: err wraps ErrTooLarge
+// (notSent).
 func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []clientv3.Op) txnOutcome {
-	it := &txnItem{cmps: cmps, ops: ops, els: els, done: make(chan txnOutcome, 1)}
+	it := &txnItem{cmps: cmps, ops: ops, els: els, cost: costOf(cmps, ops, els), done: make(chan txnOutcome, 1)}
+	if err := it.cost.tooLarge(b.budget, b.maxOps); err != nil {
+		return txnOutcome{err: err, notSent: true, size: 1}
+	}
 	if d, ok := ctx.Deadline(); ok {
 		it.deadline = d
-	}
-	for _, op := range ops {
-		it.keys = append(it.keys, string(op.KeyBytes()))
-		it.size += len(op.KeyBytes()) + len(op.ValueBytes())
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, it)
@@ -128,8 +136,9 @@ func (b *batcher) drain() {
 }
 
 // take removes the next batch from the queue: items in order, skipping (for
-// now) any that would write a key already in the batch, within maxOps
-// operations and maxOps compares.
+// now) any that would write a key already written in the batch, while the
+// batch's request stays within the byte budget and its operations, as
+// etcd counts them (the items, plus the widest item), within maxOps.
 func (b *batcher) take() []*txnItem {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -138,37 +147,74 @@ func (b *batcher) take() []*txnItem {
 		return nil
 	}
 	var batch, rest []*txnItem
-	keys := map[string]bool{}
-	ops, cmps, size := 0, 0, 0
+	var w batchWrites
+	bytes, width, ops := 0, 0, 0
 	for _, it := range b.queue {
-		clash := false
-		for _, k := range it.keys {
-			if keys[k] {
-				clash = true
-				break
-			}
-		}
-		// An item costs its operations plus the nested Txn that holds
-		// them (etcd counts both against --max-txn-ops).
-		fits := len(batch) == 0 || (ops+len(it.ops)+1 <= b.maxOps && cmps+len(it.cmps) <= b.maxOps &&
-			size+it.size <= maxBatchBytes)
-		if clash || !fits {
+		// A lone item was checked to fit by do. Besides etcd's limits, a
+		// batch holds at most maxOps operations and nested Txns in all: a
+		// larger Txn is slower to apply than two in flight.
+		fits := len(batch) == 0 || (bytes+it.cost.nested <= b.budget && len(batch)+1+max(width, it.cost.width) <= b.maxOps &&
+			ops+len(it.ops)+1 <= b.maxOps)
+		if !fits || w.clashes(it.cost) {
 			rest = append(rest, it)
 			continue
 		}
-		for _, k := range it.keys {
-			keys[k] = true
-		}
+		w.add(it.cost)
+		bytes += it.cost.nested
+		width = max(width, it.cost.width)
 		ops += len(it.ops) + 1
-		cmps += len(it.cmps)
-		size += it.size
 		batch = append(batch, it)
 	}
 	b.queue = rest
 	return batch
 }
 
-// send commits one batch: one Txn of one nested Txn per item.
+// batchWrites is what a batch writes: keys, and ranges deleted.
+type batchWrites struct {
+	keys   map[string]bool
+	ranges [][2]string
+}
+
+// clashes reports whether an item writes a key (or deletes a range) the
+// batch writes already.
+func (w *batchWrites) clashes(c txnCost) bool {
+	for _, k := range c.writes {
+		if w.keys[k] {
+			return true
+		}
+		for _, r := range w.ranges {
+			if inRange(k, r) {
+				return true
+			}
+		}
+	}
+	for _, r := range c.ranges {
+		for k := range w.keys {
+			if inRange(k, r) {
+				return true
+			}
+		}
+		for _, o := range w.ranges {
+			if inRange(r[0], o) || inRange(o[0], r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (w *batchWrites) add(c txnCost) {
+	if w.keys == nil {
+		w.keys = map[string]bool{}
+	}
+	for _, k := range c.writes {
+		w.keys[k] = true
+	}
+	w.ranges = append(w.ranges, c.ranges...)
+}
+
+// send commits one batch: one Txn of one nested Txn per item. A batch
+// refused for its size is sent again in halves.
 func (b *batcher) send(batch []*txnItem) {
 	if len(batch) == 1 {
 		batch[0].done <- b.alone(batch[0])
@@ -183,6 +229,14 @@ func (b *batcher) send(batch []*txnItem) {
 	resp, err := b.cli.Txn(ctx).Then(ops...).Commit()
 	cancel()
 	if err != nil {
+		if refusedForSize(err) {
+			// The sizing disagreed with etcd (a server whose
+			// --max-request-bytes is below Config.MaxRequestBytes):
+			// nothing was written, each half is tried on its own.
+			b.send(batch[:len(batch)/2])
+			b.send(batch[len(batch)/2:])
+			return
+		}
 		for _, it := range batch {
 			it.done <- txnOutcome{err: ambiguous(err), size: len(batch)}
 		}
@@ -212,7 +266,7 @@ func (b *batcher) alone(it *txnItem) txnOutcome {
 	b.observe(1)
 	resp, err := b.cli.Txn(ctx).If(it.cmps...).Then(it.ops...).Else(it.els...).Commit()
 	if err != nil {
-		return txnOutcome{err: ambiguous(err), size: 1}
+		return txnOutcome{err: ambiguous(err), notSent: refusedForSize(err), size: 1}
 	}
 	if resp.Succeeded {
 		return txnOutcome{ok: true, rev: resp.Header.Revision, size: 1}
@@ -235,18 +289,27 @@ func (b *batcher) txnCtx(items ...*txnItem) (context.Context, context.CancelFunc
 
 // ambiguous marks a failed Txn whose outcome is unknown: etcd may have
 // applied it all the same (a timeout or a lost connection after the request
-// was sent). An error the server answered with (space quota, too many
-// operations, a compare on a bad key) is definite and returned as it is.
+// was sent). An error that etcd cannot have applied (etcdstatus.NotApplied:
+// an error the server answered with, such as the space quota or a compare
+// on a bad key, or the client's refusal to send) is definite and returned
+// as it is; one that refuses the request for its size also wraps
+// ErrTooLarge, so that no loop retries it as if etcd were down.
 func ambiguous(err error) error {
-	var ee rpctypes.EtcdError
-	if errors.As(err, &ee) {
-		switch ee.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
-		default:
-			return err
-		}
+	if refusedForSize(err) {
+		return fmt.Errorf("%w: etcd refused the write: %w", ErrTooLarge, err)
+	}
+	if etcdstatus.NotApplied(err) {
+		return err
 	}
 	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+}
+
+// refusedForSize reports a definite refusal of a request for its size or
+// number of operations (or a duplicate key, which the sizing keeps out of
+// batches): nothing was applied.
+func refusedForSize(err error) bool {
+	return (etcdstatus.TooLarge(err) || errors.Is(err, rpctypes.ErrDuplicateKey) || errors.Is(err, rpctypes.ErrGRPCDuplicateKey)) &&
+		etcdstatus.NotApplied(err)
 }
 
 // wait waits for the batches in flight (at Stop).

@@ -94,7 +94,7 @@ func TestBatcherGivesEachItemItsOwnOutcome(t *testing.T) {
 	release := make(chan struct{})
 	first := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Times: 1, Action: etcdfault.DelayUntil(release)})
 
-	b := newBatcher(cli, 10*time.Second, 128, 1)
+	b := newBatcher(cli, 10*time.Second, 128, DefaultMaxRequestBytes, 1)
 	defer b.wait()
 	outs := make([]txnOutcome, 4)
 	var wg sync.WaitGroup
@@ -155,7 +155,7 @@ func TestBatcherReportsAnItemWhoseCallerGaveUp(t *testing.T) {
 	in, cli, plain := faultyEtcd(t)
 	release := make(chan struct{})
 	first := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Times: 1, Action: etcdfault.DelayUntil(release)})
-	b := newBatcher(cli, 10*time.Second, 128, 1)
+	b := newBatcher(cli, 10*time.Second, 128, DefaultMaxRequestBytes, 1)
 	defer b.wait()
 
 	done := make(chan txnOutcome, 1)

@@ -130,7 +130,7 @@ func BenchmarkCommitBatching(b *testing.B) {
 		})
 	})
 	b.Run("batched", func(b *testing.B) {
-		bt := newBatcher(cli, 10*time.Second, etcdembed.MaxTxnOps, 2)
+		bt := newBatcher(cli, 10*time.Second, etcdembed.MaxTxnOps, DefaultMaxRequestBytes, 2)
 		defer bt.wait()
 		base := 2 << 30
 		run(b, func(i int) error {

@@ -67,6 +67,13 @@ type Config struct {
 	// embedded etcd allows 1024). A schedule batch that needs more
 	// operations is written one identity at a time.
 	MaxTxnOps int
+	// MaxRequestBytes is the etcd server's --max-request-bytes (default
+	// 1.5 MiB, etcd's default and the embedded etcd's). Every write is
+	// sized before it is sent (the encoded request, compares and reads
+	// included) against it less 1 KiB for etcd's own header, and at most
+	// the Go client's 2 MiB send limit: a batch holds what fits, a write
+	// that cannot fit alone fails with ErrTooLarge.
+	MaxRequestBytes int
 
 	// The delays below take their default when zero; a negative one means
 	// no delay at all (Darkstar's tests run with a start of 0).
@@ -90,6 +97,9 @@ type Config struct {
 	// diagnosis, and for the test that proves polling is enough).
 	DisableHandoffWatch bool
 }
+
+// DefaultMaxRequestBytes is etcd's default --max-request-bytes.
+const DefaultMaxRequestBytes = 1536 << 10
 
 func (c *Config) setDefaults() error {
 	if c.Name == "" {
@@ -147,6 +157,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxTxnOps <= 0 {
 		c.MaxTxnOps = 128
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxRequestBytes < 64<<10 {
+		return fmt.Errorf("taskservice: MaxRequestBytes %d is below 64 KiB: no task would fit", c.MaxRequestBytes)
 	}
 	if c.Workers <= 0 {
 		c.Workers = 128

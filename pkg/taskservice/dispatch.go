@@ -3,6 +3,7 @@ package taskservice
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -668,6 +669,15 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 		[]clientv3.Op{put},
 		append(append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)), n.pauseElse(st.name, kind)...))
 	cancel()
+	if errors.Is(out.err, ErrTooLarge) {
+		// The task's record is too large to write (one stored before its
+		// fields had limits): nothing was written, and sending it again
+		// every second cannot help; it is tried again after a minute, and
+		// a cancel of the task (which makes it smaller) ends it.
+		n.log.Error("start run: the task's record is too large to write", "identity", st.name, "task", e.id, "error", out.err)
+		n.settleNotStarted(e, time.Minute)
+		return 0, nil, false
+	}
 	if out.err != nil {
 		// If the write was applied after all, the next attempt's compare
 		// fails, finds this marker and resolves it (the handler was not

@@ -36,3 +36,10 @@ var ErrLeaseNotProven = errors.New("not started: the node could not prove that i
 // whose spec differs from the request's (ALREADY_EXISTS). The message
 // names the differing field.
 var ErrAlreadyExists = errors.New("already exists")
+
+// ErrTooLarge reports a write larger than etcd takes in one request (its
+// encoded size against --max-request-bytes, Config.MaxRequestBytes, or its
+// operations against --max-txn-ops, Config.MaxTxnOps). It was not sent,
+// or etcd refused it: nothing was written, and sending it again cannot
+// succeed (INVALID_ARGUMENT). The message says what was too large.
+var ErrTooLarge = errors.New("too large for one etcd request")

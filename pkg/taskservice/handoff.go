@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/etcdstatus"
 	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
@@ -94,6 +95,8 @@ const handoffLoadLimit = 500
 // of this name, or adopted under an epoch older than this registration, or
 // with more tasks than one read returns, or a task named for an identity
 // that was not held when the read was planned) is taken by takeHandoff.
+// A read refused for its size (or whose answer is too large to receive) is
+// split in halves, down to an entry taken alone by takeHandoff.
 func (n *Node) takeHandoffs(ctx context.Context, es []handoff.Entry) []error {
 	began := time.Now()
 	errs := make([]error, len(es))
@@ -119,6 +122,18 @@ func (n *Node) takeHandoffs(ctx context.Context, es []handoff.Entry) []error {
 	cctx, cancel := n.etcdCtx(ctx)
 	resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
 	cancel()
+	if err != nil && etcdstatus.TooLarge(err) {
+		// The read (or its answer) is too large as a whole: one identity
+		// with large tasks must not hold back its neighbours. Each half is
+		// read on its own, down to one entry, which is taken alone (its
+		// tasks read in pages that fit).
+		if len(es) == 1 {
+			errs[0] = n.takeHandoff(ctx, es[0])
+			return errs
+		}
+		half := len(es) / 2
+		return append(n.takeHandoffs(ctx, es[:half]), n.takeHandoffs(ctx, es[half:])...)
+	}
 	if err != nil {
 		for i := range errs {
 			errs[i] = fmt.Errorf("read a batch of %d handoff entries: %w", len(es), err)

@@ -135,12 +135,12 @@ func New(cfg Config) (*Node, error) {
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
-	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 2)
+	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 2)
 	n.batch.observe = cfg.Observer.observeTxn
 	// The checks of armed runs at their fire time (arming.go) have their
 	// own batches, more of them in flight: they write nothing, and a run
 	// waits for its check.
-	n.checks = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, 8)
+	n.checks = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)

@@ -259,6 +259,11 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		n.mu.Unlock()
 	}
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)
+	// A commit too large for etcd is made smaller, never retried as it is
+	// (oversize.go): the result gives way to a failed run saying what was
+	// too large, and if even that does not fit, the task's record to a DEAD
+	// one without its large fields.
+	var big oversize
 	for {
 		// An armed run not called is undone: what its start changed in the
 		// task goes back to before the start (arming.go).
@@ -271,6 +276,10 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		} else {
 			rec = cloneRec(c.base)
 			hist, next = applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+		}
+		if big.stripRecord {
+			ev.Message = stripOversized(rec, hist, big.why, res.ended)
+			ev.Outcome, outcomeEvent, next = taskdv1.Outcome_OUTCOME_ERROR, EventFailed, EventFinalized
 		}
 		w, err := n.resultWrite(e, c, rec, hist)
 		if err != nil {
@@ -292,6 +301,12 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
 		out := n.batch.do(ctx, w.cmps, w.ops, w.els)
 		cancel()
+		if errors.Is(out.err, ErrTooLarge) {
+			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, out.err) {
+				return
+			}
+			continue
+		}
 		if out.err != nil {
 			c.maybeApplied = c.maybeApplied || !out.notSent
 			if n.life.Err() != nil {
@@ -313,7 +328,16 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 			}
 			return
 		}
-		if !n.commitConflict(e, f, c, p, res, out.els, ev, outcomeEvent) {
+		again, err := n.commitConflict(e, f, c, p, res, out.els, ev, outcomeEvent)
+		if errors.Is(err, ErrTooLarge) {
+			// The result was too large to forward to the identity's new
+			// owner.
+			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, err) {
+				return
+			}
+			continue
+		}
+		if !again {
 			return
 		}
 	}
@@ -395,7 +419,8 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 
 // commitConflict handles a commit whose fence failed, from the Else
 // responses; it returns true to commit again on c (updated), false when the
-// run is settled (its flight ended, its events emitted).
+// run is settled (its flight ended, its events emitted), or an error
+// wrapping ErrTooLarge when the result is too large to forward.
 //
 // IDENTITY: if the run's marker is gone (the identity's owner resolved it,
 // and may run the fire time again) the run is DROPPED, unless an attempt
@@ -409,7 +434,7 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 // lease), drops the result (the marker stays and the next start resolves
 // it); a changed shared record (cancel, run-now) is folded in.
 func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
-	els []*etcdserverpb.ResponseOp, ev Event, outcomeEvent EventType) bool {
+	els []*etcdserverpb.ResponseOp, ev Event, outcomeEvent EventType) (bool, error) {
 	st := e.ident
 	dropped := func(base *storev1.TaskRecord, rev int64) {
 		ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
@@ -420,20 +445,20 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		kvs := els[0].GetResponseRange().GetKvs()
 		if len(kvs) == 0 || kvs[0].ModRevision == c.rev {
 			dropped(nil, 0)
-			return false
+			return false, nil
 		}
 		fresh, err := pending.Decode(kvs[0].Value)
 		if err != nil {
 			n.log.Error("decode EVERY_NODE task after a failed commit", "task", e.id, "error", err)
 			dropped(nil, 0)
-			return false
+			return false, nil
 		}
 		c.shared, c.rev = fresh, kvs[0].ModRevision
 		n.mu.Lock()
 		e.extra().shared, e.rev = fresh, c.rev
 		n.mu.Unlock()
 		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.calendarsOf(fresh.GetSpec().GetCalendars()))
-		return true
+		return true, nil
 	}
 	owner, oerr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
 	kvs := els[1].GetResponseRange().GetKvs()
@@ -442,13 +467,13 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		n.endFlight(f, nil, 0)
 		ev.Type = outcomeEvent
 		n.emit(ev)
-		return false
+		return false, nil
 	}
 	fresh, derr := pending.Decode(kvs[0].Value)
 	if derr != nil {
 		n.log.Error("decode task after a failed commit", "task", e.id, "error", derr)
 		n.endFlight(f, nil, 0)
-		return false
+		return false, nil
 	}
 	freshRev := kvs[0].ModRevision
 	if !sameRun(fresh.Running, p.marker) {
@@ -456,33 +481,36 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 			// An earlier attempt was applied although its reply was lost.
 			n.endFlight(f, fresh, freshRev)
 			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
-			return false
+			return false, nil
 		}
 		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
 			"task", e.id, "run", p.runNumber, "epoch", c.epoch, "owner", owner.Node)
 		dropped(fresh, freshRev)
-		return false
+		return false, nil
 	}
 	if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
 		c.base, c.rev, c.epoch = fresh, freshRev, owner.Epoch
-		return true
+		return true, nil
 	}
 	ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.marker, res)
+	if errors.Is(err, ErrTooLarge) {
+		return false, err
+	}
 	if err != nil {
 		c.maybeApplied = true
 		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
 		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life)
-		return true
+		return true, nil
 	}
 	if !ok {
-		return true // the task changed: look again
+		return true, nil // the task changed: look again
 	}
 	n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
 		"run", p.runNumber, "owner", owner.Node, "outcome", res.outcome.String())
 	ev.Type = outcomeEvent
 	n.emit(ev)
 	n.endFlight(f, nil, 0)
-	return false
+	return false, nil
 }
 
 // outcomeEventOf is the event that reports an outcome.

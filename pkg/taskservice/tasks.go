@@ -87,7 +87,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		g.idx = append(g.idx, i)
 	}
 	if len(groups) > 0 {
-		if err := n.storeBatch(ctx, groups, recs, out); err != nil {
+		if err := n.storeBatch(ctx, groups, recs, out, field); err != nil {
 			return nil, err
 		}
 	}
@@ -119,44 +119,43 @@ type group struct {
 }
 
 // storeBatch writes the groups in one Txn (all or none) when it fits in
-// MaxTxnOps operations and maxBatchBytes, else one Txn per identity (each
-// all or none), and an identity too large for one Txn in chunks that fit.
-func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
-	cost := func(g *group, idx []int) (ops, bytes int) {
-		ops = 2 // mapping, ownership index
-		for _, i := range idx {
-			ops += 2 // the task, and its handoff entry if another node owns it
-			bytes += 2*proto.Size(recs[i]) + 256
-			if recs[i].Spec.IdempotencyKey != "" {
-				ops++
-			}
-			ops += len(recs[i].Spec.Calendars) // references (and as many compares)
+// one etcd request (the batcher sizes it as etcd will: bytes and
+// operations), else it splits the request in halves, by identity and then
+// an identity's tasks, until each part fits (each part all or none). One
+// task too large to store even alone fails the request with ErrTooLarge
+// naming it (parts stored before it stay stored).
+func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled, field string) error {
+	err := n.storeGroups(ctx, groups, recs, out)
+	if !errors.Is(err, ErrTooLarge) {
+		return err
+	}
+	if len(groups) > 1 {
+		half := len(groups) / 2
+		if err := n.storeBatch(ctx, groups[:half], recs, out, field); err != nil {
+			return err
 		}
-		return ops, bytes
+		return n.storeBatch(ctx, groups[half:], recs, out, field)
 	}
-	fits := func(ops, bytes int) bool { return ops <= n.cfg.MaxTxnOps && bytes <= maxBatchBytes }
-	ops, bytes := 0, 0
-	for _, g := range groups {
-		o, b := cost(g, g.idx)
-		ops, bytes = ops+o, bytes+b
+	g := groups[0]
+	var live []int
+	for _, i := range g.idx {
+		if out[i].Task == nil {
+			live = append(live, i)
+		}
 	}
-	if fits(ops, bytes) {
-		return n.storeGroups(ctx, groups, recs, out)
-	}
-	for _, g := range groups {
-		for rest := g.idx; len(rest) > 0; {
-			k := 1
-			for k < len(rest) {
-				if o, b := cost(g, rest[:k+1]); !fits(o, b) {
-					break
-				}
-				k++
+	if len(live) <= 1 {
+		if len(live) == 1 {
+			if len(recs) > 1 || field == "tasks" {
+				field = fmt.Sprintf("%s[%d]", field, live[0])
 			}
-			chunk := &group{id: g.id, every: g.every, idx: rest[:k]}
-			if err := n.storeGroups(ctx, []*group{chunk}, recs, out); err != nil {
-				return err
-			}
-			rest = rest[k:]
+			return fmt.Errorf("%s: the task cannot be stored: %w", field, err)
+		}
+		return err
+	}
+	half := len(live) / 2
+	for _, part := range [][]int{live[:half], live[half:]} {
+		if err := n.storeBatch(ctx, []*group{{id: g.id, every: g.every, idx: part}}, recs, out, field); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -52,7 +52,7 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 			if attempt == 5 || !b.Wait(ctx) {
 				// A registration rewritten later (the next change, or a
 				// new registration after a lost lease) carries the kinds.
-				n.log.Warn("could not advertise the remote workers' kinds", "kinds", n.Kinds(), "error", err)
+				n.log.Warn("could not advertise the remote workers' kinds", "kinds", len(n.Kinds()), "error", err)
 				break
 			}
 		}

@@ -32,14 +32,18 @@ type node struct {
 	cli  *clientv3.Client
 }
 
-func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler) *node {
+func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler, opts ...func(*workers.Config)) *node {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn, Output: tWriter{t}})
-	pool, err := workers.New(workers.Config{Node: name, Heartbeat: heartbeat, Logger: log})
+	cfg := workers.Config{Node: name, Heartbeat: heartbeat, Logger: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pool, err := workers.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

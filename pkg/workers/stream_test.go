@@ -188,7 +188,7 @@ func TestWorkerWhoseQueueIsFullIsCutOff(t *testing.T) {
 // and a stream that ends frees its place.
 func TestWorkStreamsAreBounded(t *testing.T) {
 	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", 10*time.Second, nil, func(c *workers.Config) { c.MaxStreams = 2 })
+	n := startNode(t, etcd.Client(t), "n1", 10*time.Second, nil, func(s *nodeSetup) { s.pool.MaxStreams = 2 })
 	cc := dialConn(t, n.addr)
 	first, _ := openStream(t, cc)
 	if m, err := hello(first, &taskdv1.WorkerHello{Worker: "w1", Kinds: []string{"job"}, Concurrency: 1}); err != nil || m.GetWelcome() == nil {

@@ -228,7 +228,7 @@ var options = []*option{
 	},
 	{
 		name: "worker-heartbeat", arg: "DURATION", def: "5s",
-		help:  "how often remote workers must send a heartbeat; a worker silent for three intervals is cut off and its runs retried, > 0",
+		help:  "how often remote workers must send a heartbeat; a worker silent for three intervals, or that leaves a message unread that long, is cut off and its runs retried, > 0",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.WorkerHeartbeat }),
 		check: func(c Config) error { return checkPositive(c.WorkerHeartbeat) },
 	},

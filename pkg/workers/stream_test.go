@@ -96,7 +96,7 @@ func TestWorkerThatStopsReadingIsCutOff(t *testing.T) {
 		t.Fatalf("hello: %v %v", m, err)
 	}
 	stopBeats := beat(stream, 50*time.Millisecond) // alive, but it reads nothing more
-	defer func() { end(); stopBeats() }() // a beat blocked on flow control ends with the stream
+	defer func() { end(); stopBeats() }()          // a beat blocked on flow control ends with the stream
 
 	payload := bytes.Repeat([]byte("p"), 200<<10)
 	var specs []client.TaskSpec

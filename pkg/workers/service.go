@@ -105,7 +105,7 @@ func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 	defer snd.stop()
 	// A send may wait for the worker to read; the loop below never does,
 	// and looks this often whether one has waited too long.
-	stuck := time.NewTicker(p.cfg.Heartbeat / 2)
+	stuck := time.NewTicker(max(p.cfg.Heartbeat/2, time.Millisecond))
 	defer stuck.Stop()
 	log := p.log.With("worker", s.name)
 	log.Info("worker connected", "kinds", s.kinds, "concurrency", s.concurrency)

@@ -152,7 +152,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 
 	runLog := &runLog{log: log}
 	// Remote workers run the kinds this node has no handler for.
-	pool, err := workers.New(workers.Config{Node: cfg.Name, Heartbeat: cfg.WorkerHeartbeat, Logger: log})
+	pool, err := workers.New(workers.Config{Node: cfg.Name, Heartbeat: cfg.WorkerHeartbeat, MaxStreams: cfg.MaxWorkerStreams, Logger: log})
 	if err != nil {
 		closeListeners()
 		return err
@@ -240,7 +240,9 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	if metricsLis != httpLis {
 		metricsMux = http.NewServeMux()
 	}
-	metricsMux.Handle("/metrics", promhttp.HandlerFor(metrics.registry(node, gs), promhttp.HandlerOpts{}))
+	reg := metrics.registry(node, gs)
+	reg.MustRegister(&workersCollector{pool: pool})
+	metricsMux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	if cfg.Pprof {
 		mountPprof(mux, hosts, auth)
 	}

@@ -91,9 +91,12 @@ func CancelTask(reason string) error {
 type Ack struct {
 	Node  string
 	RunID string
-	// Accepted is true when the node committed the outcome; false when it
-	// refused it: the run timed out or was cancelled, or the node lost the
-	// identity, so another run of it may happen elsewhere.
+	// Accepted is true when the node committed the outcome as reported;
+	// false when it refused it (the run timed out or was cancelled, or the
+	// node lost the identity, so another run of it may happen elsewhere)
+	// or recorded another outcome (a success that came after the run's
+	// deadline is recorded as a timeout error, and retried); Reason says
+	// which.
 	Accepted bool
 	Reason   string
 }

@@ -98,6 +98,9 @@ type Config struct {
 	// WorkerHeartbeat is how often remote workers must send a heartbeat;
 	// one silent for three intervals is cut off (--worker-heartbeat).
 	WorkerHeartbeat time.Duration
+	// MaxWorkerStreams is how many remote workers' Work streams the node
+	// serves at once (--max-worker-streams).
+	MaxWorkerStreams int
 	// RemoveDelay is the unmapping delay for inactive identities
 	// (--remove-delay).
 	RemoveDelay time.Duration
@@ -210,6 +213,7 @@ func Default() Config {
 		HandoffStart:     2500 * time.Millisecond,
 		VoteDelay:        5000 * time.Millisecond,
 		WorkerHeartbeat:  5 * time.Second,
+		MaxWorkerStreams: 1024,
 		RemoveDelay:      5000 * time.Millisecond,
 		MisfireThreshold: 60 * time.Second,
 		DrainTimeout:     30 * time.Second,

@@ -39,16 +39,18 @@ type option struct {
 
 // Limits enforced by Validate.
 const (
-	maxNameLen     = 64
-	maxKindLen     = 128
-	minLeaseTTL    = 2 * time.Second
-	maxLeaseTTL    = time.Hour
-	maxPayloadCap  = 1 << 20
-	maxHistory     = 1000
-	maxWorkers     = 10000
-	envPrefix      = "TASKD_"
-	configOptName  = "config"
-	logLevelChoice = "trace, debug, info, warn, error"
+	maxNameLen    = 64
+	maxKindLen    = 128
+	minLeaseTTL   = 2 * time.Second
+	maxLeaseTTL   = time.Hour
+	maxPayloadCap = 1 << 20
+	maxHistory    = 1000
+	maxWorkers    = 10000
+	// maxWorkerStreams: each stream holds a reader, a sender and a queue.
+	maxWorkerStreams = 65536
+	envPrefix        = "TASKD_"
+	configOptName    = "config"
+	logLevelChoice   = "trace, debug, info, warn, error"
 )
 
 // options is the table of every option, in the order of the help.
@@ -254,9 +256,15 @@ var options = []*option{
 	},
 	{
 		name: "worker-heartbeat", arg: "DURATION", def: "5s",
-		help:  "how often remote workers must send a heartbeat; a worker silent for three intervals is cut off and its runs retried, > 0",
+		help:  "how often remote workers must send a heartbeat; a worker silent for three intervals, or that leaves a message unread that long, is cut off and its runs retried, > 0",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.WorkerHeartbeat }),
 		check: func(c Config) error { return checkPositive(c.WorkerHeartbeat) },
+	},
+	{
+		name: "max-worker-streams", arg: "N", def: "1024",
+		help:  "remote workers' Work streams served at once, 1 to 65536; one more is refused with RESOURCE_EXHAUSTED",
+		set:   intSetter(func(c *Config) *int { return &c.MaxWorkerStreams }),
+		check: func(c Config) error { return checkRange(c.MaxWorkerStreams, 1, maxWorkerStreams) },
 	},
 	{
 		name: "remove-delay", arg: "DURATION", def: "5000ms",

@@ -176,9 +176,11 @@ func (n *Node) Kinds() []string {
 		kinds = append(kinds, k)
 	}
 	if n.cfg.Remote != nil {
+		remote := 0
 		for _, k := range n.cfg.Remote.Kinds() {
-			if n.cfg.Handlers[k] == nil {
+			if n.cfg.Handlers[k] == nil && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
 				kinds = append(kinds, k)
+				remote++
 			}
 		}
 	}

@@ -20,6 +20,16 @@ type Remote interface {
 	KindsChanged() <-chan struct{}
 }
 
+// MaxRemoteKinds is the most distinct kinds a node advertises for its
+// Remote: pkg/workers refuses a worker whose kinds would take the node past
+// it, and Kinds keeps only the first MaxRemoteKinds (sorted) of a Remote
+// that reports more. The node's registration (its kinds with the rest of
+// its record, one etcd Put under its lease) then stays below about 132 KiB
+// plus its own handlers' kinds: each kind costs at most MaxKindLen + 3
+// bytes, and etcd refuses a request over 1.5 MiB (--max-request-bytes),
+// which would leave a node that lost its lease unable to register again.
+const MaxRemoteKinds = 1024
+
 // remoteKindsLoop republishes the node's registration whenever the remote
 // workers' kinds change, so that scheduling anywhere in the cluster knows
 // them (and refuses a kind that nothing serves).
@@ -42,7 +52,7 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 			if attempt == 5 || !b.Wait(ctx) {
 				// A registration rewritten later (the next change, or a
 				// new registration after a lost lease) carries the kinds.
-				n.log.Warn("could not advertise the remote workers' kinds", "kinds", n.Kinds(), "error", err)
+				n.log.Warn("could not advertise the remote workers' kinds", "kinds", len(n.Kinds()), "error", err)
 				break
 			}
 		}

@@ -151,8 +151,11 @@ func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout 
 	close(entered)
 	err = h.Work(ctx, run)
 	if err == nil && ctx.Err() != nil && f.ctx.Err() == nil {
-		// The handler ignored its deadline but returned nil: still a timeout.
+		// The handler ignored its deadline but returned nil: still a
+		// timeout, and the run's history says so, not the note the handler
+		// left for a success that did not count.
 		err = fmt.Errorf("run timed out after %s: %w", timeout, ctx.Err())
+		run.messageSet = false
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.ctx.Err() == nil {
 		if _, ok := asOutcome(err); !ok {

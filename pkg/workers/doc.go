@@ -17,9 +17,17 @@
 // Guarantees:
 //   - a run goes to at most one worker at a time, and a worker never has
 //     more runs than its concurrency;
-//   - a run whose worker disconnects or falls silent for three heartbeat
-//     intervals ends as a failed attempt, retried after the task's backoff
-//     with a new run number: at-least-once, and visible;
+//   - nothing waits for a worker: what the node sends it goes into a
+//     bounded queue that a sender of the stream's own drains;
+//   - a run whose worker disconnects, falls silent for three heartbeat
+//     intervals, leaves a message unread that long, or lets its queue
+//     fill ends as a failed attempt, retried after the task's backoff
+//     with a new run number: at-least-once, and visible; the worker is
+//     cut off, and picked no more, at once;
+//   - a worker's ack says accepted only when the node committed its
+//     outcome as reported;
+//   - a node serves at most Config.MaxStreams Work streams, and its
+//     workers at most taskservice.MaxRemoteKinds distinct kinds;
 //   - an outcome for a run the node has given up on (cancelled, timed out,
 //     fenced out) is refused, never committed;
 //   - a run waits for a worker of its kind up to the task's timeout, then

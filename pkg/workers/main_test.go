@@ -32,20 +32,35 @@ type node struct {
 	cli  *clientv3.Client
 }
 
-func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler) *node {
+// nodeSetup is what a test may change in startNode's node.
+type nodeSetup struct {
+	pool workers.Config
+	// remote, when set, is the node's Remote, given the pool.
+	remote func(*workers.Pool) taskservice.Remote
+}
+
+func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler, opts ...func(*nodeSetup)) *node {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "taskd", Level: hclog.Warn, Output: tWriter{t}})
-	pool, err := workers.New(workers.Config{Node: name, Heartbeat: heartbeat, Logger: log})
+	setup := nodeSetup{pool: workers.Config{Node: name, Heartbeat: heartbeat, Logger: log}}
+	for _, o := range opts {
+		o(&setup)
+	}
+	pool, err := workers.New(setup.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var remote taskservice.Remote = pool
+	if setup.remote != nil {
+		remote = setup.remote(pool)
+	}
 	n, err := taskservice.New(taskservice.Config{
 		Name: name, Client: cli, Address: lis.Addr().String(), Handlers: handlers,
-		Remote: pool, Listeners: []taskservice.Listener{pool.Observe}, Logger: log,
+		Remote: remote, Listeners: []taskservice.Listener{pool.Observe}, Logger: log,
 		LeaseTTL: 2 * time.Second,
 	})
 	if err != nil {

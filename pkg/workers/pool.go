@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/pkg/taskservice"
@@ -21,6 +23,10 @@ import (
 // DefaultHeartbeat is how often a worker must send a heartbeat by default.
 const DefaultHeartbeat = 5 * time.Second
 
+// DefaultMaxStreams is how many Work streams a node serves at once by
+// default (--max-worker-streams).
+const DefaultMaxStreams = 1024
+
 // Config sets up a Pool.
 type Config struct {
 	// Node is the name of the node the pool belongs to (required).
@@ -28,6 +34,9 @@ type Config struct {
 	// Heartbeat is how often workers must send a heartbeat; one that sends
 	// nothing for three intervals is cut off. Default DefaultHeartbeat.
 	Heartbeat time.Duration
+	// MaxStreams is how many Work streams the node serves at once; one
+	// more is refused with RESOURCE_EXHAUSTED. Default DefaultMaxStreams.
+	MaxStreams int
 	// Logger; the node's name is added to every line.
 	Logger hclog.Logger
 }
@@ -40,6 +49,9 @@ type Pool struct {
 	cfg Config
 	log hclog.Logger
 	seq atomic.Uint64
+	// streams counts the Work streams open, hello or not (MaxStreams).
+	streams atomic.Int64
+	cutOffs cutOffCounts
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
@@ -61,10 +73,13 @@ type session struct {
 	name        string
 	kinds       []string
 	concurrency int
-	// out carries the messages to the worker; the stream's loop sends them.
+	// out carries the messages to the worker, in order; the session's
+	// sender sends them (sender.go). Bounded: full, the worker is cut off.
 	out chan *taskdv1.WorkResponse
 	// gone is closed when the stream ends.
 	gone chan struct{}
+	// end is why the stream ends, set once: a cut-off sets it first.
+	end streamEnd
 	// Under Pool.mu:
 	inflight int
 	runs     map[string]*dispatch
@@ -77,6 +92,9 @@ type dispatch struct {
 	key    runKey
 	s      *session
 	result chan *taskdv1.WorkOutcome // cap 1
+	// reported is the outcome the worker's result stands for, set once it
+	// came (under Pool.mu): the ack says whether the node recorded it.
+	reported taskdv1.Outcome
 }
 
 // runKey matches a run's outcome event to its dispatch.
@@ -96,6 +114,12 @@ func New(cfg Config) (*Pool, error) {
 	}
 	if cfg.Heartbeat < 0 {
 		return nil, fmt.Errorf("workers: Config.Heartbeat is %v; it must be positive", cfg.Heartbeat)
+	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxStreams < 0 {
+		return nil, fmt.Errorf("workers: Config.MaxStreams is %d; it must be positive", cfg.MaxStreams)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -187,11 +211,9 @@ func (p *Pool) Work(ctx context.Context, run *taskservice.Run) error {
 	if dl, ok := ctx.Deadline(); ok {
 		msg.Deadline = timestamppb.New(dl)
 	}
-	select {
-	case d.s.out <- &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Run{Run: msg}}:
-	case <-d.s.gone:
-	case <-ctx.Done():
-	}
+	// Never waits: a worker whose queue is full is cut off, and the run
+	// ends below as by its going away.
+	p.trySend(d.s, &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Run{Run: msg}})
 	select {
 	case o := <-d.result:
 		return outcome(run, o)
@@ -199,13 +221,13 @@ func (p *Pool) Work(ctx context.Context, run *taskservice.Run) error {
 		if o, ok := p.giveUp(d); !ok {
 			return outcome(run, o)
 		}
-		return taskservice.Retry(fmt.Errorf("worker %s went away during the run", d.s.name))
+		return taskservice.Retry(fmt.Errorf("worker %s went away during the run: %s", d.s.name, d.s.end.why()))
 	case <-ctx.Done():
 		if o, ok := p.giveUp(d); !ok {
 			return outcome(run, o) // it came in the meantime
 		}
 		reason := context.Cause(ctx).Error()
-		d.s.trySend(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Cancel{Cancel: &taskdv1.WorkCancel{RunId: d.id, Reason: reason}}})
+		p.trySend(d.s, &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Cancel{Cancel: &taskdv1.WorkCancel{RunId: d.id, Reason: reason}}})
 		return fmt.Errorf("worker %s: %w", d.s.name, ctx.Err())
 	}
 }
@@ -214,7 +236,7 @@ func (p *Pool) Work(ctx context.Context, run *taskservice.Run) error {
 func (p *Pool) pickLocked(kind string) *session {
 	var best *session
 	for s := range p.sessions {
-		if s.inflight < s.concurrency && slices.Contains(s.kinds, kind) && (best == nil || s.inflight < best.inflight) {
+		if s.inflight < s.concurrency && !s.end.ended() && slices.Contains(s.kinds, kind) && (best == nil || s.inflight < best.inflight) {
 			best = s
 		}
 	}
@@ -293,7 +315,8 @@ func orDefault(s, def string) string {
 }
 
 // Observe is a taskservice.Listener: the outcome event of a run a worker
-// reported says whether the node committed it, which the worker is told.
+// reported says whether the node committed it as reported, which the
+// worker is told (ack.go).
 func (p *Pool) Observe(ev taskservice.Event) {
 	switch ev.Type {
 	case taskservice.EventSucceeded, taskservice.EventFailed, taskservice.EventDropped, taskservice.EventInterrupted:
@@ -308,40 +331,29 @@ func (p *Pool) Observe(ev taskservice.Event) {
 	if d == nil {
 		return
 	}
-	ack := &taskdv1.WorkAck{RunId: d.id, Accepted: ev.Type == taskservice.EventSucceeded || ev.Type == taskservice.EventFailed}
-	if !ack.Accepted {
-		ack.Reason = fmt.Sprintf("%s: %s", ev.Type, ev.Message)
-	}
-	// Listeners must not block: the buffer holds every message a worker's
-	// runs can cause; a worker that stopped reading loses the ack.
-	if !d.s.trySend(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Ack{Ack: ack}}) {
-		p.log.Warn("worker's queue is full; ack not sent", "worker", d.s.name, "run", d.id)
-	}
+	// Listeners must not block: a worker whose queue is full is cut off.
+	p.trySend(d.s, &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Ack{Ack: ackOf(d, ev)}})
 }
 
-// trySend queues m for the worker without waiting.
-func (s *session) trySend(m *taskdv1.WorkResponse) bool {
-	select {
-	case s.out <- m:
-		return true
-	case <-s.gone:
-		return false
-	default:
-		return false
-	}
-}
-
-// join adds a worker; it returns false when the pool is closed.
-func (p *Pool) join(s *session) bool {
+// join adds a worker. It refuses one when the pool is closed, and one
+// whose kinds would take the node's distinct remote kinds past
+// taskservice.MaxRemoteKinds (they go into the node's registration, which
+// must always fit in one etcd request).
+func (p *Pool) join(s *session) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return false
+		return errStopping
+	}
+	if n := p.kindsWithLocked(s.kinds); n > taskservice.MaxRemoteKinds {
+		return status.Errorf(codes.ResourceExhausted,
+			"hello.kinds: with this worker's kinds, node %s's workers would serve %d distinct kinds; the limit is %d",
+			p.cfg.Node, n, taskservice.MaxRemoteKinds)
 	}
 	p.sessions[s] = struct{}{}
 	p.kindsLocked()
 	p.wakeLocked()
-	return true
+	return nil
 }
 
 // leave removes a worker: its runs in flight see gone and end as failed
@@ -357,6 +369,20 @@ func (p *Pool) leave(s *session) {
 		}
 	}
 	p.kindsLocked()
+}
+
+// kindsWithLocked is how many distinct kinds the workers would serve with
+// kinds added.
+func (p *Pool) kindsWithLocked(kinds []string) int {
+	n := len(p.kinds)
+	var added []string
+	for _, k := range kinds {
+		if _, found := slices.BinarySearch(p.kinds, k); !found && !slices.Contains(added, k) {
+			added = append(added, k)
+			n++
+		}
+	}
+	return n
 }
 
 // kindsLocked recomputes the kinds served, and signals a change.

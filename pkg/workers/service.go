@@ -31,10 +31,18 @@ type service struct {
 	p *Pool
 }
 
+// errStopping refuses a stream while the pool closes.
+var errStopping = status.Error(codes.Unavailable, "the node is stopping")
+
 // Work serves one worker's stream: hello, then runs out and outcomes in,
-// until the worker leaves, falls silent, or the pool closes.
+// until the worker leaves, falls silent, stops reading, or the pool closes.
 func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 	p := sv.p
+	if n := p.streams.Add(1); n > int64(p.cfg.MaxStreams) {
+		p.streams.Add(-1)
+		return status.Errorf(codes.ResourceExhausted, "node %s serves %d Work streams, its limit (--max-worker-streams)", p.cfg.Node, p.cfg.MaxStreams)
+	}
+	defer p.streams.Add(-1)
 	ctx := stream.Context()
 	in := make(chan *taskdv1.WorkRequest)
 	recvErr := make(chan error, 1)
@@ -69,7 +77,7 @@ func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 	case <-timer.C:
 		return status.Errorf(codes.DeadlineExceeded, "hello: none within %v", silence)
 	case <-p.stopping:
-		return status.Error(codes.Unavailable, "the node is stopping")
+		return errStopping
 	case <-ctx.Done():
 		return streamEnded(ctx)
 	}
@@ -80,31 +88,32 @@ func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 		name:        hello.GetWorker(),
 		kinds:       hello.GetKinds(),
 		concurrency: int(hello.GetConcurrency()),
-		// Each run causes at most three messages (run, cancel, ack).
+		// Each run causes at most three messages (run, cancel, ack), and
+		// the welcome goes first; full, the worker is cut off.
 		out:  make(chan *taskdv1.WorkResponse, 3*int(hello.GetConcurrency())+16),
 		gone: make(chan struct{}),
+		end:  newStreamEnd(),
 		runs: map[string]*dispatch{},
 	}
-	// Joined before the welcome goes out, so that a worker that has its
-	// welcome is one the node dispatches to; what is queued for it meanwhile
-	// goes out after the welcome, from the loop below.
-	if !p.join(s) {
-		return status.Error(codes.Unavailable, "the node is stopping")
-	}
-	defer p.leave(s)
-	if err := stream.Send(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Welcome{Welcome: &taskdv1.WorkerWelcome{
-		Node: p.cfg.Node, HeartbeatInterval: durationpb.New(p.cfg.Heartbeat)}}}); err != nil {
+	// The welcome is queued before the worker joins (and runs may be
+	// queued behind it), and sent once it has: a worker that has its
+	// welcome is one the node dispatches to.
+	s.out <- &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Welcome{Welcome: &taskdv1.WorkerWelcome{
+		Node: p.cfg.Node, HeartbeatInterval: durationpb.New(p.cfg.Heartbeat)}}}
+	if err := p.join(s); err != nil {
 		return err
 	}
+	defer p.leave(s)
+	snd := startSender(s, stream.Send)
+	defer snd.stop()
+	// A send may wait for the worker to read; the loop below never does,
+	// and looks this often whether one has waited too long.
+	stuck := time.NewTicker(max(p.cfg.Heartbeat/2, time.Millisecond))
+	defer stuck.Stop()
 	log := p.log.With("worker", s.name)
 	log.Info("worker connected", "kinds", s.kinds, "concurrency", s.concurrency)
 	for {
 		select {
-		case m := <-s.out:
-			if err := stream.Send(m); err != nil {
-				log.Info("worker stream ended", "error", err)
-				return err
-			}
 		case m := <-in:
 			timer.Reset(silence)
 			switch msg := m.GetMsg().(type) {
@@ -112,26 +121,36 @@ func (sv *service) Work(stream taskdv1.WorkerService_WorkServer) error {
 				p.report(s, msg.Outcome)
 			case *taskdv1.WorkRequest_Heartbeat:
 			default:
-				return status.Error(codes.InvalidArgument, "msg: after the hello, a worker sends outcomes and heartbeats only")
+				return s.ending(status.Error(codes.InvalidArgument, "msg: after the hello, a worker sends outcomes and heartbeats only"))
 			}
 		case err := <-recvErr:
 			if errors.Is(err, io.EOF) {
 				log.Info("worker disconnected")
+				s.ending(errClosedByWorker)
 				return nil
 			}
 			log.Info("worker stream broke", "error", err)
-			return err
+			return s.ending(err)
+		case err := <-snd.failed:
+			log.Info("worker stream ended", "error", err)
+			return s.ending(err)
 		case <-timer.C:
-			log.Warn("worker fell silent; cut off", "silent_for", silence)
-			return status.Errorf(codes.DeadlineExceeded, "no heartbeat for %v", silence)
+			p.cutOff(s, CutSilent, status.Errorf(codes.DeadlineExceeded, "worker cut off: no heartbeat for %v", silence))
+		case <-stuck.C:
+			if waited := snd.stuckFor(); waited >= silence {
+				p.cutOff(s, CutNotReading, status.Errorf(codes.ResourceExhausted,
+					"worker cut off: a message to it has waited %v for it to read its stream", waited.Round(time.Millisecond)))
+			}
+		case <-s.end.ch:
+			return s.end.err
 		case <-p.stopping:
-			return status.Error(codes.Unavailable, "the node is stopping")
+			return s.ending(errStopping)
 		case <-ctx.Done():
 			// The worker went away, or its token was revoked (the
 			// interceptor ends the stream with UNAUTHENTICATED): no run is
 			// sent after this, and those in flight end as by a disconnection.
 			log.Info("worker stream ended", "error", context.Cause(ctx))
-			return streamEnded(ctx)
+			return s.ending(streamEnded(ctx))
 		}
 	}
 }
@@ -144,11 +163,20 @@ func streamEnded(ctx context.Context) error {
 	return status.FromContextError(ctx.Err()).Err()
 }
 
+// ending records err as why s's stream ends, unless a cut-off came first,
+// and returns what the stream ends with: the first reason.
+func (s *session) ending(err error) error {
+	s.end.set(err)
+	s.end.mu.Lock()
+	defer s.end.mu.Unlock()
+	return s.end.err
+}
+
 // report takes a worker's outcome: it goes to the run's waiting call if the
 // node still holds the run under that fence; otherwise it is refused.
 func (p *Pool) report(s *session, o *taskdv1.WorkOutcome) {
 	refuse := func(reason string) {
-		s.trySend(&taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Ack{Ack: &taskdv1.WorkAck{RunId: o.GetRunId(), Reason: reason}}})
+		p.trySend(s, &taskdv1.WorkResponse{Msg: &taskdv1.WorkResponse_Ack{Ack: &taskdv1.WorkAck{RunId: o.GetRunId(), Reason: reason}}})
 	}
 	if _, ok := taskdv1.WorkResult_name[int32(o.GetResult())]; !ok || o.GetResult() == taskdv1.WorkResult_WORK_RESULT_UNSPECIFIED {
 		refuse(fmt.Sprintf("outcome.result: %d is not a result; the run stays held", o.GetResult()))
@@ -168,6 +196,7 @@ func (p *Pool) report(s *session, o *taskdv1.WorkOutcome) {
 	}
 	delete(s.runs, d.id)
 	s.inflight--
+	d.reported = reportedOutcome(o.GetResult())
 	p.awaiting[d.key] = d
 	p.wakeLocked()
 	p.mu.Unlock()

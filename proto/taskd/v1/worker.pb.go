@@ -204,7 +204,9 @@ type WorkerHello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// worker names the worker (1-128 bytes) in the node's logs.
 	Worker string `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
-	// kinds the worker handles (1-64 of them, each 1-128 bytes).
+	// kinds the worker handles (1-64 of them, each 1-128 bytes). A node's
+	// workers serve at most 1024 distinct kinds in all: a hello that would
+	// take it past them is refused with RESOURCE_EXHAUSTED.
 	Kinds []string `protobuf:"bytes,2,rep,name=kinds,proto3" json:"kinds,omitempty"`
 	// concurrency is the most runs the worker takes at once (1-10000): the
 	// node never has more than this many of its runs in flight on the stream.
@@ -815,9 +817,11 @@ type WorkAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// run_id of the run.
 	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	// accepted is true when the node committed the outcome under the run's
-	// fence; false when it refused it (the run was cancelled, timed out, or
-	// the identity moved away: the worker was dropped).
+	// accepted is true when the node committed the outcome, as reported,
+	// under the run's fence; false when it refused it (the run was
+	// cancelled, timed out, or the identity moved away: the worker was
+	// dropped) or recorded another outcome (a success after the run's
+	// deadline is recorded as a timeout error); reason says which.
 	Accepted bool `protobuf:"varint,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	// reason says why an outcome was refused.
 	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`

@@ -36,9 +36,10 @@ type WorkerServiceClient interface {
 	// Work is one worker's session with the node that answers. The worker
 	// sends WorkerHello first, then outcomes and heartbeats; the node sends
 	// WorkerWelcome, then runs, cancellations and acknowledgements of
-	// outcomes. A worker that falls silent for three heartbeat intervals is
-	// cut off, and its runs in flight end as failed attempts (retried, with
-	// a new run number). Closing the stream does the same to them.
+	// outcomes. A worker that falls silent for three heartbeat intervals, or
+	// leaves a message unread that long, is cut off, and its runs in flight
+	// end as failed attempts (retried, with a new run number). Closing the
+	// stream does the same to them.
 	Work(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[WorkRequest, WorkResponse], error)
 }
 
@@ -77,9 +78,10 @@ type WorkerServiceServer interface {
 	// Work is one worker's session with the node that answers. The worker
 	// sends WorkerHello first, then outcomes and heartbeats; the node sends
 	// WorkerWelcome, then runs, cancellations and acknowledgements of
-	// outcomes. A worker that falls silent for three heartbeat intervals is
-	// cut off, and its runs in flight end as failed attempts (retried, with
-	// a new run number). Closing the stream does the same to them.
+	// outcomes. A worker that falls silent for three heartbeat intervals, or
+	// leaves a message unread that long, is cut off, and its runs in flight
+	// end as failed attempts (retried, with a new run number). Closing the
+	// stream does the same to them.
 	Work(grpc.BidiStreamingServer[WorkRequest, WorkResponse]) error
 	mustEmbedUnimplementedWorkerServiceServer()
 }

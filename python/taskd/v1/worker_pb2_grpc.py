@@ -39,9 +39,10 @@ class WorkerServiceServicer(object):
     """Work is one worker's session with the node that answers. The worker
     sends WorkerHello first, then outcomes and heartbeats; the node sends
     WorkerWelcome, then runs, cancellations and acknowledgements of
-    outcomes. A worker that falls silent for three heartbeat intervals is
-    cut off, and its runs in flight end as failed attempts (retried, with
-    a new run number). Closing the stream does the same to them.
+    outcomes. A worker that falls silent for three heartbeat intervals, or
+    leaves a message unread that long, is cut off, and its runs in flight
+    end as failed attempts (retried, with a new run number). Closing the
+    stream does the same to them.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')

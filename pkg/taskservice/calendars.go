@@ -73,6 +73,9 @@ func (n *Node) validateCalendarRefs(field string, names []string) error {
 	defer n.calMu.RUnlock()
 	for i, name := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := calendar.ValidateName(name); err != nil {
+			return invalid(f, "%s", err.Error())
+		}
 		if seen[name] {
 			return invalid(f, "calendar %q is listed twice", name)
 		}

@@ -348,6 +348,9 @@ func (n *Node) DeleteCalendar(ctx context.Context, name string) error {
 		switch {
 		case strings.HasPrefix(rest, "t/"):
 			user = "task " + rest[strings.LastIndex(rest, "/")+1:]
+		case strings.HasPrefix(rest, "n/"):
+			parts := strings.Split(rest, "/")
+			user = "non-durable task " + parts[len(parts)-1] + " on node " + parts[1]
 		case strings.HasPrefix(rest, "c/"):
 			user = "calendar " + strings.TrimPrefix(rest, "c/")
 		}

@@ -440,3 +440,36 @@ func TestBadInputs(t *testing.T) {
 		t.Fatalf("after refused updates: %v, revision %d, want %d", err, got.GetTask().GetRevision(), task.GetRevision())
 	}
 }
+
+// TestNonDurableCalendarRefEndsWithKilledNode: a non-durable task's
+// reference to its calendar is under its node's lease, so a node killed
+// with SIGKILL does not keep the calendar from being deleted for longer
+// than its --lease-ttl (2 s here), while a live node's task does.
+func TestNonDurableCalendarRefEndsWithKilledNode(t *testing.T) {
+	c := newCluster(t, "/localref/")
+	o1, o2 := c.opts("n1"), c.opts("n2")
+	o2.extra = append(o2.extra, "--exec", "noop=true")
+	n1 := startNode(t, o1)
+	n2 := startNode(t, o2)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := n1.Client().CreateCalendar(ctx, &taskdv1.CreateCalendarRequest{Calendar: weekly("weekends")}); err != nil {
+		t.Fatal(err)
+	}
+	s := limitSpec("local")
+	s.NonDurable, s.Calendars = true, []string{"weekends"}
+	// n2 learns of the calendar through its watch.
+	eventually(t, waitLong, "n2 to accept a non-durable task listing the calendar", func() error {
+		_, err := n2.Client().ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: s})
+		return err
+	})
+	_, err := n1.Client().DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: "weekends"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "on node n2") {
+		t.Fatalf("DeleteCalendar while n2 holds a non-durable task listing it: %v, want FAILED_PRECONDITION", err)
+	}
+	n2.Kill()
+	eventually(t, waitLong, "the calendar to be deletable once n2's lease expired", func() error {
+		_, err := n1.Client().DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: "weekends"})
+		return err
+	})
+}

@@ -106,7 +106,7 @@ func Limits(maxPayload int) []Limit {
 		{"cron expression", b(cron.MaxLen), "task.triggers[i].cron.expression, calendar.cron.expression", api},
 		{"time zone name", b(cron.MaxZoneLen), "task.triggers[i].cron.time_zone, calendar.time_zone", api},
 		{"delay and interval", "at most 100 years", "task.triggers[i].once.delay, task.triggers[i].periodic.interval", api},
-		{"instant", fmt.Sprintf("%s to %s", MinInstant.Format(time.DateOnly), MaxInstant.Format(time.DateOnly)), "task.triggers[i].once.at, ….start, ….end, from", api},
+		{"instant", fmt.Sprintf("from %s to before %s", MinInstant.Format(time.DateOnly), MaxInstant.Format(time.DateOnly)), "task.triggers[i].once.at, ….start, ….end, from", api},
 		{"calendars per task", fmt.Sprint(MaxCalendarsPerTask), "task.calendars", api},
 		{"labels per task", fmt.Sprint(MaxLabels), "task.labels", api},
 		{"label key", b(MaxLabelKeyLen), "task.labels", api},
@@ -127,7 +127,7 @@ func Limits(maxPayload int) []Limit {
 		{"calendar chain", fmt.Sprint(calendar.MaxChain), "calendar.base", api},
 		{"run message", b(MaxMessage) + ", cut with a marker", "-", "run outcome (cut)"},
 		{"new data from a handler", b(maxPayload) + " (--max-payload), and the task within the encoded limit", "-", out},
-		{"snooze", "until " + MaxInstant.Format(time.DateOnly), "-", out},
+		{"snooze", "before " + MaxInstant.Format(time.DateOnly), "-", out},
 		{"gRPC request", fmt.Sprintf("%d bytes (100 tasks at every limit)", MaxRequestBytes(maxPayload)), "-", "gRPC server (RESOURCE_EXHAUSTED)"},
 	}
 }

@@ -35,9 +35,9 @@ const limitsMaxPayload = 1 << 20
 
 // badInput is one row: a call and what it must answer.
 type badInput struct {
-	name  string
-	call  func(ctx context.Context, c taskdv1.TaskServiceClient) error
-	code  codes.Code
+	name string
+	call func(ctx context.Context, c taskdv1.TaskServiceClient) error
+	code codes.Code
 	// field is named in the message as "field:". For INTERNAL it is text
 	// the message contains: a string that is not UTF-8 is refused by
 	// grpc-go's decoder before taskd sees the request, and the decoder does
@@ -424,7 +424,9 @@ func TestBadInputs(t *testing.T) {
 		name, field string
 		mut         func(s *taskdv1.TaskSpec)
 	}{
-		{"label value of 1025 bytes", "spec.labels[k]", func(s *taskdv1.TaskSpec) { s.Labels = map[string]string{"k": strings.Repeat("v", taskservice.MaxLabelValueLen+1)} }},
+		{"label value of 1025 bytes", "spec.labels[k]", func(s *taskdv1.TaskSpec) {
+			s.Labels = map[string]string{"k": strings.Repeat("v", taskservice.MaxLabelValueLen+1)}
+		}},
 		{"data that makes the task too large", "spec", func(s *taskdv1.TaskSpec) { s.Data = make([]byte, limitsMaxPayload) }},
 		{"cron expression past the limit", "spec.triggers[0].cron.expression", func(s *taskdv1.TaskSpec) {
 			s.Triggers[0].GetCron().Expression += " "

@@ -205,10 +205,11 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 
 	// The API serves before the node dispatches (contract §2.5): requests are
 	// accepted while STARTING, runs begin only once RUNNING.
-	// A full batch (100 tasks with payload and data at --max-payload) must
-	// fit in one request.
+	// A full batch (100 tasks at every limit, payload and data at
+	// --max-payload) fits in one request; anything larger is refused
+	// before it is read (docs/limits.md).
 	gs := grpc.NewServer(append(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...), tracer.serverOptions()...),
-		grpc.MaxRecvMsgSize(taskservice.MaxBatch*2*cfg.MaxPayload+4<<20))...)
+		grpc.MaxRecvMsgSize(taskservice.MaxRequestBytes(cfg.MaxPayload)))...)
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
 	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
 	storedTokens := tokens.NewFollower(cli, cfg.Prefix)

@@ -20,9 +20,9 @@ import (
 
 const (
 	// maxMessage is the most bytes of a command's stdout or a webhook's
-	// response body kept as the run's message; the rest is read and
-	// discarded.
-	maxMessage = 64 << 10
+	// response body kept as the run's message (the node's one limit on a
+	// run's message); the rest is read and discarded.
+	maxMessage = taskservice.MaxMessage
 	// maxStderr is the most bytes of a command's stderr kept (the last ones),
 	// to quote its last line in an error.
 	maxStderr = 4 << 10

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskd/taskd/pkg/cron"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -41,6 +42,15 @@ func Validate(field string, c *taskdv1.Calendar) error {
 	return err
 }
 
+// ValidateName reports why name is not a calendar name: 1-MaxNameLen
+// bytes of letters, digits, '-', '_' and '.'.
+func ValidateName(name string) error {
+	if why := validName(name); why != "" {
+		return errors.New(why)
+	}
+	return nil
+}
+
 // validName reports why name is not a calendar name, or "" if it is one.
 func validName(name string) string {
 	if name == "" {
@@ -53,7 +63,7 @@ func validName(name string) string {
 		switch b := name[i]; {
 		case 'a' <= b && b <= 'z', 'A' <= b && b <= 'Z', '0' <= b && b <= '9', b == '-', b == '_', b == '.':
 		default:
-			return fmt.Sprintf("%q has a character other than letters, digits, '-', '_' and '.'", name)
+			return fmt.Sprintf("%.*q has a character other than letters, digits, '-', '_' and '.'", MaxNameLen, name)
 		}
 	}
 	return ""
@@ -64,6 +74,9 @@ func validName(name string) string {
 func loadZone(name string) (*time.Location, error) {
 	if name == "" {
 		return time.UTC, nil
+	}
+	if len(name) > cron.MaxZoneLen {
+		return nil, fmt.Errorf("is %d bytes, the limit is %d", len(name), cron.MaxZoneLen)
 	}
 	if name == "Local" {
 		return nil, errors.New(`"Local" is not allowed: name an IANA zone such as "Europe/Berlin"`)
@@ -85,6 +98,9 @@ func build(field string, c *taskdv1.Calendar) (*rule, error) {
 	}
 	if n := len(c.GetDescription()); n > MaxDescriptionLen {
 		return nil, fieldErr(field+".description", "is %d bytes, the limit is %d", n, MaxDescriptionLen)
+	}
+	if !utf8.ValidString(c.GetDescription()) {
+		return nil, fieldErr(field+".description", "is not valid UTF-8")
 	}
 	loc, err := loadZone(c.GetTimeZone())
 	if err != nil {

@@ -103,11 +103,25 @@ func (s *bitset) next(i int) (int, bool) {
 	return 0, false
 }
 
+// MaxLen is the longest expression Parse accepts, in bytes. Listing every
+// value of every field one by one, years included, takes about 1,200.
+const MaxLen = 2048
+
+// MaxZoneLen is the longest time zone name the schedules and calendars
+// that read an expression accept, in bytes (the longest IANA name has 32).
+const MaxZoneLen = 64
+
 // Parse compiles a Quartz cron expression read in loc (nil = UTC). It
 // returns a *SyntaxError naming the field and position of the first
 // problem when expr is not an expression Quartz accepts (see docs/cron.md
 // for the few forms Quartz tolerates and this package rejects).
 func Parse(expr string, loc *time.Location) (*Expression, error) {
+	if len(expr) > MaxLen {
+		// Checked before anything reads it: a task or calendar stores the
+		// expression, and parses are cached (docs/limits.md).
+		return nil, &SyntaxError{Field: "expression", Pos: 1,
+			Msg: fmt.Sprintf("is %d bytes, the limit is %d", len(expr), MaxLen)}
+	}
 	if loc == nil {
 		loc = time.UTC
 	}

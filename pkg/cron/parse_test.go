@@ -2,6 +2,7 @@ package cron
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -260,6 +261,20 @@ func TestSyntaxErrorNamesFieldAndPosition(t *testing.T) {
 	want := `day-of-week at position 13: "?" can only be given for day-of-month or day-of-week, not both`
 	if err == nil || err.Error() != want {
 		t.Errorf("Parse error = %v, want %s", err, want)
+	}
+}
+
+// An expression over MaxLen is refused before it is parsed (issue 20: a
+// cron trigger of 1.5 MB was stored); one of MaxLen is parsed.
+func TestParseLimitsTheLength(t *testing.T) {
+	at := "0 0 12 * * ?" + strings.Repeat(" ", MaxLen-12)
+	if _, err := Parse(at, nil); err != nil {
+		t.Fatalf("an expression of MaxLen bytes: %v", err)
+	}
+	_, err := Parse(at+" ", nil)
+	want := fmt.Sprintf("expression at position 1: is %d bytes, the limit is %d", MaxLen+1, MaxLen)
+	if err == nil || err.Error() != want {
+		t.Fatalf("Parse of MaxLen+1 bytes = %v, want %s", err, want)
 	}
 }
 

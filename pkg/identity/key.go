@@ -11,7 +11,7 @@ import (
 const MaxLen = 256
 
 // Validate reports why s is not a valid identity: 1–256 bytes of UTF-8
-// without control characters.
+// without control or bidirectional formatting characters (CheckText).
 func Validate(s string) error {
 	switch {
 	case s == "":
@@ -21,9 +21,21 @@ func Validate(s string) error {
 	case !utf8.ValidString(s):
 		return errors.New("is not valid UTF-8")
 	}
+	return CheckText(s)
+}
+
+// CheckText reports a character that has no place in a name shown to
+// people (an identity, a kind, a label key): a control character (C0, DEL,
+// C1), or a bidirectional formatting character (U+200E, U+200F, U+202A to
+// U+202E, U+2066 to U+2069), which can make a name read as another one
+// ("Trojan Source"). s must be valid UTF-8.
+func CheckText(s string) error {
 	for i, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		switch {
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			return fmt.Errorf("has a control character at byte %d", i)
+		case r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			return fmt.Errorf("has a bidirectional formatting character (U+%04X) at byte %d", r, i)
 		}
 	}
 	return nil

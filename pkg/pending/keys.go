@@ -165,8 +165,8 @@ func (k Keys) SplitCalendar(key string) (string, error) {
 }
 
 // CalendarUsers is the prefix of the references to calendar name: one key
-// per task that lists it (CalendarTaskRef) and per calendar based on it
-// (CalendarBaseRef). A calendar is deleted only while it has none.
+// per task that lists it (CalendarTaskRef, or CalendarLocalRef for a
+// non-durable task) and per calendar based on it (CalendarBaseRef). A calendar is deleted only while it has none.
 func (k Keys) CalendarUsers(name string) string {
 	return k.prefix + "calref/" + identity.Encode(name) + "/"
 }
@@ -175,6 +175,13 @@ func (k Keys) CalendarUsers(name string) string {
 // calendar name, written and removed with the task.
 func (k Keys) CalendarTaskRef(name, id, taskID string) string {
 	return k.CalendarUsers(name) + "t/" + identity.Encode(id) + "/" + taskID
+}
+
+// CalendarLocalRef is the reference of non-durable task taskID of
+// identity id, held by node, to calendar name: written under the node's
+// lease, so it ends with the node if the task does not end first.
+func (k Keys) CalendarLocalRef(name, node, id, taskID string) string {
+	return k.CalendarUsers(name) + "n/" + node + "/" + identity.Encode(id) + "/" + taskID
 }
 
 // CalendarBaseRef is the reference of calendar user to its base name.

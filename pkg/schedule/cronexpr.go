@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -54,6 +55,9 @@ func CronExpression(expr, zone string) (*cron.Expression, error) {
 type ZoneError struct{ Zone string }
 
 func (e *ZoneError) Error() string {
+	if len(e.Zone) > cron.MaxZoneLen {
+		return fmt.Sprintf("time zone name is %d bytes, the limit is %d", len(e.Zone), cron.MaxZoneLen)
+	}
 	return "unknown time zone " + quote(e.Zone) + " (an IANA name such as Europe/Berlin, or empty for UTC)"
 }
 
@@ -65,7 +69,7 @@ func Location(zone string) (*time.Location, error) {
 	if zone == "" || zone == "UTC" {
 		return time.UTC, nil
 	}
-	if zone == "Local" {
+	if zone == "Local" || len(zone) > cron.MaxZoneLen {
 		return nil, &ZoneError{Zone: zone}
 	}
 	loc, err := time.LoadLocation(zone)

@@ -124,10 +124,8 @@ func (a *API) ListTasks(ctx context.Context, req *taskdv1.ListTasksRequest) (*ta
 	case size < 0 || size > 1000:
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("page_size: is %d, must be 1-1000 (0 means 100)", size))
 	}
-	for i, s := range req.States {
-		if _, ok := taskdv1.TaskState_name[int32(s)]; !ok || s == taskdv1.TaskState_TASK_STATE_UNSPECIFIED {
-			return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("states[%d]: unknown state %d", i, s))
-		}
+	if err := checkTaskFilter(req); err != nil {
+		return nil, toStatus(err)
 	}
 	tasks, next, err := a.node.ListTasks(ctx, TaskFilter{
 		Identity: req.Identity, States: req.States, Kind: req.Kind, Labels: req.Labels, Node: req.Node,
@@ -209,8 +207,8 @@ func (a *API) MoveIdentity(ctx context.Context, req *taskdv1.MoveIdentityRequest
 	if err := checkIdentity("identity", req.Identity); err != nil {
 		return nil, err
 	}
-	if req.ToNode == "" {
-		return nil, status.Error(codes.InvalidArgument, "to_node: is required")
+	if err := ValidateNodeName("to_node", req.ToNode); err != nil {
+		return nil, toStatus(err)
 	}
 	id, err := a.node.MoveIdentity(ctx, req.Identity, req.ToNode)
 	if err != nil {
@@ -221,8 +219,8 @@ func (a *API) MoveIdentity(ctx context.Context, req *taskdv1.MoveIdentityRequest
 
 // DrainNode asks a node to drain.
 func (a *API) DrainNode(ctx context.Context, req *taskdv1.DrainNodeRequest) (*taskdv1.DrainNodeResponse, error) {
-	if req.Node == "" {
-		return nil, status.Error(codes.InvalidArgument, "node: is required")
+	if err := ValidateNodeName("node", req.Node); err != nil {
+		return nil, toStatus(err)
 	}
 	nd, err := a.node.DrainNode(ctx, req.Node)
 	if err != nil {

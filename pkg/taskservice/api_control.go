@@ -1,14 +1,14 @@
 package taskservice
 
 import (
-	"errors"
-	"fmt"
-
 	"context"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"errors"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/pkg/calendar"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -103,8 +103,8 @@ func (a *API) UpdateTask(ctx context.Context, req *taskdv1.UpdateTaskRequest) (*
 func (a *API) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewTriggersRequest) (*taskdv1.PreviewTriggersResponse, error) {
 	from := time.Now()
 	if req.From != nil {
-		if err := req.From.CheckValid(); err != nil {
-			return nil, toStatus(invalid("from", "%s", err.Error()))
+		if err := checkInstant("from", req.From); err != nil {
+			return nil, toStatus(err)
 		}
 		from = req.From.AsTime()
 	}
@@ -128,10 +128,8 @@ func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskSe
 			return err
 		}
 	}
-	for i, t := range req.Types {
-		if _, ok := taskdv1.EventType_name[int32(t)]; !ok || t == taskdv1.EventType_EVENT_TYPE_UNSPECIFIED {
-			return toStatus(invalid(fmt.Sprintf("types[%d]", i), "unknown event type %d", t))
-		}
+	if err := checkEventFilter(req); err != nil {
+		return toStatus(err)
 	}
 	err := a.node.WatchEvents(stream.Context(), f, req.Cursor, func(evs []*taskdv1.Event) error {
 		return stream.Send(&taskdv1.WatchEventsResponse{Events: evs})
@@ -156,8 +154,8 @@ func (a *API) CreateCalendar(ctx context.Context, req *taskdv1.CreateCalendarReq
 
 // GetCalendar returns a calendar.
 func (a *API) GetCalendar(ctx context.Context, req *taskdv1.GetCalendarRequest) (*taskdv1.GetCalendarResponse, error) {
-	if req.Name == "" {
-		return nil, toStatus(invalid("name", "is required"))
+	if err := calendar.ValidateName(req.Name); err != nil {
+		return nil, toStatus(invalid("name", "%s", err.Error()))
 	}
 	c, err := a.node.GetCalendar(ctx, req.Name)
 	if err != nil {
@@ -177,8 +175,8 @@ func (a *API) ListCalendars(ctx context.Context, _ *taskdv1.ListCalendarsRequest
 
 // DeleteCalendar removes an unused calendar.
 func (a *API) DeleteCalendar(ctx context.Context, req *taskdv1.DeleteCalendarRequest) (*taskdv1.DeleteCalendarResponse, error) {
-	if req.Name == "" {
-		return nil, toStatus(invalid("name", "is required"))
+	if err := calendar.ValidateName(req.Name); err != nil {
+		return nil, toStatus(invalid("name", "%s", err.Error()))
 	}
 	if err := a.node.DeleteCalendar(ctx, req.Name); err != nil {
 		return nil, toStatus(err)

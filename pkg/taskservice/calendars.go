@@ -73,6 +73,9 @@ func (n *Node) validateCalendarRefs(field string, names []string) error {
 	defer n.calMu.RUnlock()
 	for i, name := range names {
 		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := calendar.ValidateName(name); err != nil {
+			return invalid(f, "%s", err.Error())
+		}
 		if seen[name] {
 			return invalid(f, "calendar %q is listed twice", name)
 		}
@@ -345,6 +348,9 @@ func (n *Node) DeleteCalendar(ctx context.Context, name string) error {
 		switch {
 		case strings.HasPrefix(rest, "t/"):
 			user = "task " + rest[strings.LastIndex(rest, "/")+1:]
+		case strings.HasPrefix(rest, "n/"):
+			parts := strings.Split(rest, "/")
+			user = "non-durable task " + parts[len(parts)-1] + " on node " + parts[1]
 		case strings.HasPrefix(rest, "c/"):
 			user = "calendar " + strings.TrimPrefix(rest, "c/")
 		}

@@ -105,10 +105,8 @@ func (c *Config) setDefaults() error {
 	if c.Name == "" {
 		return errors.New("taskservice: Config.Name is required")
 	}
-	for _, r := range c.Name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') || len(c.Name) > 64 {
-			return fmt.Errorf("taskservice: Config.Name %q must be 1-64 characters of [A-Za-z0-9._-] (it is used in etcd keys)", c.Name)
-		}
+	if err := ValidateNodeName("Config.Name", c.Name); err != nil {
+		return fmt.Errorf("taskservice: %w (it is used in etcd keys)", err)
 	}
 	if c.Client == nil {
 		return errors.New("taskservice: Config.Client is required")

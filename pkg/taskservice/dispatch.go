@@ -1132,6 +1132,9 @@ func (n *Node) purge(e *entry) {
 	st, rec, rev, epoch := e.ident, e.record(), e.rev, e.ident.epoch
 	n.mu.Unlock()
 	if !st.durable || rec == nil {
+		if !st.every && rec != nil {
+			n.dropLocalRefs(rec, rec.GetSpec().GetCalendars())
+		}
 		n.mu.Lock()
 		n.removeEntryLocked(e)
 		n.mu.Unlock()

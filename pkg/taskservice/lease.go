@@ -92,7 +92,9 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 			n.log.Info("freed previous incarnation", "previous", prev.Incarnation)
 		}
 	}
-	return nil
+	// The calendar references of the non-durable tasks held here were
+	// under the old lease (or none, before the first registration).
+	return n.restoreLocalRefs(ctx)
 }
 
 // record encodes the node's registration.

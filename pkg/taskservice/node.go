@@ -93,6 +93,10 @@ type Node struct {
 
 	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
 	cals  calendarSet  // the calendars, compiled (calendars.go)
+	// localRefMu orders the writes of non-durable tasks' calendar
+	// references with their rewrite under a new lease (localrefs.go);
+	// taken before n.mu, never under it.
+	localRefMu sync.Mutex
 
 	publishMu sync.Mutex // one rewrite of the registration at a time (publish)
 	kindsMu   sync.Mutex // guards the cluster's kinds, cached

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -216,26 +214,6 @@ func classify(res *runResult, run *Run, err error, cause error) {
 	}
 }
 
-// maxMessage caps a run's message in history.
-const maxMessage = 64 << 10
-
-// cleanMessage makes a run's message storable: invalid UTF-8 (a handler's
-// error text may be anything) is replaced, and a message over maxMessage
-// is cut on a character boundary.
-func cleanMessage(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) <= maxMessage {
-		return s
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
-
 // commit stores a run's result, for either scope, in one fenced Txn
 // through the batcher, retrying with backoff while etcd fails. A result that
 // cannot be encoded is recorded as a retryable ERROR instead, so a task
@@ -244,6 +222,7 @@ func cleanMessage(s string) string {
 func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.ident
 	res.message = cleanMessage(res.message)
+	n.limitOutcome(&res, p.rec)
 	outcomeEvent := outcomeEventOf(res.outcome)
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind, RunNumber: p.runNumber,
 		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,

@@ -59,10 +59,11 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 	var groups []*group
 	dupOf := map[int]int{}
 	firstKey := map[[2]string]int{}
+	var locals []*storev1.TaskRecord
 	for i, r := range recs {
 		id := r.Spec.Identity
 		if r.Spec.NonDurable {
-			n.addLocal(r)
+			locals = append(locals, r)
 			out[i] = Scheduled{Task: n.view(r, 0)}
 			continue
 		}
@@ -85,6 +86,11 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
+	}
+	if len(locals) > 0 {
+		if err := n.addLocalTasks(ctx, locals); err != nil {
+			return nil, err
+		}
 	}
 	if len(groups) > 0 {
 		if err := n.storeBatch(ctx, groups, recs, out, field); err != nil {
@@ -597,7 +603,11 @@ func (n *Node) updateTask(ctx context.Context, id, taskID string, change func(*s
 // record it changes (0 for a non-durable task).
 func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(*storev1.TaskRecord, int64) error) (*taskdv1.Task, error) {
 	if rec, ok := n.localTask(id, taskID); ok {
+		was := rec.GetSpec().GetCalendars()
 		if err := change(rec, 0); err != nil {
+			return nil, err
+		}
+		if err := n.updateLocalRefs(ctx, rec, was); err != nil {
 			return nil, err
 		}
 		n.mu.Lock()

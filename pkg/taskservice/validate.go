@@ -5,28 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/schedule"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
-)
-
-// Limits of contract §10 and of this release.
-const (
-	MaxKindLen           = 128
-	MaxBatch             = 100
-	MaxTriggers          = 16
-	MaxCalendarsPerTask  = 16
-	MaxTriggerNameLen    = 64
-	MaxLabels            = 64
-	MaxLabelKeyLen       = 128
-	MaxLabelValueLen     = 1024
-	MaxIdempotencyKeyLen = 256
-	MaxAttemptsLimit     = 1000
-	maxHorizon           = 100 * 365 * 24 * time.Hour
 )
 
 // InvalidArgumentError names the request field that is wrong.
@@ -114,19 +99,14 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	if err := n.validateCalendarRefs(field+".calendars", s.Calendars); err != nil {
 		return err
 	}
-	if len(s.Labels) > MaxLabels {
-		return invalid(field+".labels", "has %d labels, the limit is %d", len(s.Labels), MaxLabels)
+	if err := checkLabels(field+".labels", s.Labels); err != nil {
+		return err
 	}
-	for k, v := range s.Labels {
-		if k == "" || len(k) > MaxLabelKeyLen || !utf8.ValidString(k) {
-			return invalid(field+".labels", "key %q must be 1-%d bytes of UTF-8", k, MaxLabelKeyLen)
-		}
-		if len(v) > MaxLabelValueLen {
-			return invalid(field+".labels["+k+"]", "is %d bytes, the limit is %d", len(v), MaxLabelValueLen)
-		}
+	if err := checkText(field+".idempotency_key", s.IdempotencyKey, MaxIdempotencyKeyLen, true); err != nil {
+		return err
 	}
-	if len(s.IdempotencyKey) > MaxIdempotencyKeyLen {
-		return invalid(field+".idempotency_key", "is %d bytes, the limit is %d", len(s.IdempotencyKey), MaxIdempotencyKeyLen)
+	if size := proto.Size(s); size > MaxTaskBytes {
+		return invalid(field, "is %d bytes encoded, the limit is %d (payload, data, labels and triggers together)", size, MaxTaskBytes)
 	}
 	if !s.NonDurable && !knownKind(s.Kind) {
 		return invalid(field+".kind", "no node of the cluster handles kind %q", s.Kind)
@@ -140,22 +120,11 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 	return nil
 }
 
-// validateKind checks a kind name.
-// ValidateKind checks a kind name: 1-MaxKindLen bytes of UTF-8. The error
-// names field.
+// ValidateKind checks a kind name: 1-MaxKindLen bytes of UTF-8 without
+// control or bidirectional formatting characters. The error names field.
 func ValidateKind(field, kind string) error { return validateKind(field, kind) }
 
-func validateKind(field, kind string) error {
-	switch {
-	case kind == "":
-		return invalid(field, "must not be empty")
-	case len(kind) > MaxKindLen:
-		return invalid(field, "is %d bytes, the limit is %d", len(kind), MaxKindLen)
-	case !utf8.ValidString(kind):
-		return invalid(field, "is not valid UTF-8")
-	}
-	return nil
-}
+func validateKind(field, kind string) error { return checkText(field, kind, MaxKindLen, false) }
 
 type durationLike interface{ AsDuration() time.Duration }
 
@@ -200,8 +169,8 @@ func validateTrigger(field string, t *taskdv1.Trigger) error {
 	if _, ok := taskdv1.MisfirePolicy_name[int32(t.Misfire)]; !ok {
 		return invalid(field+".misfire", "unknown value %d", t.Misfire)
 	}
-	if len(t.Name) > MaxTriggerNameLen || !utf8.ValidString(t.Name) {
-		return invalid(field+".name", "must be at most %d bytes of UTF-8", MaxTriggerNameLen)
+	if err := checkText(field+".name", t.Name, MaxTriggerNameLen, true); err != nil {
+		return err
 	}
 	switch k := t.GetKind().(type) {
 	case *taskdv1.Trigger_Once:
@@ -209,10 +178,8 @@ func validateTrigger(field string, t *taskdv1.Trigger) error {
 		if o.At != nil && o.Delay != nil {
 			return invalid(field+".once", "set at or delay, not both")
 		}
-		if o.At != nil {
-			if err := o.At.CheckValid(); err != nil {
-				return invalid(field+".once.at", "%s", err.Error())
-			}
+		if err := checkInstant(field+".once.at", o.At); err != nil {
+			return err
 		}
 		if o.Delay != nil {
 			if err := o.Delay.CheckValid(); err != nil {
@@ -255,14 +222,12 @@ func validateTrigger(field string, t *taskdv1.Trigger) error {
 
 // checkWindow checks a trigger's optional start and end.
 func checkWindow(field string, start, end *timestamppb.Timestamp) error {
-	if start != nil {
-		if err := start.CheckValid(); err != nil {
-			return invalid(field+".start", "%s", err.Error())
-		}
+	if err := checkInstant(field+".start", start); err != nil {
+		return err
 	}
 	if end != nil {
-		if err := end.CheckValid(); err != nil {
-			return invalid(field+".end", "%s", err.Error())
+		if err := checkInstant(field+".end", end); err != nil {
+			return err
 		}
 		if start != nil && end.AsTime().Before(start.AsTime()) {
 			return invalid(field+".end", "is before %s.start", field[strings.LastIndex(field, ".")+1:])

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -56,8 +57,8 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 	if err := ValidateScopes(req.GetIdentities()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "identities: %v", err)
 	}
-	if len(req.GetDescription()) > MaxDescription {
-		return nil, status.Errorf(codes.InvalidArgument, "description: %d bytes, at most %d", len(req.GetDescription()), MaxDescription)
+	if len(req.GetDescription()) > MaxDescription || !utf8.ValidString(req.GetDescription()) {
+		return nil, status.Errorf(codes.InvalidArgument, "description: %d bytes, at most %d of UTF-8", len(req.GetDescription()), MaxDescription)
 	}
 	caller := Caller(ctx)
 	if caller != nil {

@@ -3,6 +3,7 @@ package tokens_test
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,9 +80,15 @@ func TestStoredTokens(t *testing.T) {
 		{"bad scope", &taskdv1.CreateTokenRequest{Id: "x", Verbs: []string{"read"}, Identities: []string{"a*b"}}, codes.InvalidArgument, "identities"},
 		{"long description", &taskdv1.CreateTokenRequest{Id: "x", Verbs: []string{"read"}, Description: strings.Repeat("d", 300)}, codes.InvalidArgument, "description"},
 		{"id of the file", &taskdv1.CreateTokenRequest{Id: "root", Verbs: []string{"read"}}, codes.AlreadyExists, "id"},
+		// Limits (docs/limits.md).
+		{"a million verbs", &taskdv1.CreateTokenRequest{Id: "x", Verbs: slices.Repeat([]string{"read"}, 1_000_000)}, codes.InvalidArgument, "verbs"},
+		{"65 scopes", &taskdv1.CreateTokenRequest{Id: "x", Verbs: []string{"read"}, Identities: slices.Repeat([]string{"a"}, tokens.MaxScopes+1)}, codes.InvalidArgument, "identities"},
+		{"scope of 258 bytes", &taskdv1.CreateTokenRequest{Id: "x", Verbs: []string{"read"}, Identities: []string{strings.Repeat("s", 257) + "*"}}, codes.InvalidArgument, "identities"},
+		{"scope with a control character", &taskdv1.CreateTokenRequest{Id: "x", Verbs: []string{"read"}, Identities: []string{"a\x00*"}}, codes.InvalidArgument, "identities"},
+		{"id of 1 MB", &taskdv1.CreateTokenRequest{Id: strings.Repeat("i", 1<<20), Verbs: []string{"read"}}, codes.InvalidArgument, "id"},
 	} {
 		_, err := srv.CreateToken(ctx, tc.req)
-		if status.Code(err) != tc.code || !strings.HasPrefix(status.Convert(err).Message(), tc.want+":") {
+		if status.Code(err) != tc.code || !strings.HasPrefix(status.Convert(err).Message(), tc.want+":") || len(status.Convert(err).Message()) > 1024 {
 			t.Errorf("%s: %v, want %v naming %s", tc.name, err, tc.code, tc.want)
 		}
 	}

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -35,8 +37,13 @@ const (
 // Verbs lists every verb, in the order help texts show them.
 var Verbs = []string{VerbSchedule, VerbRead, VerbControl, VerbAdmin, VerbWork}
 
-// MaxDescription bounds a token's description, in bytes.
-const MaxDescription = 256
+// Limits of a token (docs/limits.md).
+const (
+	// MaxDescription bounds a token's description, in bytes.
+	MaxDescription = 256
+	// MaxScopes bounds a token's identity scopes.
+	MaxScopes = 64
+)
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
@@ -96,7 +103,7 @@ func (t *Token) Proto() *taskdv1.Token {
 // ValidateID checks a token id: 1 to 64 letters, digits, _ and -.
 func ValidateID(id string) error {
 	if !idRE.MatchString(id) {
-		return fmt.Errorf("token id %q: want 1 to 64 letters, digits, _ and -", id)
+		return fmt.Errorf("token id %.64q: want 1 to 64 letters, digits, _ and -", id)
 	}
 	return nil
 }
@@ -106,9 +113,12 @@ func ValidateVerbs(verbs []string) error {
 	if len(verbs) == 0 {
 		return fmt.Errorf("no verbs: want at least one of %s", strings.Join(Verbs, ","))
 	}
+	if len(verbs) > len(Verbs) {
+		return fmt.Errorf("%d verbs: there are only %d (%s), each listed once", len(verbs), len(Verbs), strings.Join(Verbs, ","))
+	}
 	for _, v := range verbs {
 		if !slices.Contains(Verbs, v) {
-			return fmt.Errorf("unknown verb %q: want %s", v, strings.Join(Verbs, ","))
+			return fmt.Errorf("unknown verb %.32q: want %s", v, strings.Join(Verbs, ","))
 		}
 	}
 	return nil
@@ -117,7 +127,16 @@ func ValidateVerbs(verbs []string) error {
 // ValidateScopes checks identity scopes: each an identity, or a prefix
 // ending in "*", with no other "*" and no white space.
 func ValidateScopes(scopes []string) error {
+	if len(scopes) > MaxScopes {
+		return fmt.Errorf("%d identity scopes, the limit is %d", len(scopes), MaxScopes)
+	}
 	for _, s := range scopes {
+		if len(s) > identity.MaxLen+1 {
+			return fmt.Errorf("identity scope of %d bytes, the limit is %d (an identity, or a prefix and *)", len(s), identity.MaxLen+1)
+		}
+		if err := identity.CheckText(s); s != "" && (!utf8.ValidString(s) || err != nil) {
+			return fmt.Errorf("bad identity scope %q: not UTF-8 without control characters", s)
+		}
 		if s == "" || strings.Contains(strings.TrimSuffix(s, "*"), "*") || strings.ContainsAny(s, " \t\n,") {
 			return fmt.Errorf("bad identity scope %q: an identity, or a prefix ending in *", s)
 		}

@@ -21,6 +21,10 @@ const (
 	MaxWorkerName  = 128
 	MaxKinds       = 64
 	MaxConcurrency = 10000
+	// maxEcho bounds how much of a worker's own string (a run id, a
+	// fence) a refusal quotes back: the outcome's data, message and snooze
+	// are limited where the run's outcome is committed (taskservice).
+	maxEcho = 128
 )
 
 // Service returns the pool's gRPC service, to register on the node's server.
@@ -187,11 +191,11 @@ func (p *Pool) report(s *session, o *taskdv1.WorkOutcome) {
 	switch {
 	case d == nil:
 		p.mu.Unlock()
-		refuse(fmt.Sprintf("run %q is not held by node %s on this stream: it timed out, was cancelled, or its identity moved away", o.GetRunId(), p.cfg.Node))
+		refuse(fmt.Sprintf("run %.*q is not held by node %s on this stream: it timed out, was cancelled, or its identity moved away", maxEcho, o.GetRunId(), p.cfg.Node))
 		return
 	case d.fence != o.GetFence():
 		p.mu.Unlock()
-		refuse(fmt.Sprintf("outcome.fence: %q is not the run's fence %q; the run stays held", o.GetFence(), d.fence))
+		refuse(fmt.Sprintf("outcome.fence: %.*q is not the run's fence %q; the run stays held", maxEcho, o.GetFence(), d.fence))
 		return
 	}
 	delete(s.runs, d.id)
@@ -208,7 +212,7 @@ func checkHello(h *taskdv1.WorkerHello) error {
 		return status.Errorf(codes.InvalidArgument, "hello.%s: %s", field, fmt.Sprintf(format, args...))
 	}
 	if h.GetWorker() == "" || len(h.GetWorker()) > MaxWorkerName || !utf8.ValidString(h.GetWorker()) {
-		return bad("worker", "%q must be 1-%d bytes of UTF-8", h.GetWorker(), MaxWorkerName)
+		return bad("worker", "%.*q must be 1-%d bytes of UTF-8", maxEcho, h.GetWorker(), MaxWorkerName)
 	}
 	if n := len(h.GetKinds()); n == 0 || n > MaxKinds {
 		return bad("kinds", "%d kinds; a worker serves 1-%d", n, MaxKinds)

@@ -88,7 +88,7 @@ func NewNode(t testing.TB, cli *clientv3.Client, cfg taskservice.Config) *Node {
 	if err != nil {
 		t.Fatalf("new node: %v", err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(n.MaxRequestBytes()))
 	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(n))
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

@@ -162,12 +162,12 @@ func (n *Node) starter(st *identState) {
 				launch()
 			} else {
 				<-n.slots
-				// Nothing started: the identity's share and the kind's
-				// token go back (a run that started gives them back when
-				// it ends).
+				// Nothing started: the identity's share, the kind's token
+				// and the worker's slot go back (a run that started gives
+				// them back when it ends).
 				n.mu.Lock()
 				n.releaseShareLocked(st, 1)
-				n.releaseEntryTokenLocked(batch[i])
+				n.releaseEntryHoldsLocked(batch[i])
 				n.mu.Unlock()
 			}
 		}
@@ -528,12 +528,24 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		n.mu.Unlock()
 		return nil, nil
 	}
-	// The run's flight carries its kind's token from here on (limits.go).
+	// The run's flight carries its kind's token (limits.go) and its remote
+	// worker's slot (workerwait.go) from here on.
 	if e.x != nil {
 		f.token, e.x.token = e.x.token, nil
+		if h := e.x.ww; h != nil {
+			f.reserved, h.reserved = h.reserved, nil
+		}
 	}
 	ready := e.readyAt.time()
+	reserved := f.reserved
 	n.mu.Unlock()
+	if reserved != nil && !reserved.Live() {
+		// The worker went away since it was reserved: the run is put back,
+		// due, not started for nobody.
+		n.abortFlight(f, e)
+		n.putBack(e)
+		return nil, nil
+	}
 
 	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
 	p.ready = ready
@@ -698,6 +710,7 @@ func (n *Node) abortFlight(f *flight, e *entry) {
 	defer n.mu.Unlock()
 	f.cancel(nil)
 	n.releaseTokenLocked(&f.token)
+	n.releaseFlightReservationLocked(f)
 	if n.flights[f.ref] == f {
 		delete(n.flights, f.ref)
 	}
@@ -816,6 +829,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
+	n.unparkWorkerLocked(e)
 	n.dropShadowLocked(e)
 	delete(n.pauses.parked, e)
 	if e.ident.tasks.get(e.id) == e {

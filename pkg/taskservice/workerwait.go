@@ -63,7 +63,7 @@ type workerQueue struct {
 	q    []*entry
 }
 
-func (w *workerQueue) Len() int { return len(w.q) }
+func (w *workerQueue) Len() int           { return len(w.q) }
 func (w *workerQueue) Less(i, j int) bool { return dueBefore(w.q[i], w.q[j]) }
 func (w *workerQueue) Swap(i, j int) {
 	w.q[i], w.q[j] = w.q[j], w.q[i]
@@ -282,13 +282,19 @@ func (n *Node) workerWaitLoop(ctx context.Context) {
 	}
 }
 
-// waitingForWorkerLocked counts the entries waiting for a worker, by kind.
-// n.mu held.
+// waitingForWorkerLocked counts the entries waiting for a worker, by kind:
+// the kinds with waiting entries and those the connected workers serve
+// (0 if none waits). n.mu held.
 func (n *Node) waitingForWorkerLocked() map[string]int {
-	if len(n.workerQs) == 0 {
+	if n.cfg.Remote == nil {
 		return nil
 	}
-	out := make(map[string]int, len(n.workerQs))
+	out := map[string]int{}
+	for _, kind := range n.cfg.Remote.Kinds() {
+		if n.cfg.Handlers[kind] == nil {
+			out[kind] = 0
+		}
+	}
 	for kind, wq := range n.workerQs {
 		if wq.Len() > 0 {
 			out[kind] = wq.Len()

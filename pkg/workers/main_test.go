@@ -32,7 +32,7 @@ type node struct {
 	cli  *clientv3.Client
 }
 
-func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler) *node {
+func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler, opts ...func(*taskservice.Config)) *node {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -43,11 +43,15 @@ func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.D
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := taskservice.New(taskservice.Config{
+	cfg := taskservice.Config{
 		Name: name, Client: cli, Address: lis.Addr().String(), Handlers: handlers,
 		Remote: pool, Listeners: []taskservice.Listener{pool.Observe}, Logger: log,
 		LeaseTTL: 2 * time.Second,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := taskservice.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,9 +216,9 @@ func TestWaitingRunsAreHandedOutInDueOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// All six due (or, before this change, started and waiting in their
-	// handler calls), with the blocker's run in flight.
-	tst.Eventually(t, 20*time.Second, func() bool { s := n.Stats(); return s.Due+s.Running == 7 },
+	// All six wait for a worker (before this change: started, waiting in
+	// their handler calls), with the blocker's run in flight.
+	tst.Eventually(t, 20*time.Second, func() bool { s := n.Stats(); return s.WaitingForWorker["job"] == 6 || s.Running == 7 },
 		"6 runs due and the blocker's in flight; stats %+v", n.Stats())
 	waiting := n.Stats().WaitingForWorker["job"]
 
@@ -244,5 +244,58 @@ func TestWaitingRunsAreHandedOutInDueOrder(t *testing.T) {
 	}
 	if waiting != 6 {
 		t.Fatalf("%d runs were counted waiting for a worker, want 6", waiting)
+	}
+}
+
+// A run waiting for a worker on a node whose identity moves away is
+// dropped from that node's wait, nothing written, and runs once on the new
+// owner, as run 1, attempt 1.
+func TestWaitingRunOfAMovedIdentityRunsOnTheNewOwner(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	cli := etcd.Client(t)
+	n1 := startNode(t, cli, "n1", time.Second, nil)
+	n2 := startNode(t, cli, "n2", time.Second, nil)
+	c := dialClient(t, n1.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	raw, _, err := dialRaw(t, n1.addr, &taskdv1.WorkerHello{Worker: "gone", Kinds: []string{"job"}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PauseIdentity(ctx, "erin"); err != nil {
+		t.Fatal(err)
+	}
+	task, _, err := c.Schedule(ctx, spec("erin", "job"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := c.Identity(ctx, "erin"); err != nil || id.Node != "n1" {
+		t.Fatalf("erin is owned by %+v (%v), want n1", id, err)
+	}
+	raw.cancel()
+	tst.Eventually(t, 10*time.Second, func() bool { return n1.pool.Workers() == 0 }, "the worker did not leave")
+	if err := c.ResumeIdentity(ctx, "erin"); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool { return n1.Stats().WaitingForWorker["job"] == 1 }, "the run does not wait on n1")
+
+	on2, _, err := dialRaw(t, n2.addr, &taskdv1.WorkerHello{Worker: "on-n2", Kinds: []string{"job"}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Move(ctx, "erin", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	run := on2.recvUntil(func(m *taskdv1.WorkResponse) bool { return m.GetRun() != nil }).GetRun()
+	if run.GetTaskId() != task.ID || run.GetRunNumber() != 1 || run.GetAttempt() != 1 || run.GetNode() != "n2" {
+		t.Fatalf("run on n2: %v", run)
+	}
+	on2.send(&taskdv1.WorkOutcome{RunId: run.GetRunId(), Fence: run.GetFence(), Result: taskdv1.WorkResult_WORK_RESULT_SUCCESS})
+	done, err := c.Wait(ctx, "erin", task.ID)
+	if err != nil || done.State != client.StateCompleted || done.RunCount != 1 {
+		t.Fatalf("%+v %v", done, err)
+	}
+	if s := n1.Stats(); s.WaitingForWorker["job"] != 0 || s.Due != 0 {
+		t.Fatalf("n1 still holds the moved run: %d waiting for a worker, %d due", s.WaitingForWorker["job"], s.Due)
 	}
 }

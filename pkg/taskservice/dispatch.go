@@ -829,7 +829,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
-	n.unparkWorkerLocked(e)
+	n.dropWorkerWaitLocked(e)
 	n.dropShadowLocked(e)
 	delete(n.pauses.parked, e)
 	if e.ident.tasks.get(e.id) == e {

@@ -193,15 +193,17 @@ func (n *Node) grantWorkersLocked() {
 	}
 }
 
-// unparkWorkerLocked takes e out of its worker queue, if it waits in one.
-// n.mu held.
-func (n *Node) unparkWorkerLocked(e *entry) {
+// dropWorkerWaitLocked takes e out of its worker queue, if it waits in
+// one, and gives back the kind's token it may hold (it waits for a worker
+// after it got its token): e is gone, or its identity left. n.mu held.
+func (n *Node) dropWorkerWaitLocked(e *entry) {
 	if e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
 		return
 	}
 	h := e.x.ww
 	heap.Remove(h.q, h.idx)
 	h.q, h.since = nil, 0
+	n.releaseEntryHoldsLocked(e)
 }
 
 // releaseReservationLocked gives back the worker slot e holds, if any.
@@ -245,7 +247,7 @@ func (n *Node) forgetWorkerWaitsLocked(st *identState) {
 		return
 	}
 	for e := range st.tasks.all() {
-		n.unparkWorkerLocked(e)
+		n.dropWorkerWaitLocked(e)
 	}
 }
 

@@ -299,3 +299,40 @@ func TestWaitingRunOfAMovedIdentityRunsOnTheNewOwner(t *testing.T) {
 		t.Fatalf("n1 still holds the moved run: %d waiting for a worker, %d due", s.WaitingForWorker["job"], s.Due)
 	}
 }
+
+// A run of a remote kind under a --limit takes its kind's token first and
+// then waits for a worker holding it; if its identity moves away, the token
+// goes back, to the next run of the kind waiting for one.
+func TestTokenOfAWaitingRunGoesBackWhenItsIdentityMoves(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	cli := etcd.Client(t)
+	n1 := startNode(t, cli, "n1", time.Second, nil, func(c *taskservice.Config) { c.KindLimits = map[string]int{"job": 2} })
+	startNode(t, cli, "n2", time.Second, nil)
+	c := dialClient(t, n1.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	busy, _, err := dialRaw(t, n1.addr, &taskdv1.WorkerHello{Worker: "busy", Kinds: []string{"job"}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Schedule(ctx, spec("blocker", "job", func(s *client.TaskSpec) { s.Timeout = time.Minute })); err != nil {
+		t.Fatal(err)
+	}
+	busy.recvUntil(func(m *taskdv1.WorkResponse) bool { return m.GetRun() != nil }) // token 1, the worker's slot
+	if _, _, err := c.Schedule(ctx, spec("erin", "job")); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool { return n1.Stats().WaitingForWorker["job"] == 1 }, "erin's run (token 2) does not wait for a worker")
+	if _, _, err := c.Schedule(ctx, spec("fred", "job")); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool { return n1.Stats().WaitingForLimit["job"] == 1 }, "fred's run does not wait for a token")
+
+	if _, err := c.Move(ctx, "erin", "n2"); err != nil {
+		t.Fatal(err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool {
+		s := n1.Stats()
+		return s.WaitingForLimit["job"] == 0 && s.WaitingForWorker["job"] == 1
+	}, "erin's token did not go to fred's run; stats %+v", n1.Stats())
+}

@@ -184,7 +184,8 @@ func TestRunWaitingForAWorkerIsNotFailed(t *testing.T) {
 // order. Before, the waiting calls raced for each freed slot.
 func TestWaitingRunsAreHandedOutInDueOrder(t *testing.T) {
 	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
+	// A long heartbeat: the busy worker, which sends none, is not cut off.
+	n := startNode(t, etcd.Client(t), "n1", time.Minute, nil)
 	c := dialClient(t, n.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -306,7 +307,8 @@ func TestWaitingRunOfAMovedIdentityRunsOnTheNewOwner(t *testing.T) {
 func TestTokenOfAWaitingRunGoesBackWhenItsIdentityMoves(t *testing.T) {
 	etcd := tst.StartEtcd(t)
 	cli := etcd.Client(t)
-	n1 := startNode(t, cli, "n1", time.Second, nil, func(c *taskservice.Config) { c.KindLimits = map[string]int{"job": 2} })
+	// A long heartbeat: the busy worker, which sends none, is not cut off.
+	n1 := startNode(t, cli, "n1", time.Minute, nil, func(c *taskservice.Config) { c.KindLimits = map[string]int{"job": 2} })
 	startNode(t, cli, "n2", time.Second, nil)
 	c := dialClient(t, n1.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

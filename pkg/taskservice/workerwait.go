@@ -117,7 +117,12 @@ func (n *Node) workerKindLocked(e *entry) string {
 	if n.cfg.Remote == nil || e.purge || e.ex().overlapOf != nil {
 		return ""
 	}
-	kind := e.record().GetSpec().GetKind()
+	rec := e.record()
+	if e.rec == nil && rec != nil {
+		// Decoded once: its start, which comes next, reads it again.
+		e.rec, e.raw = rec, ""
+	}
+	kind := rec.GetSpec().GetKind()
 	if n.cfg.Handlers[kind] != nil {
 		return ""
 	}

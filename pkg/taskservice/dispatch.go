@@ -134,7 +134,14 @@ func (n *Node) starter(st *identState) {
 		}
 		held := n.takeSlots(len(batch))
 		if held == 0 {
-			continue // stopping
+			// Stopping: the batch starts nothing; its tokens and reserved
+			// worker slots go back.
+			n.mu.Lock()
+			for _, e := range batch {
+				n.releaseEntryHoldsLocked(e)
+			}
+			n.mu.Unlock()
+			continue
 		}
 		if held < len(batch) {
 			n.mu.Lock()

@@ -244,6 +244,15 @@ func describeRunSummary(r *taskdv1.RunSummary) string {
 	return s
 }
 
+// describeWaiting says what a task's due run waits for, and since when.
+func describeWaiting(t *taskdv1.Task) string {
+	what := t.GetWaiting()
+	if what == "worker" {
+		what = fmt.Sprintf("for a worker of kind %q", t.GetSpec().GetKind())
+	}
+	return what + " since " + formatTime(t.GetWaitingSince())
+}
+
 // writeTaskDetail writes one task as aligned "Field: value" lines.
 func writeTaskDetail(w io.Writer, t *taskdv1.Task) error {
 	tw := newTable(w)
@@ -270,6 +279,10 @@ func writeTaskDetail(w io.Writer, t *taskdv1.Task) error {
 		paused += " (by " + strings.Join(t.GetPausedBy(), ", ") + ")"
 	}
 	field("Paused", paused)
+	if t.GetWaiting() != "" {
+		// Its due run waits, holding nothing, for what it names.
+		field("Waiting", describeWaiting(t))
+	}
 	field("Misfires", strconv.FormatInt(t.GetMisfires(), 10))
 	field("Created", formatTime(t.GetCreatedAt()))
 	field("Finished", formatTime(t.GetFinishedAt()))

@@ -106,6 +106,28 @@ func TestWriteTaskDetail(t *testing.T) {
 	}
 }
 
+// A task whose due run waits for a remote worker says so, with the kind
+// and since when; one that waits for nothing has no such line.
+func TestWriteTaskDetailWaitingForAWorker(t *testing.T) {
+	task := sampleTask()
+	var b bytes.Buffer
+	if err := writeTaskDetail(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Waiting:") {
+		t.Fatalf("a task that waits for nothing shows a Waiting line:\n%s", b.String())
+	}
+	task.Spec.Kind = "resize"
+	task.Waiting, task.WaitingSince = "worker", ts("2026-05-01T00:02:00Z")
+	b.Reset()
+	if err := writeTaskDetail(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Waiting:          for a worker of kind \"resize\" since 2026-05-01T00:02:00Z\n"; !strings.Contains(b.String(), want) {
+		t.Fatalf("detail lacks %q:\n%s", want, b.String())
+	}
+}
+
 func TestDescribeTrigger(t *testing.T) {
 	for _, tc := range []struct {
 		tr   *taskdv1.Trigger

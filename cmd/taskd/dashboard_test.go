@@ -224,7 +224,7 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 		"taskd_timer_queue_entries", "taskd_identities_owned", "taskd_handoff_duration_seconds",
 		"taskd_etcd_request_duration_seconds", "taskd_etcd_request_errors_total",
 		"taskd_lease_renewal_age_seconds", "taskd_self_fenced", "taskd_run_queue_wait_seconds",
-		"taskd_runs_waiting_for_limit",
+		"taskd_runs_waiting_for_limit", "taskd_runs_waiting_for_worker",
 	} {
 		if !used[name] {
 			t.Errorf("the dashboard has no panel over %s", name)

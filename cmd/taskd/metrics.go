@@ -210,6 +210,8 @@ var (
 		"1 while the node is RUNNING but self-fenced (its lease renewal is older than two thirds of the TTL: no run starts), else 0.", nil, nil)
 	limitWaitDesc = prometheus.NewDesc("taskd_runs_waiting_for_limit",
 		"Due runs waiting for their kind's --limit on this node, by limited kind (also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
+	workerWaitDesc = prometheus.NewDesc("taskd_runs_waiting_for_worker",
+		"Due runs of kinds only remote workers serve that wait on this node for a worker with a free slot, by kind (holding no run slot, their starts not written; also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
 	stateDesc = prometheus.NewDesc("taskd_node_state",
 		"1 for the node's life-cycle state (STARTING, RUNNING, DRAINING, STOPPED), 0 for the others.", []string{"state"}, nil)
 )
@@ -221,7 +223,7 @@ var nodeStates = []taskdv1.NodeState{
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc} {
 		ch <- d
 	}
 }
@@ -248,6 +250,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(fencedDesc, fenced)
 	for kind, w := range s.WaitingForLimit {
 		gauge(limitWaitDesc, float64(w), kind)
+	}
+	for kind, w := range s.WaitingForWorker {
+		gauge(workerWaitDesc, float64(w), kind)
 	}
 	for _, st := range nodeStates {
 		v := 0.0

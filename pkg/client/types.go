@@ -186,6 +186,12 @@ type Task struct {
 	Paused   bool
 	PausedBy []string
 	Misfires int64
+	// Waiting says what the task's due run waits for before it can start,
+	// when the identity's owner answered: "worker" while no remote worker
+	// of its kind with a free slot is connected there (the run holds no
+	// run slot and uses no attempt). WaitingSince is when it began.
+	Waiting      string
+	WaitingSince time.Time
 	// Proto is the task as the API returned it.
 	Proto *taskdv1.Task
 }
@@ -390,6 +396,8 @@ func taskFromProto(p *taskdv1.Task) *Task {
 		Paused:       p.GetPaused(),
 		PausedBy:     p.GetPausedBy(),
 		Misfires:     p.GetMisfires(),
+		Waiting:      p.GetWaiting(),
+		WaitingSince: timeOf(p.GetWaitingSince()),
 		Proto:        p,
 	}
 	for _, ts := range p.GetNextFireTimes() {

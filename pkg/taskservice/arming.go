@@ -141,7 +141,9 @@ func (n *Node) armableLocked(e *entry) bool {
 	if spec.GetAllowOverlap() || (spec.RequestsRecovery != nil && !spec.GetRequestsRecovery()) {
 		return false
 	}
-	return n.limitOfLocked(e) == nil
+	// A run that waits for its kind's limit or for a remote worker is
+	// started when it gets one, not ahead.
+	return n.limitOfLocked(e) == nil && n.workerKindLocked(e) == ""
 }
 
 // popArmableLocked takes the queue's head entries due by now+LookAhead

@@ -135,7 +135,14 @@ func (n *Node) starter(st *identState) {
 		}
 		held := n.takeSlots(len(batch))
 		if held == 0 {
-			continue // stopping
+			// Stopping: the batch starts nothing; its tokens and reserved
+			// worker slots go back.
+			n.mu.Lock()
+			for _, e := range batch {
+				n.releaseEntryHoldsLocked(e)
+			}
+			n.mu.Unlock()
+			continue
 		}
 		if held < len(batch) {
 			n.mu.Lock()
@@ -163,12 +170,12 @@ func (n *Node) starter(st *identState) {
 				launch()
 			} else {
 				<-n.slots
-				// Nothing started: the identity's share and the kind's
-				// token go back (a run that started gives them back when
-				// it ends).
+				// Nothing started: the identity's share, the kind's token
+				// and the worker's slot go back (a run that started gives
+				// them back when it ends).
 				n.mu.Lock()
 				n.releaseShareLocked(st, 1)
-				n.releaseEntryTokenLocked(batch[i])
+				n.releaseEntryHoldsLocked(batch[i])
 				n.mu.Unlock()
 			}
 		}
@@ -529,12 +536,24 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		n.mu.Unlock()
 		return nil, nil
 	}
-	// The run's flight carries its kind's token from here on (limits.go).
+	// The run's flight carries its kind's token (limits.go) and its remote
+	// worker's slot (workerwait.go) from here on.
 	if e.x != nil {
 		f.token, e.x.token = e.x.token, nil
+		if h := e.x.ww; h != nil {
+			f.reserved, h.reserved = h.reserved, nil
+		}
 	}
 	ready := e.readyAt.time()
+	reserved := f.reserved
 	n.mu.Unlock()
+	if reserved != nil && !reserved.Live() {
+		// The worker went away since it was reserved: the run is put back,
+		// due, not started for nobody.
+		n.abortFlight(f, e)
+		n.putBack(e)
+		return nil, nil
+	}
 
 	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
 	p.ready = ready
@@ -708,6 +727,7 @@ func (n *Node) abortFlight(f *flight, e *entry) {
 	defer n.mu.Unlock()
 	f.cancel(nil)
 	n.releaseTokenLocked(&f.token)
+	n.releaseFlightReservationLocked(f)
 	if n.flights[f.ref] == f {
 		delete(n.flights, f.ref)
 	}
@@ -826,6 +846,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 func (n *Node) removeEntryLocked(e *entry) {
 	e.gone = true
 	n.queue.remove(e)
+	n.dropWorkerWaitLocked(e)
 	n.dropShadowLocked(e)
 	delete(n.pauses.parked, e)
 	if e.ident.tasks.get(e.id) == e {

@@ -48,6 +48,9 @@ type flight struct {
 	// token is the token of the run's kind's limit, given back when the
 	// run ends (limits.go). Under n.mu.
 	token *kindLimit
+	// reserved is the remote worker's slot the run holds from its start
+	// until its call takes it (workerwait.go). Under n.mu.
+	reserved Reservation
 	// armed is the run while it is armed and waits for its fire time
 	// (arming.go), under n.mu; slotless is set when it is launched without
 	// a run slot (it is not to be called).

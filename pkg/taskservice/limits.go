@@ -60,37 +60,46 @@ func (n *Node) limitOfLocked(e *entry) *kindLimit {
 }
 
 // admitLocked filters a batch just taken off st's start queue: an entry of
-// a limited kind goes on only with a token of its kind, taken here if one
-// is free and no earlier run of its kind and identity waits; otherwise it
-// joins the kind's wait list. n.mu held.
+// a limited kind goes on only with a token of its kind, and then one of a
+// kind only remote workers serve only with a worker's slot reserved
+// (workerwait.go); otherwise it waits, holding nothing more. n.mu held.
 func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
-	if len(n.limits) == 0 {
+	if len(n.limits) == 0 && n.cfg.Remote == nil {
 		return batch
 	}
 	out := batch[:0]
 	for _, e := range batch {
-		if e.ex().token != nil {
+		if n.admitLimitLocked(st, e) && n.admitWorkerLocked(e) {
 			out = append(out, e)
-			continue
-		}
-		lim := n.limitOfLocked(e)
-		switch {
-		case lim == nil:
-			out = append(out, e)
-		case len(lim.waiting[st]) == 0 && lim.running < lim.limit:
-			lim.running++
-			e.extra().token = lim
-			out = append(out, e)
-		default:
-			if len(lim.waiting[st]) == 0 {
-				lim.ring = append(lim.ring, st)
-			}
-			lim.waiting[st] = append(lim.waiting[st], e)
-			lim.nwait++
 		}
 	}
 	clear(batch[len(out):])
 	return out
+}
+
+// admitLimitLocked lets e go on if it is of no limited kind or holds its
+// kind's token, taking one if it is free and no earlier run of its kind and
+// identity waits; otherwise e joins the kind's wait list and false is
+// returned. n.mu held.
+func (n *Node) admitLimitLocked(st *identState, e *entry) bool {
+	if e.ex().token != nil {
+		return true
+	}
+	lim := n.limitOfLocked(e)
+	switch {
+	case lim == nil:
+		return true
+	case len(lim.waiting[st]) == 0 && lim.running < lim.limit:
+		lim.running++
+		e.extra().token = lim
+		return true
+	}
+	if len(lim.waiting[st]) == 0 {
+		lim.ring = append(lim.ring, st)
+	}
+	lim.waiting[st] = append(lim.waiting[st], e)
+	lim.nwait++
+	return false
 }
 
 // grantLocked hands the free tokens of lim to waiting entries, one
@@ -134,8 +143,10 @@ func (n *Node) releaseTokenLocked(tok **kindLimit) {
 }
 
 // forgetWaitingLocked takes a lost identity's entries out of the wait lists
-// and gives back the tokens its queued entries held. n.mu held.
+// (its kinds' and the remote workers') and gives back the tokens and worker
+// slots its queued entries held. n.mu held.
 func (n *Node) forgetWaitingLocked(st *identState) {
+	n.forgetWorkerWaitsLocked(st)
 	for _, lim := range n.limits {
 		if q, ok := lim.waiting[st]; ok {
 			lim.nwait -= len(q)
@@ -152,7 +163,7 @@ func (n *Node) forgetWaitingLocked(st *identState) {
 	}
 	for _, q := range [][]*entry{st.run.grantQ, st.run.startQ} {
 		for _, e := range q {
-			n.releaseEntryTokenLocked(e)
+			n.releaseEntryHoldsLocked(e)
 		}
 	}
 }
@@ -170,11 +181,12 @@ func (n *Node) waitingForLimitLocked() map[string]int {
 	return out
 }
 
-// releaseEntryTokenLocked gives back the kind's token e holds, if any.
-// n.mu held.
-func (n *Node) releaseEntryTokenLocked(e *entry) {
+// releaseEntryHoldsLocked gives back the kind's token and the remote
+// worker's slot e holds, if any. n.mu held.
+func (n *Node) releaseEntryHoldsLocked(e *entry) {
 	if e.x != nil {
 		n.releaseTokenLocked(&e.x.token)
+		n.releaseReservationLocked(e)
 	}
 }
 

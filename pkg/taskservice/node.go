@@ -90,6 +90,9 @@ type Node struct {
 	draining bool                  // no run starts; identities are being handed away
 	pauses   pauseSet              // identity and kind pauses in force (pauses.go)
 	limits   map[string]*kindLimit // per-kind concurrency limits (limits.go); read-only map
+	// workerQs are the entries waiting for a remote worker, by kind
+	// (workerwait.go).
+	workerQs map[string]*workerQueue
 
 	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
 	cals  calendarSet  // the calendars, compiled (calendars.go)
@@ -134,6 +137,7 @@ func New(cfg Config) (*Node, error) {
 		slots:        make(chan struct{}, cfg.Workers),
 		pauses:       newPauseSet(),
 		limits:       newKindLimits(cfg.KindLimits),
+		workerQs:     map[string]*workerQueue{},
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
@@ -275,6 +279,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.loops.Go("ownership", n.ownershipLoop)
 	if n.cfg.Remote != nil {
 		n.loops.Go("remote kinds", n.remoteKindsLoop)
+		n.loops.Go("worker waits", n.workerWaitLoop)
 	}
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
@@ -325,6 +330,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.loops.Stop()
 	// The dispatcher has returned, so no starter starts any more.
 	n.wg.Wait()
+	n.releaseQueuedReservations()
 	n.disarmAll(errNodeStopping)
 
 	done := make(chan struct{})

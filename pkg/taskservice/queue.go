@@ -144,6 +144,9 @@ type entryExtra struct {
 	// token is the token of its kind's limit the entry holds until its
 	// start (limits.go).
 	token *kindLimit
+	// ww is the entry's wait for a remote worker, or the worker slot it
+	// holds until its start (workerwait.go).
+	ww *workerHold
 
 	// allow_overlap (overlap.go): a shadow entry stands for the next fire
 	// time of overlapOf's task while its run is in flight (it is in the

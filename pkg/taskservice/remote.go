@@ -7,15 +7,28 @@ import (
 	"github.com/taskd/taskd/internal/backoff"
 )
 
-// Remote runs, as one Handler, the kinds served by processes outside the
-// node: remote workers (pkg/workers). Its Work is called for every run of
-// a kind that has no handler in Config.Handlers, under the same fence,
-// lease check, timeout and run slot as a local handler's call, and returns
-// the outcome the same way. Kinds lists the kinds it serves now, which the
-// node advertises in its registration; KindsChanged signals (without
-// blocking, coalesced) each time that list may have changed.
+// Remote runs the kinds served by processes outside the node: remote
+// workers (pkg/workers). It serves every run of a kind that has no handler
+// in Config.Handlers.
+//
+// A run of such a kind first waits, holding nothing, for a worker with a
+// free slot (workerwait.go): the node asks Reserve for one before the run
+// takes a run slot or writes its start, so a run no worker can take yet
+// spends no slot, no attempt and no run number. When Reserve says no, the
+// run waits on the node until Freed signals; the waiting runs of a kind are
+// then offered the freed slots in the order they fell due.
+//
+// Kinds lists the kinds it serves now, which the node advertises in its
+// registration; KindsChanged signals (without blocking, coalesced) each
+// time that list may have changed.
 type Remote interface {
-	Handler
+	// Reserve takes one free slot of a connected worker of kind for a run
+	// about to start; false if none is free. The node calls exactly one of
+	// the reservation's Work or Release, once.
+	Reserve(kind string) (Reservation, bool)
+	// Freed signals (without blocking, coalesced) each time a Reserve that
+	// failed may succeed now: a slot freed, a worker joined.
+	Freed() <-chan struct{}
 	Kinds() []string
 	KindsChanged() <-chan struct{}
 }
@@ -29,6 +42,21 @@ type Remote interface {
 // bytes, and etcd refuses a request over 1.5 MiB (--max-request-bytes),
 // which would leave a node that lost its lease unable to register again.
 const MaxRemoteKinds = 1024
+
+// Reservation is a worker's slot held for one run (Remote.Reserve).
+type Reservation interface {
+	// Work runs the run on the reserved worker (or, if that worker has
+	// gone, on another of the kind with a free slot), under the same
+	// fence, lease check and timeout as a local handler's call, and
+	// returns the outcome the same way.
+	Work(ctx context.Context, run *Run) error
+	// Live reports whether the reserved worker is still connected: the
+	// node looks right before it writes the run's start, and puts the run
+	// back instead of starting it for a worker that went away.
+	Live() bool
+	// Release gives the slot back unused.
+	Release()
+}
 
 // remoteKindsLoop republishes the node's registration whenever the remote
 // workers' kinds change, so that scheduling anywhere in the cluster knows

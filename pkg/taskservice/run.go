@@ -25,9 +25,11 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	// handler has returned: the commit that follows is batched with others
 	// and needs no slot, so a burst of short runs is bounded by handler
 	// time, not by commit round trips. The kind's token (KindLimits) is
-	// given back once the commit is done.
+	// given back once the commit is done. A remote worker's slot the run
+	// holds goes back too if the run was not handed to the worker.
 	var freed bool
 	free := func() {
+		n.releaseFlightReservation(f)
 		if !freed && !f.slotless {
 			n.release()
 			n.mu.Lock()
@@ -125,10 +127,8 @@ func notCalledErr(ctx context.Context) error {
 // the flight's context carrying the run's span.
 func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
-	if h == nil && n.cfg.Remote != nil {
-		h = n.cfg.Remote
-	}
-	if h == nil {
+	remote := h == nil && n.cfg.Remote != nil
+	if h == nil && !remote {
 		close(entered)
 		return Retry(fmt.Errorf("node %s has no handler for kind %q", n.cfg.Name, run.Kind))
 	}
@@ -147,7 +147,16 @@ func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout 
 		return notCalledErr(f.ctx)
 	}
 	close(entered)
-	err = h.Work(ctx, run)
+	if remote {
+		// The worker's slot was reserved before the start (workerwait.go).
+		res := n.takeReservation(f)
+		if res == nil {
+			return Retry(fmt.Errorf("node %s: no worker of kind %q was reserved for the run", n.cfg.Name, run.Kind))
+		}
+		err = res.Work(ctx, run)
+	} else {
+		err = h.Work(ctx, run)
+	}
 	if err == nil && ctx.Err() != nil && f.ctx.Err() == nil {
 		// The handler ignored its deadline but returned nil: still a
 		// timeout, and the run's history says so, not the note the handler

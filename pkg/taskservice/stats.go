@@ -42,6 +42,11 @@ type Stats struct {
 	// WaitingForLimit counts, for each kind of Config.KindLimits, the due
 	// runs waiting for that kind's limit (they are counted in Due too).
 	WaitingForLimit map[string]int
+	// WaitingForWorker counts, by kind, the due runs of kinds only remote
+	// workers serve that wait for a worker with a free slot (they are
+	// counted in Due too; they hold no run slot and their starts are not
+	// written).
+	WaitingForWorker map[string]int
 }
 
 // Stats returns a snapshot of the node's counts. It walks the timer queue
@@ -93,6 +98,10 @@ func (n *Node) Stats() Stats {
 	}
 	s.WaitingForLimit = n.waitingForLimitLocked()
 	for _, w := range s.WaitingForLimit {
+		s.Due += w
+	}
+	s.WaitingForWorker = n.waitingForWorkerLocked()
+	for _, w := range s.WaitingForWorker {
 		s.Due += w
 	}
 	return s

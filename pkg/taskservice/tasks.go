@@ -890,12 +890,18 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 }
 
 // view is the API view of a record as this node sees it: toTask, with the
-// pauses in force.
+// pauses in force and, if this node owns the task, what its due run waits
+// for.
 func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	t := toTask(rec, rev)
+	spec := rec.GetSpec()
 	n.mu.Lock()
-	t.PausedBy = n.pausedByLocked(rec, rec.GetSpec().GetIdentity())
+	t.PausedBy = n.pausedByLocked(rec, spec.GetIdentity())
+	since, waiting := n.workerWaitOfLocked(spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE, !spec.GetNonDurable(), spec.GetIdentity(), rec.GetId())
 	n.mu.Unlock()
+	if waiting && !isFinal(t.State) && rec.Running == nil {
+		t.Waiting, t.WaitingSince = WaitingForWorker, timestamppb.New(since)
+	}
 	if t.Paused = len(t.PausedBy) > 0; t.Paused && !isFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
 		t.State = taskdv1.TaskState_TASK_STATE_PAUSED
 	}

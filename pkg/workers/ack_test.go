@@ -21,11 +21,19 @@ import (
 // handler's return just after it, held open.
 type lateRemote struct{ *workers.Pool }
 
-func (l lateRemote) Work(ctx context.Context, run *taskservice.Run) error {
-	err := l.Pool.Work(ctx, run)
-	if run.Kind == "late" {
-		<-ctx.Done()
+func (l lateRemote) Reserve(kind string) (taskservice.Reservation, bool) {
+	r, ok := l.Pool.Reserve(kind)
+	if ok && kind == "late" {
+		return lateReservation{r}, true
 	}
+	return r, ok
+}
+
+type lateReservation struct{ taskservice.Reservation }
+
+func (l lateReservation) Work(ctx context.Context, run *taskservice.Run) error {
+	err := l.Reservation.Work(ctx, run)
+	<-ctx.Done()
 	return err
 }
 

@@ -3,13 +3,16 @@
 // (proto/taskd/v1/worker.proto).
 //
 // A Pool is the workers connected to one node. It is the node's Remote
-// handler (taskservice.Config.Remote): the node calls it for every run of a
-// kind it has no handler of its own for, exactly where it would call a
-// local handler, after the same lease check and under the same fence. The
-// Pool hands the run to a connected worker that serves the kind and has a
-// free slot (each worker says how many runs it takes at once), waits for
-// its outcome, and returns it to the node, which commits it fenced on the
-// identity's epoch and the task's revision. The Pool learns from the
+// (taskservice.Config.Remote): for every due run of a kind it has no
+// handler of its own for, the node first reserves a free slot of a
+// connected worker that serves the kind (Reserve; each worker says how many
+// runs it takes at once), before the run takes a run slot or writes its
+// start; a run for which no slot is free waits on the node, holding
+// nothing, until the Pool signals a freed slot or a new worker (Freed).
+// Then, exactly where it would call a local handler, after the same lease
+// check and under the same fence, the node hands the run to the reserved
+// worker. The Pool waits for its outcome and returns it to the node, which
+// commits it fenced on the identity's epoch and the task's revision. The Pool learns from the
 // node's events whether that commit happened and tells the worker (WorkAck):
 // a worker whose run the node no longer holds (it timed out, the node lost
 // its lease and the identity went elsewhere) learns that it was dropped.
@@ -30,6 +33,8 @@
 //     workers at most taskservice.MaxRemoteKinds distinct kinds;
 //   - an outcome for a run the node has given up on (cancelled, timed out,
 //     fenced out) is refused, never committed;
-//   - a run waits for a worker of its kind up to the task's timeout, then
-//     fails as an attempt.
+//   - a run waiting for a worker of its kind holds no run slot and uses no
+//     attempt: its start is written only once a worker's slot is reserved
+//     for it; the waiting runs of a kind are handed the freed slots in the
+//     order they fell due.
 package workers

@@ -37,6 +37,8 @@ type nodeSetup struct {
 	pool workers.Config
 	// remote, when set, is the node's Remote, given the pool.
 	remote func(*workers.Pool) taskservice.Remote
+	// node, when set, edits the node's configuration.
+	node func(*taskservice.Config)
 }
 
 func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.Duration, handlers map[string]taskservice.Handler, opts ...func(*nodeSetup)) *node {
@@ -58,11 +60,15 @@ func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.D
 	if setup.remote != nil {
 		remote = setup.remote(pool)
 	}
-	n, err := taskservice.New(taskservice.Config{
+	cfg := taskservice.Config{
 		Name: name, Client: cli, Address: lis.Addr().String(), Handlers: handlers,
 		Remote: remote, Listeners: []taskservice.Listener{pool.Observe}, Logger: log,
 		LeaseTTL: 2 * time.Second,
-	})
+	}
+	if setup.node != nil {
+		setup.node(&cfg)
+	}
+	n, err := taskservice.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

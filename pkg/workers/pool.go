@@ -55,10 +55,10 @@ type Pool struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
-	// changed is closed, and replaced, whenever a worker joins or a slot
-	// frees: runs waiting for a worker look again.
-	changed chan struct{}
-	kinds   []string
+	// freed signals (cap 1, coalesced) whenever a worker joins or a slot
+	// frees: the node hands the slot to a run waiting for one (Reserve).
+	freed chan struct{}
+	kinds []string
 	// awaiting holds the runs whose outcome went to the node, until the
 	// node's outcome event says whether it was committed.
 	awaiting map[runKey]*dispatch
@@ -80,7 +80,8 @@ type session struct {
 	gone chan struct{}
 	// end is why the stream ends, set once: a cut-off sets it first.
 	end streamEnd
-	// Under Pool.mu:
+	// Under Pool.mu: inflight counts the slots taken, by runs held and by
+	// reservations not yet used.
 	inflight int
 	runs     map[string]*dispatch
 }
@@ -128,7 +129,7 @@ func New(cfg Config) (*Pool, error) {
 		cfg:          cfg,
 		log:          cfg.Logger.Named("workers").With("node", cfg.Node),
 		sessions:     map[*session]struct{}{},
-		changed:      make(chan struct{}),
+		freed:        make(chan struct{}, 1),
 		awaiting:     map[runKey]*dispatch{},
 		kindsChanged: make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
@@ -171,24 +172,89 @@ func (p *Pool) Close() {
 	}
 }
 
-// Work runs one run on a connected worker of its kind: taskservice.Handler.
-func (p *Pool) Work(ctx context.Context, run *taskservice.Run) error {
-	var d *dispatch
-	for d == nil {
-		p.mu.Lock()
-		if s := p.pickLocked(run.Kind); s != nil {
-			d = p.holdLocked(s, run)
+// Reserve takes a free slot of the least busy connected worker of kind,
+// for a run the node is about to start: taskservice.Remote. The node calls
+// it before the run takes a run slot or writes its start, so a run no
+// worker can take yet waits on the node, holding nothing, until Freed.
+func (p *Pool) Reserve(kind string) (taskservice.Reservation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, false
+	}
+	s := p.pickLocked(kind)
+	if s == nil {
+		return nil, false
+	}
+	s.inflight++
+	return &reservation{p: p, s: s, kind: kind}, true
+}
+
+// Freed signals each time a Reserve that failed may succeed now: a slot
+// freed or a worker joined.
+func (p *Pool) Freed() <-chan struct{} { return p.freed }
+
+// reservation is one worker's slot held for a run about to start.
+type reservation struct {
+	p    *Pool
+	s    *session
+	kind string
+	done bool // used or released; under Pool.mu
+}
+
+// Live reports whether the reserved worker is still connected.
+func (r *reservation) Live() bool {
+	select {
+	case <-r.s.gone:
+		return false
+	default:
+		return true
+	}
+}
+
+// Release gives the slot back unused.
+func (r *reservation) Release() {
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.done = true
+	r.s.inflight--
+	p.wakeLocked()
+}
+
+// take turns the reservation into the run's dispatch: on the reserved
+// worker, or, if it has gone since, on another of the kind with a free
+// slot; nil if there is none.
+func (r *reservation) take(run *taskservice.Run) (*dispatch, error) {
+	p := r.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.done {
+		return nil, errors.New("workers: a reservation used twice")
+	}
+	r.done = true
+	s := r.s
+	select {
+	case <-s.gone:
+		s.inflight-- // its slot is gone with it
+		if s = p.pickLocked(r.kind); s == nil {
+			return nil, taskservice.Retry(fmt.Errorf("worker %s went away before the run was handed to it, and no other worker of kind %q has a free slot", r.s.name, r.kind))
 		}
-		wait := p.changed
-		p.mu.Unlock()
-		if d != nil {
-			break
-		}
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return fmt.Errorf("no worker of kind %q on node %s took the run: %w", run.Kind, p.cfg.Node, ctx.Err())
-		}
+		s.inflight++
+	default:
+	}
+	return p.holdLocked(s, run), nil
+}
+
+// Work runs one run on the reserved worker: taskservice.Reservation.
+func (r *reservation) Work(ctx context.Context, run *taskservice.Run) error {
+	p := r.p
+	d, err := r.take(run)
+	if err != nil {
+		return err
 	}
 	msg := &taskdv1.WorkRun{
 		RunId:     d.id,
@@ -243,6 +309,7 @@ func (p *Pool) pickLocked(kind string) *session {
 	return best
 }
 
+// holdLocked registers run as held by s, in the slot reserved for it.
 func (p *Pool) holdLocked(s *session, run *taskservice.Run) *dispatch {
 	fence := run.Fence.String()
 	d := &dispatch{
@@ -252,7 +319,6 @@ func (p *Pool) holdLocked(s *session, run *taskservice.Run) *dispatch {
 		s:      s,
 		result: make(chan *taskdv1.WorkOutcome, 1),
 	}
-	s.inflight++
 	s.runs[d.id] = d
 	return d
 }
@@ -272,10 +338,13 @@ func (p *Pool) giveUp(d *dispatch) (*taskdv1.WorkOutcome, bool) {
 	return <-d.result, false
 }
 
-// wakeLocked lets the runs waiting for a worker look again.
+// wakeLocked tells the node that a run waiting for a worker may have one
+// now (Freed).
 func (p *Pool) wakeLocked() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
 }
 
 // outcome turns a worker's outcome into the handler's return.

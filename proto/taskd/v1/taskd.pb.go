@@ -1222,7 +1222,16 @@ type Task struct {
 	// calendars; a paused task still shows them.
 	NextFireTimes []*timestamppb.Timestamp `protobuf:"bytes,13,rep,name=next_fire_times,json=nextFireTimes,proto3" json:"next_fire_times,omitempty"`
 	// misfires counts fire times resolved by a misfire policy.
-	Misfires      int64 `protobuf:"varint,14,opt,name=misfires,proto3" json:"misfires,omitempty"`
+	Misfires int64 `protobuf:"varint,14,opt,name=misfires,proto3" json:"misfires,omitempty"`
+	// waiting says what the task's due run waits for before it can start,
+	// as the identity's owner sees it (set only when the owner answers):
+	// "worker" while its kind is served only by remote workers and none
+	// with a free slot is connected to the owner. Such a run holds no run
+	// slot and its start is not written: it uses no attempt and no run
+	// number, and the task is not RUNNING. Empty otherwise.
+	Waiting string `protobuf:"bytes,15,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// waiting_since is when the run began to wait (set with waiting).
+	WaitingSince  *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=waiting_since,json=waitingSince,proto3" json:"waiting_since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1353,6 +1362,20 @@ func (x *Task) GetMisfires() int64 {
 		return x.Misfires
 	}
 	return 0
+}
+
+func (x *Task) GetWaiting() string {
+	if x != nil {
+		return x.Waiting
+	}
+	return ""
+}
+
+func (x *Task) GetWaitingSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitingSince
+	}
+	return nil
 }
 
 // Run is one execution of a task, as kept in its history.
@@ -5191,7 +5214,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"started_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xbc\x04\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\x97\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
 	"\x04spec\x18\x02 \x01(\v2\x12.taskd.v1.TaskSpecR\x04spec\x12)\n" +
@@ -5209,7 +5232,9 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x06paused\x18\v \x01(\bR\x06paused\x12\x1b\n" +
 	"\tpaused_by\x18\f \x03(\tR\bpausedBy\x12B\n" +
 	"\x0fnext_fire_times\x18\r \x03(\v2\x1a.google.protobuf.TimestampR\rnextFireTimes\x12\x1a\n" +
-	"\bmisfires\x18\x0e \x01(\x03R\bmisfires\"\xe4\x03\n" +
+	"\bmisfires\x18\x0e \x01(\x03R\bmisfires\x12\x18\n" +
+	"\awaiting\x18\x0f \x01(\tR\awaiting\x12?\n" +
+	"\rwaiting_since\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\fwaitingSince\"\xe4\x03\n" +
 	"\x03Run\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -5659,116 +5684,117 @@ var file_taskd_v1_taskd_proto_depIdxs = []int32{
 	13,  // 27: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
 	81,  // 28: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
 	81,  // 29: taskd.v1.Task.next_fire_times:type_name -> google.protobuf.Timestamp
-	81,  // 30: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
-	81,  // 31: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 32: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	3,   // 33: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
-	81,  // 34: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
-	4,   // 35: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
-	81,  // 36: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 37: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
-	82,  // 38: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
-	12,  // 39: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
-	14,  // 40: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
-	12,  // 41: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
-	14,  // 42: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
-	14,  // 43: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
-	2,   // 44: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
-	80,  // 45: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
-	14,  // 46: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
-	14,  // 47: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 48: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
-	15,  // 49: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
-	16,  // 50: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
-	16,  // 51: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
-	17,  // 52: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
-	17,  // 53: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
-	12,  // 54: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
-	14,  // 55: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 56: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 57: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
-	81,  // 58: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
-	46,  // 59: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
-	46,  // 60: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
-	46,  // 61: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
-	10,  // 62: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
-	81,  // 63: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
-	59,  // 64: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
-	81,  // 65: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
-	60,  // 66: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
-	60,  // 67: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
-	61,  // 68: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
-	62,  // 69: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
-	63,  // 70: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
-	64,  // 71: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
-	65,  // 72: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
-	66,  // 73: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
-	67,  // 74: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
-	67,  // 75: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	67,  // 76: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	67,  // 77: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
-	5,   // 78: taskd.v1.Event.type:type_name -> taskd.v1.EventType
-	81,  // 79: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,   // 80: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
-	81,  // 81: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
-	81,  // 82: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
-	5,   // 83: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
-	76,  // 84: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
-	18,  // 85: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
-	20,  // 86: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
-	22,  // 87: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
-	24,  // 88: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
-	26,  // 89: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
-	28,  // 90: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
-	30,  // 91: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
-	32,  // 92: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
-	34,  // 93: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
-	35,  // 94: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
-	37,  // 95: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
-	40,  // 96: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
-	42,  // 97: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
-	44,  // 98: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
-	47,  // 99: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
-	49,  // 100: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
-	51,  // 101: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
-	53,  // 102: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
-	55,  // 103: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
-	57,  // 104: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
-	68,  // 105: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
-	70,  // 106: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
-	72,  // 107: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
-	74,  // 108: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
-	77,  // 109: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
-	19,  // 110: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
-	21,  // 111: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
-	23,  // 112: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
-	25,  // 113: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
-	27,  // 114: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
-	29,  // 115: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
-	31,  // 116: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
-	33,  // 117: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
-	39,  // 118: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
-	36,  // 119: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
-	38,  // 120: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
-	41,  // 121: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
-	43,  // 122: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
-	45,  // 123: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
-	48,  // 124: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
-	50,  // 125: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
-	52,  // 126: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
-	54,  // 127: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
-	56,  // 128: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
-	58,  // 129: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
-	69,  // 130: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
-	71,  // 131: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
-	73,  // 132: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
-	75,  // 133: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
-	78,  // 134: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
-	110, // [110:135] is the sub-list for method output_type
-	85,  // [85:110] is the sub-list for method input_type
-	85,  // [85:85] is the sub-list for extension type_name
-	85,  // [85:85] is the sub-list for extension extendee
-	0,   // [0:85] is the sub-list for field type_name
+	81,  // 30: taskd.v1.Task.waiting_since:type_name -> google.protobuf.Timestamp
+	81,  // 31: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
+	81,  // 32: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 33: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	3,   // 34: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
+	81,  // 35: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
+	4,   // 36: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
+	81,  // 37: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	81,  // 38: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
+	82,  // 39: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
+	12,  // 40: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
+	14,  // 41: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
+	12,  // 42: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
+	14,  // 43: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 44: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
+	2,   // 45: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
+	80,  // 46: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
+	14,  // 47: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 48: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 49: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
+	15,  // 50: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
+	16,  // 51: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
+	16,  // 52: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
+	17,  // 53: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
+	17,  // 54: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
+	12,  // 55: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
+	14,  // 56: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 57: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 58: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
+	81,  // 59: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
+	46,  // 60: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
+	46,  // 61: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
+	46,  // 62: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
+	10,  // 63: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
+	81,  // 64: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
+	59,  // 65: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
+	81,  // 66: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
+	60,  // 67: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
+	60,  // 68: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
+	61,  // 69: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
+	62,  // 70: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
+	63,  // 71: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
+	64,  // 72: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
+	65,  // 73: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
+	66,  // 74: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
+	67,  // 75: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
+	67,  // 76: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	67,  // 77: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	67,  // 78: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
+	5,   // 79: taskd.v1.Event.type:type_name -> taskd.v1.EventType
+	81,  // 80: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,   // 81: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
+	81,  // 82: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
+	81,  // 83: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
+	5,   // 84: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
+	76,  // 85: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
+	18,  // 86: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
+	20,  // 87: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
+	22,  // 88: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
+	24,  // 89: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
+	26,  // 90: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
+	28,  // 91: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
+	30,  // 92: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
+	32,  // 93: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
+	34,  // 94: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
+	35,  // 95: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
+	37,  // 96: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
+	40,  // 97: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
+	42,  // 98: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
+	44,  // 99: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
+	47,  // 100: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
+	49,  // 101: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
+	51,  // 102: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
+	53,  // 103: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
+	55,  // 104: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
+	57,  // 105: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
+	68,  // 106: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
+	70,  // 107: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
+	72,  // 108: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
+	74,  // 109: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
+	77,  // 110: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
+	19,  // 111: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
+	21,  // 112: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
+	23,  // 113: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
+	25,  // 114: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
+	27,  // 115: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
+	29,  // 116: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
+	31,  // 117: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
+	33,  // 118: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
+	39,  // 119: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
+	36,  // 120: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
+	38,  // 121: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
+	41,  // 122: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
+	43,  // 123: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
+	45,  // 124: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
+	48,  // 125: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
+	50,  // 126: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
+	52,  // 127: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
+	54,  // 128: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
+	56,  // 129: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
+	58,  // 130: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
+	69,  // 131: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
+	71,  // 132: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
+	73,  // 133: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
+	75,  // 134: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
+	78,  // 135: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
+	111, // [111:136] is the sub-list for method output_type
+	86,  // [86:111] is the sub-list for method input_type
+	86,  // [86:86] is the sub-list for extension type_name
+	86,  // [86:86] is the sub-list for extension extendee
+	0,   // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_taskd_v1_taskd_proto_init() }

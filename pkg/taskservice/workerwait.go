@@ -1,0 +1,329 @@
+package taskservice
+
+import (
+	"container/heap"
+	"context"
+	"time"
+)
+
+// This file is the wait for a remote worker (Config.Remote).
+//
+// A due run of a kind that only remote workers serve (no handler in
+// Config.Handlers) needs a worker with a free slot. Its identity's starter
+// asks the Remote for one (Reserve) when it takes the entry off the start
+// queue, after the kind's limit token (limits.go) and before the run slot
+// and the start write, as a kind limit's token is taken. An entry that
+// finds no free worker does not hold its starter, a run slot, or its
+// identity's other kinds, and nothing is written for it: no attempt is
+// used, no run number taken. It waits in its kind's worker queue, still
+// due (counted in Stats.Due and Stats.WaitingForWorker, shown by GetTask
+// as waiting for a worker since when it began), its fire time and misfire
+// handling unchanged: its start computes them when it comes.
+//
+// The worker queue of a kind is ordered as the timer queue is: by when the
+// entry fell due (readyAt), then priority, then task id. When the Remote
+// signals a freed slot or a new worker (Freed), the worker-wait loop hands
+// the free slots to the heads of the queues in that order, across kinds;
+// an entry given one goes to its identity's grant queue and starts like
+// any other (the lease is checked at its start write and again right
+// before the call). While entries of a kind wait, a later entry of that
+// kind waits behind them, so the runs of one kind of one identity start in
+// order (contract §2.6); its other kinds do not wait.
+//
+// The reservation goes with the run's flight at its start. A reserved
+// worker that went away before the start write is found then (Live): the
+// run is put back, not started. One that goes away after the start is a
+// worker gone mid-run: a failed attempt, as before. A reservation not used
+// (the start ran nothing, the identity left, the node stops) is given back.
+//
+// No new buffer: a worker queue holds entries the node holds anyway (one
+// per task, at most once each).
+
+// WaitingForWorker is taskdv1.Task.waiting for a due run that waits for a
+// remote worker with a free slot.
+const WaitingForWorker = "worker"
+
+// workerHold is what an entry waiting for a worker, or holding one's slot
+// before its start, carries (out of line, in entryExtra).
+type workerHold struct {
+	// reserved is the worker slot held from the entry's admission until its
+	// start, when the run's flight takes it.
+	reserved Reservation
+	// q is the worker queue the entry waits in, nil when it does not wait;
+	// idx its index there; since when it began to wait.
+	q     *workerQueue
+	idx   int
+	since instant
+}
+
+// workerQueue is the entries of one kind waiting for a worker, a heap in
+// due order. Guarded by n.mu.
+type workerQueue struct {
+	kind string
+	q    []*entry
+}
+
+func (w *workerQueue) Len() int           { return len(w.q) }
+func (w *workerQueue) Less(i, j int) bool { return dueBefore(w.q[i], w.q[j]) }
+func (w *workerQueue) Swap(i, j int) {
+	w.q[i], w.q[j] = w.q[j], w.q[i]
+	w.q[i].x.ww.idx, w.q[j].x.ww.idx = i, j
+}
+func (w *workerQueue) Push(x any) {
+	e := x.(*entry)
+	e.x.ww.idx = len(w.q)
+	w.q = append(w.q, e)
+}
+func (w *workerQueue) Pop() any {
+	e := w.q[len(w.q)-1]
+	w.q[len(w.q)-1] = nil
+	w.q = w.q[:len(w.q)-1]
+	return e
+}
+
+// dueBefore orders waiting entries as the timer queue does: by when they
+// fell due, then priority (higher first), then task id (creation order).
+func dueBefore(a, b *entry) bool {
+	if ra, rb := readyOf(a), readyOf(b); ra != rb {
+		return ra < rb
+	}
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	return a.id < b.id
+}
+
+// readyOf is when e fell due, for the worker queues' order.
+func readyOf(e *entry) instant {
+	if e.readyAt != 0 {
+		return e.readyAt
+	}
+	return e.due
+}
+
+// hold returns e's worker hold for writing, allocating it.
+func (e *entry) hold() *workerHold {
+	x := e.extra()
+	if x.ww == nil {
+		x.ww = &workerHold{}
+	}
+	return x.ww
+}
+
+// workerKindLocked is the kind of due entry e if its run needs a remote
+// worker, or "": purges and overlap shadows (whose overlapping run is a
+// task of its own) need none, nor a kind with a handler here. n.mu held.
+func (n *Node) workerKindLocked(e *entry) string {
+	if n.cfg.Remote == nil || e.purge || e.ex().overlapOf != nil {
+		return ""
+	}
+	rec := e.record()
+	if e.rec == nil && rec != nil {
+		// Decoded once: its start, which comes next, reads it again.
+		e.rec, e.raw = rec, ""
+	}
+	kind := rec.GetSpec().GetKind()
+	if n.cfg.Handlers[kind] != nil {
+		return ""
+	}
+	return kind
+}
+
+// admitWorkerLocked lets e go on to its run slot and start if it needs no
+// worker or holds a worker's slot, reserving one if it is free and no
+// earlier entry of its kind waits; otherwise e joins its kind's worker
+// queue and false is returned. n.mu held.
+func (n *Node) admitWorkerLocked(e *entry) bool {
+	if e.x != nil && e.x.ww != nil && e.x.ww.reserved != nil {
+		return true
+	}
+	kind := n.workerKindLocked(e)
+	if kind == "" {
+		return true
+	}
+	wq := n.workerQs[kind]
+	if wq == nil || wq.Len() == 0 {
+		if res, ok := n.cfg.Remote.Reserve(kind); ok {
+			e.hold().reserved = res
+			return true
+		}
+	}
+	if wq == nil {
+		wq = &workerQueue{kind: kind}
+		n.workerQs[kind] = wq
+	}
+	h := e.hold()
+	h.q, h.since = wq, instantOf(time.Now())
+	heap.Push(wq, e)
+	return false
+}
+
+// grantWorkersLocked hands the free worker slots to the waiting entries:
+// the earliest head of the kinds' queues first, a kind left out once its
+// Reserve fails. n.mu held.
+func (n *Node) grantWorkersLocked() {
+	var full map[string]bool
+	for {
+		var best *workerQueue
+		for kind, wq := range n.workerQs {
+			if wq.Len() == 0 {
+				delete(n.workerQs, kind)
+				continue
+			}
+			if full[kind] {
+				continue
+			}
+			if best == nil || dueBefore(wq.q[0], best.q[0]) {
+				best = wq
+			}
+		}
+		if best == nil {
+			return
+		}
+		res, ok := n.cfg.Remote.Reserve(best.kind)
+		if !ok {
+			if full == nil {
+				full = map[string]bool{}
+			}
+			full[best.kind] = true
+			continue
+		}
+		e := heap.Pop(best).(*entry)
+		h := e.x.ww
+		h.q, h.since, h.reserved = nil, 0, res
+		st := e.ident
+		r := st.r()
+		r.grantQ = append(r.grantQ, e)
+		n.ensureStarterLocked(st)
+	}
+}
+
+// dropWorkerWaitLocked takes e out of its worker queue, if it waits in
+// one, and gives back the kind's token it may hold (it waits for a worker
+// after it got its token): e is gone, or its identity left. n.mu held.
+func (n *Node) dropWorkerWaitLocked(e *entry) {
+	if e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
+		return
+	}
+	h := e.x.ww
+	heap.Remove(h.q, h.idx)
+	h.q, h.since = nil, 0
+	n.releaseEntryHoldsLocked(e)
+}
+
+// releaseReservationLocked gives back the worker slot e holds, if any.
+// n.mu held.
+func (n *Node) releaseReservationLocked(e *entry) {
+	if e.x != nil && e.x.ww != nil && e.x.ww.reserved != nil {
+		e.x.ww.reserved.Release()
+		e.x.ww.reserved = nil
+	}
+}
+
+// releaseFlightReservation gives back the worker slot of a run that was
+// not handed to it (its handler was not called, or it was vetoed).
+func (n *Node) releaseFlightReservation(f *flight) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.releaseFlightReservationLocked(f)
+}
+
+func (n *Node) releaseFlightReservationLocked(f *flight) {
+	if f.reserved != nil {
+		f.reserved.Release()
+		f.reserved = nil
+	}
+}
+
+// takeReservation hands the run's reserved worker slot to its call; nil if
+// it holds none.
+func (n *Node) takeReservation(f *flight) Reservation {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	res := f.reserved
+	f.reserved = nil
+	return res
+}
+
+// forgetWorkerWaitsLocked takes a lost identity's entries out of the worker
+// queues. n.mu held.
+func (n *Node) forgetWorkerWaitsLocked(st *identState) {
+	if len(n.workerQs) == 0 {
+		return
+	}
+	for e := range st.tasks.all() {
+		n.dropWorkerWaitLocked(e)
+	}
+}
+
+// releaseQueuedReservations gives back, at Stop (the starters are gone),
+// the worker slots of entries left in start queues.
+func (n *Node) releaseQueuedReservations() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {
+		for _, st := range m {
+			if st.run == nil {
+				continue
+			}
+			for _, q := range [][]*entry{st.run.grantQ, st.run.startQ} {
+				for _, e := range q {
+					n.releaseReservationLocked(e)
+				}
+			}
+		}
+	}
+}
+
+// workerWaitLoop hands freed worker slots to the waiting entries.
+func (n *Node) workerWaitLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.cfg.Remote.Freed():
+		}
+		n.mu.Lock()
+		n.grantWorkersLocked()
+		n.mu.Unlock()
+	}
+}
+
+// waitingForWorkerLocked counts the entries waiting for a worker, by kind:
+// the kinds with waiting entries and those the connected workers serve
+// (0 if none waits). n.mu held.
+func (n *Node) waitingForWorkerLocked() map[string]int {
+	if n.cfg.Remote == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, kind := range n.cfg.Remote.Kinds() {
+		if n.cfg.Handlers[kind] == nil {
+			out[kind] = 0
+		}
+	}
+	for kind, wq := range n.workerQs {
+		if wq.Len() > 0 {
+			out[kind] = wq.Len()
+		}
+	}
+	return out
+}
+
+// workerWaitOfLocked returns since when the node's entry of task id of
+// identity waits for a worker; ok is false if it does not (or the node
+// holds no such entry). n.mu held.
+func (n *Node) workerWaitOfLocked(scopeEvery, durable bool, identity, id string) (since time.Time, ok bool) {
+	m := n.local
+	switch {
+	case scopeEvery:
+		m = n.every
+	case durable:
+		m = n.idents
+	}
+	e := m[identity].task(id)
+	if e == nil || e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
+		return time.Time{}, false
+	}
+	return e.x.ww.since.time(), true
+}

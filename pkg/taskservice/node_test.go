@@ -141,7 +141,13 @@ type harness struct {
 // newHarness starts etcd and one node "n1" with a recorder for kind "rec".
 func newHarness(t *testing.T, mod func(*taskservice.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, etcd: tst.StartEtcd(t), rec: &recorder{}, ev: &events{}}
+	return newHarnessOn(t, tst.StartEtcd(t), mod)
+}
+
+// newHarnessOn is newHarness on the etcd given.
+func newHarnessOn(t *testing.T, etcd *tst.Etcd, mod func(*taskservice.Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, etcd: etcd, rec: &recorder{}, ev: &events{}}
 	cfg := taskservice.Config{
 		Name:      "n1",
 		Handlers:  map[string]taskservice.Handler{"rec": h.rec},

@@ -17,16 +17,32 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// A run whose outcome is too large to store (3 MiB of handler data: more
-// than etcd takes in one request, and than the client sends) is committed
-// as a failed run whose message says what was too large, its data dropped;
-// it counts an attempt and is retried by the task's policy, here to DEAD
-// after two attempts. Until this release the commit was retried forever
-// and the task stayed RUNNING.
+// smallRequests is the request limit of the etcd the too-large tests run
+// on: the API's own limits (--max-payload, the encoded task limit) keep a
+// commit within etcd's default 1.5 MiB, so the write path's guard is
+// reached against an etcd that takes less (an external etcd configured
+// lower, or a record stored by an older release before the API limits).
+const smallRequests = 256 << 10
+
+// smallRequestNode is a harness on an etcd refusing requests over
+// smallRequests, whose node knows that limit and takes payload and data up
+// to 400 KiB: data the API accepts, in writes etcd refuses.
+func smallRequestNode(t *testing.T) *harness {
+	return newHarnessOn(t, tst.StartEtcdLimited(t, smallRequests), func(c *taskservice.Config) {
+		c.MaxPayload, c.MaxRequestBytes = 400<<10, smallRequests
+	})
+}
+
+// A run whose outcome is too large to store (300 KiB of handler data,
+// within --max-payload, against an etcd that takes 256 KiB a request) is
+// committed as a failed run whose message says what was too large, its
+// data dropped; it counts an attempt and is retried by the task's policy,
+// here to DEAD after two attempts. Until this release the commit was
+// retried forever and the task stayed RUNNING.
 func TestOutcomeTooLargeIsAFailedRun(t *testing.T) {
-	h := newHarness(t, nil)
+	h := smallRequestNode(t)
 	h.rec.behave = func(ctx context.Context, r *taskservice.Run, n int) error {
-		r.SetData(make([]byte, 3<<20))
+		r.SetData(make([]byte, 300<<10))
 		return nil
 	}
 	s := spec("big-outcome", "rec", now())
@@ -42,7 +58,7 @@ func TestOutcomeTooLargeIsAFailedRun(t *testing.T) {
 		t.Fatalf("%d runs in history, want 2 attempts", len(runs))
 	}
 	for _, r := range runs {
-		if r.Outcome != taskdv1.Outcome_OUTCOME_ERROR || !contains(r.Message, "outcome too large to store (data 3145728 bytes (3.0 MiB)") ||
+		if r.Outcome != taskdv1.Outcome_OUTCOME_ERROR || !contains(r.Message, "outcome too large to store (data 307200 bytes (300.0 KiB)") ||
 			!contains(r.Message, "limit is") {
 			t.Errorf("run %d: %s %q, want ERROR saying the data was too large and the limit", r.RunNumber, r.Outcome, r.Message)
 		}
@@ -52,14 +68,14 @@ func TestOutcomeTooLargeIsAFailedRun(t *testing.T) {
 	}
 }
 
-// The case of the field: a task whose record is already large (1.45 MB of
-// payload, accepted under a raised payload limit; a 1.5 MB cron expression
-// accepted by an old release is the same) and a run with a 60 KiB message:
-// the record and history entry together do not fit one request. The run is
-// recorded as a failed run without the long message, and the retry, whose
-// outcome fits, completes the task.
+// The case of the field: a task whose record is already large (200 KiB of
+// payload; a 1.5 MB cron expression accepted by an old release is the
+// same) and a run with a 60 KiB message: the record and history entry
+// together do not fit one request. The run is recorded as a failed run
+// without the long message, and the retry, whose outcome fits, completes
+// the task.
 func TestLongMessageOnALargeRecordIsAFailedRun(t *testing.T) {
-	h := newHarness(t, func(c *taskservice.Config) { c.MaxPayload = 2 << 20 })
+	h := smallRequestNode(t)
 	h.rec.behave = func(ctx context.Context, r *taskservice.Run, n int) error {
 		if n == 1 {
 			r.SetMessage(strings.Repeat("m", 60<<10))
@@ -67,7 +83,7 @@ func TestLongMessageOnALargeRecordIsAFailedRun(t *testing.T) {
 		return nil
 	}
 	s := spec("big-record", "rec", now())
-	s.Payload, s.MaxAttempts = make([]byte, 1450<<10), 3
+	s.Payload, s.MaxAttempts = make([]byte, 200<<10), 3
 	s.Backoff = &taskdv1.Backoff{Initial: durationpb.New(10 * time.Millisecond)}
 	task := h.schedule(s)
 	h.waitState("big-record", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)

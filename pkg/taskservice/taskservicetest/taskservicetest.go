@@ -50,6 +50,22 @@ func StartEtcdAt(t testing.TB, dir, clientURL string) *Etcd {
 	return e
 }
 
+// StartEtcdLimited starts a single-member etcd like StartEtcd that refuses
+// requests over maxRequestBytes (etcd's --max-request-bytes), for tests of
+// writes too large for the server.
+func StartEtcdLimited(t testing.TB, maxRequestBytes uint) *Etcd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "etcd")
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: dir, ClientURL: "http://127.0.0.1:0", Fast: true, MaxRequestBytes: maxRequestBytes})
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	return &Etcd{Server: srv, URL: srv.ClientURL(), Dir: dir}
+}
+
 // Client returns a new etcd client of e, closed at cleanup (before etcd).
 func (e *Etcd) Client(t testing.TB) *clientv3.Client {
 	t.Helper()

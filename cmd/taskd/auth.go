@@ -9,6 +9,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -80,6 +81,9 @@ func exposedSurfaces(cfg config.Config) []exposed {
 // explicit --insecure. It returns nil when the API is open (no tokens
 // file).
 func setupAuth(cfg config.Config, log hclog.Logger) (*authorizer, error) {
+	if err := checkEmbeddedEtcdExposure(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.TokensFile == "" {
 		for _, e := range exposedSurfaces(cfg) {
 			if e.serves && !cfg.Insecure && !isLoopback(e.addr) {
@@ -96,6 +100,26 @@ func setupAuth(cfg config.Config, log hclog.Logger) (*authorizer, error) {
 	}
 	log.Info("tokens loaded", "file", cfg.TokensFile, "ids", strings.Join(ids, ","))
 	return a, nil
+}
+
+// checkEmbeddedEtcdExposure refuses an embedded etcd whose client URL
+// (--etcd-listen) is not on a loopback address unless it requires client
+// certificates (https with --tls-client-ca) or --insecure is given:
+// whoever reaches etcd reads and writes every key under --prefix, so
+// bearer tokens, which guard only the API, do not protect it.
+func checkEmbeddedEtcdExposure(cfg config.Config) error {
+	if len(cfg.Etcd) > 0 || cfg.Insecure {
+		return nil // an external etcd is secured by its own settings
+	}
+	u, err := url.Parse(cfg.EtcdListen)
+	if err != nil || isLoopback(u.Host) {
+		return nil // the config validator has refused a malformed URL already
+	}
+	if u.Scheme == "https" && cfg.TLSClientCA != "" {
+		return nil
+	}
+	return fmt.Errorf("--etcd-listen %s is not a loopback address: the embedded etcd serves every key to whoever reaches it, "+
+		"so give it an https URL with --tls-client-ca (client certificates required), or --insecure to serve it open", cfg.EtcdListen)
 }
 
 // isLoopback reports whether listen's host is a loopback address or

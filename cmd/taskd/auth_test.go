@@ -204,6 +204,33 @@ func TestListenPolicy(t *testing.T) {
 	startTaskd(t, "--listen", "0.0.0.0:0", "--insecure")
 }
 
+// TestEmbeddedEtcdPolicy: the embedded etcd on a non-loopback client URL
+// serves every key to whoever reaches it, tokens or not, so start-up
+// refuses it unless it requires client certificates or --insecure is
+// given.
+func TestEmbeddedEtcdPolicy(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	writeTokens(t, tokens, tokenLine("root", "root-secret", "schedule,read,control,admin,work", ""))
+	for _, args := range [][]string{
+		{"--etcd-listen", "http://0.0.0.0:0"},
+		{"--etcd-listen", "http://0.0.0.0:0", "--tokens-file", tokens},
+	} {
+		d := launchTaskd(t, args...)
+		select {
+		case <-d.exited:
+		case <-time.After(time.Minute):
+			d.stop()
+			<-d.exited
+			t.Fatalf("taskd %v started with its etcd open on 0.0.0.0", args)
+		}
+		if d.code != 1 || !strings.Contains(d.log.String(), "--etcd-listen") || !strings.Contains(d.log.String(), "--tls-client-ca") ||
+			!strings.Contains(d.log.String(), "--insecure") {
+			t.Fatalf("taskd %v: exit %d, log:\n%s\nwant exit 1 naming --etcd-listen, --tls-client-ca and --insecure", args, d.code, d.log)
+		}
+	}
+	startTaskd(t, "--etcd-listen", "http://0.0.0.0:0", "--insecure")
+}
+
 // TestStoredTokens: on two nodes sharing etcd, an admin token of the file
 // creates a token through the TokenService; both nodes accept it (the
 // creating one at once), it is refused outside its verbs and identities,

@@ -249,3 +249,8 @@ func (h *eventHub) stop() {
 		delete(h.subs, s)
 	}
 }
+
+// EventStreams counts the WatchEvents streams the node's event watch
+// feeds now (a stream still catching up from an old cursor joins it
+// later).
+func (n *Node) EventStreams() int { return n.hub.subscribers() }

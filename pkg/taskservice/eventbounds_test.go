@@ -133,7 +133,8 @@ func TestEventStreamStalledReaderIsEndedWithACursor(t *testing.T) {
 	}
 	defer conn.Close()
 	c0 := cursorNow(t, cli)
-	sctx, scancel := context.WithCancel(context.Background())
+	// The deadline ends a stream that would never end otherwise.
+	sctx, scancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer scancel()
 	stalled, err := taskdv1.NewTaskServiceClient(conn).WatchEvents(sctx, &taskdv1.WatchEventsRequest{Cursor: c0})
 	if err != nil {

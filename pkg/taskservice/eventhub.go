@@ -181,10 +181,6 @@ func (h *eventHub) events(_ context.Context, wes []*clientv3.Event) {
 	}
 }
 
-// position is the last revision offered to the subscribers (zero before
-// the first list).
-func (h *eventHub) position() int64 { return h.pos.Load() }
-
 // waitReady waits for the hub's first list, ctx, or its stop.
 func (h *eventHub) waitReady(ctx context.Context) error {
 	select {

@@ -64,10 +64,12 @@ func (p pos) covers(rev int64, idx int) bool {
 // refused until the stream has sent what it holds (the catch-up's, which
 // then watches again from where it stopped).
 //
-// The buffer bound is in encoded bytes (limit); one revision's events are
-// always taken into an empty buffer, however large. While catching up, the
-// hub's events wait in held, bounded the same way, so a catch-up holds at
-// most twice the bound.
+// The buffer bound is in encoded bytes (limit) of the events waiting to be
+// sent; one revision's events are always taken into an empty buffer,
+// however large. The response being sent (at most maxResponseBytes, or one
+// event) is taken out of the buffer first. While catching up, the hub's
+// events wait in held, bounded the same way, so a catch-up holds at most
+// twice the bound.
 type subscriber struct {
 	filter EventFilter
 	limit  int
@@ -244,25 +246,25 @@ const maxResponseBytes = 1 << 20
 // fails.
 func (s *subscriber) serve(ctx context.Context, send func([]*taskdv1.Event) error) error {
 	for {
+		// One response at a time leaves the rest in the queue, counted
+		// against the bound while this one is sent.
 		s.mu.Lock()
-		batch, end, acc := s.queue, s.end, s.acc
-		s.queue, s.queuedBytes = nil, 0
+		n, bytes := 0, 0
+		for n < len(s.queue) && (n == 0 || bytes+s.queue[n].size <= maxResponseBytes) {
+			bytes += s.queue[n].size
+			n++
+		}
+		evs := make([]*taskdv1.Event, n)
+		for i := range evs {
+			evs[i] = s.queue[i].ev
+			s.queue[i] = sizedEvent{} // not kept alive by the queue's array
+		}
+		s.queue, s.queuedBytes = s.queue[n:], s.queuedBytes-bytes
+		end, acc := s.end, s.acc
 		s.mu.Unlock()
-		if len(batch) > 0 {
-			for len(batch) > 0 {
-				n, bytes := 0, 0
-				for n < len(batch) && (n == 0 || bytes+batch[n].size <= maxResponseBytes) {
-					bytes += batch[n].size
-					n++
-				}
-				evs := make([]*taskdv1.Event, n)
-				for i := range evs {
-					evs[i] = batch[i].ev
-				}
-				if err := send(evs); err != nil {
-					return err
-				}
-				batch = batch[n:]
+		if n > 0 {
+			if err := send(evs); err != nil {
+				return err
 			}
 			signal(s.room)
 			continue

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/taskd/taskd/internal/resume"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -145,6 +146,16 @@ func (w *eventWatch) run(ctx context.Context) error {
 		}
 		if err == nil {
 			return nil
+		}
+		// A stream the node ended names the cursor to go on from: every
+		// matching event up to it was printed.
+		if cursor, ok := resume.Cursor(err); ok {
+			w.req.Cursor = cursor
+			if status.Code(err) == codes.ResourceExhausted {
+				// This command read too slowly (its output is slow to
+				// take): go on at once, with or without -f.
+				continue
+			}
 		}
 		if progress {
 			attempts = 0

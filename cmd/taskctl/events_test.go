@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/resume"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -259,6 +260,24 @@ func TestEventWatch(t *testing.T) {
 		{name: "catch-up ended by the server says where to resume", cursor: "4.9",
 			streams: []scriptedStream{{batches: [][]*taskdv1.Event{evs("5.0")}, end: io.EOF}},
 			printed: []string{"5.0"}, reqs: []string{"4.9"}, err: codes.Unknown, errText: "run again with --cursor 5.0"},
+		{name: "follow goes on at once from the cursor of a stream ended behind", follow: true,
+			streams: []scriptedStream{
+				{batches: [][]*taskdv1.Event{evs("5.0")}, end: resume.Status(codes.ResourceExhausted, "behind", resume.ReasonReaderBehind, "5.3")},
+				{batches: [][]*taskdv1.Event{evs("6.0")}},
+			},
+			stopAt: "6.0", printed: []string{"5.0", "6.0"}, reqs: []string{"", "5.3"}},
+		{name: "catch-up goes on from the cursor of a stream ended behind", cursor: "4.9",
+			streams: []scriptedStream{
+				{batches: [][]*taskdv1.Event{evs("5.0")}, end: resume.Status(codes.ResourceExhausted, "behind", resume.ReasonReaderBehind, "5.2")},
+				{batches: [][]*taskdv1.Event{evs("6.0")}},
+			},
+			printed: []string{"5.0", "6.0"}, reqs: []string{"4.9", "5.2"}},
+		{name: "follow reconnects from the cursor a stopping node names", follow: true,
+			streams: []scriptedStream{
+				{batches: [][]*taskdv1.Event{evs("5.0")}, end: resume.Status(codes.Unavailable, "stopping", resume.ReasonInterrupted, "5.4")},
+				{batches: [][]*taskdv1.Event{evs("6.0")}},
+			},
+			stopAt: "6.0", printed: []string{"5.0", "6.0"}, reqs: []string{"", "5.4"}, warns: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())

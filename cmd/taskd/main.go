@@ -186,6 +186,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		History:          cfg.History,
 		Retention:        cfg.Retention,
 		MaxPayload:       cfg.MaxPayload,
+		EventBuffer:      cfg.EventBuffer,
 		Workers:          cfg.Workers,
 		KindLimits:       cfg.LimitsByKind(),
 		MaxTxnOps:        maxTxnOps,

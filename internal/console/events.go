@@ -3,18 +3,31 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/internal/resume"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // heartbeat is how often an idle event stream sends a comment, so proxies
 // and browsers keep it open.
 const heartbeat = 15 * time.Second
+
+// viewerWriteTimeout bounds each write of a live-event stream to its
+// viewer: a browser that takes nothing for this long (it stopped reading,
+// or its network did) is cut off, and reconnects from the last event it
+// got (Last-Event-ID). With the one response the stream reads ahead and
+// the API stream's own bounded buffer, this is what a viewer that stopped
+// reading can cost the node. A variable so that tests can shorten it.
+var viewerWriteTimeout = 10 * time.Second
 
 // eventFilter is a live-event filter as given in the URL.
 type eventFilter struct {
@@ -74,17 +87,20 @@ func toLive(ev *taskdv1.Event) liveEvent {
 // eventStream serves the cluster's task events matching the filter as
 // server-sent events, from the WatchEvents stream. Each event's id is its
 // cursor, so a browser that reconnects (sending Last-Event-ID) resumes
-// after the last event it got. An error of the API after the stream began
-// is sent as an "apierror" event; the stream ends with the viewer, with the
-// console, or at its life (the browser then reconnects).
+// after the last event it got. A viewer that takes no write for
+// viewerWriteTimeout is cut off; one that the API ended for falling behind
+// (RESOURCE_EXHAUSTED) gets a "resume" event whose id is the cursor to go
+// on from, and the stream ends, so the browser reconnects from there. Any
+// other error of the API after the stream began is sent as an "apierror"
+// event; the stream ends with the viewer, with the console, or at its life
+// (the browser then reconnects).
 func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	f, err := parseEventFilter(r.URL.Query())
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		c.fail(w, r, &httpError{status: http.StatusInternalServerError, msg: "this HTTP connection cannot stream"})
 		return
 	}
@@ -114,12 +130,26 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	rc := http.NewResponseController(w)
+	// send writes one piece of the stream within the write timeout; false
+	// means the viewer is not taking it (or is gone): the stream ends.
+	send := func(format string, args ...any) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(viewerWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 2000\n: streaming task events\n\n")
-	flusher.Flush()
+	if !send("retry: 2000\n: streaming task events\n\n") {
+		return
+	}
 
 	// Recv blocks, so it runs on a goroutine of this request; cancel ends
-	// it, and the handler waits for it before returning.
+	// it, and the handler waits for it before returning. It reads at most
+	// one response ahead of the writes.
 	type recv struct {
 		resp *taskdv1.WatchEventsResponse
 		err  error
@@ -148,26 +178,36 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			fmt.Fprint(w, ": heartbeat\n\n")
-			flusher.Flush()
-		case g := <-got:
-			if g.err != nil {
-				if ctx.Err() == nil {
-					he := apiError("WatchEvents", g.err)
-					b, _ := json.Marshal(map[string]string{"code": he.code, "message": he.msg})
-					fmt.Fprintf(w, "event: apierror\ndata: %s\n\n", b)
-					flusher.Flush()
-				}
+			if !send(": heartbeat\n\n") {
 				return
 			}
+		case g := <-got:
+			if g.err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if cursor, ok := resume.Cursor(g.err); ok && status.Code(g.err) == codes.ResourceExhausted {
+					// The browser reconnects with this id as Last-Event-ID.
+					b, _ := json.Marshal(map[string]string{"cursor": cursor, "message": status.Convert(g.err).Message()})
+					send("id: %s\nevent: resume\ndata: %s\n\n", cursor, b)
+					return
+				}
+				he := apiError("WatchEvents", g.err)
+				b, _ := json.Marshal(map[string]string{"code": he.code, "message": he.msg})
+				send("event: apierror\ndata: %s\n\n", b)
+				return
+			}
+			var sb strings.Builder
 			for _, ev := range g.resp.GetEvents() {
 				b, err := json.Marshal(toLive(ev))
 				if err != nil {
 					continue
 				}
-				fmt.Fprintf(w, "id: %s\nevent: task\ndata: %s\n\n", ev.GetCursor(), b)
+				fmt.Fprintf(&sb, "id: %s\nevent: task\ndata: %s\n\n", ev.GetCursor(), b)
 			}
-			flusher.Flush()
+			if !send("%s", sb.String()) {
+				return
+			}
 		}
 	}
 }

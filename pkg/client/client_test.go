@@ -443,3 +443,81 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("New in plain text to a TLS node: %v, want UNAVAILABLE", err)
 	}
 }
+
+// A loop body slower than the events come: the node ends the stream
+// (RESOURCE_EXHAUSTED with the cursor to resume from) rather than buffer
+// for it, and Events goes on from that cursor: it yields the same events as
+// a watch that kept up, and no error.
+func TestEventsGoOnAfterTheReaderFellBehind(t *testing.T) {
+	const tasks = 60
+	etcd := tst.StartEtcd(t)
+	var streams, behind atomic.Int64
+	s := startNode(t, etcd.Client(t), "n1", grpc.ChainStreamInterceptor(
+		func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			err := h(srv, ss)
+			if info.FullMethod == watchMethod {
+				streams.Add(1)
+				if status.Code(err) == codes.ResourceExhausted {
+					behind.Add(1)
+				}
+			}
+			return err
+		}))
+	// The slow reader's connection keeps gRPC's initial windows, so what
+	// it does not read stays on the node.
+	c := dial(t, []string{s.addr}, client.WithDialOptions(grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
+	other := dial(t, []string{s.addr})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, _, err := other.Schedule(ctx, later("slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := client.From(first)
+	// Each run's message repeats its 32 KiB payload: about 64 KiB of
+	// events per task, 60 times the node's 1 MiB buffer in all.
+	payload := []byte(strings.Repeat("p", 32<<10))
+	watch := func(c *client.Client, slow bool) []string {
+		var got []string
+		done := 0
+		for e, err := range c.Events(ctx, client.EventFilter{Identity: "slow", Cursor: from}) {
+			if err != nil {
+				t.Fatalf("Events: %v", err)
+			}
+			if slow && len(got) == 0 {
+				for i := range tasks {
+					spec := client.TaskSpec{Identity: "slow", Kind: "email", Scope: client.ScopeIdentity,
+						Triggers: []client.Trigger{client.Now()}, Payload: payload}
+					if _, _, err := other.Schedule(ctx, spec); err != nil {
+						t.Fatalf("schedule %d: %v", i, err)
+					}
+				}
+				tst.Eventually(t, time.Minute, func() bool {
+					n := 0
+					for _, err := range other.List(ctx, client.ListFilter{Identity: "slow", States: []client.State{"COMPLETED"}}) {
+						if err == nil {
+							n++
+						}
+					}
+					return n == tasks
+				}, "the %d tasks to complete", tasks)
+			}
+			got = append(got, string(e.Type)+"@"+e.Cursor)
+			if e.Type == "FINALIZED" {
+				if done++; done == tasks {
+					break
+				}
+			}
+		}
+		return got
+	}
+	slow := watch(c, true)
+	if behind.Load() == 0 {
+		t.Fatalf("no stream was ended for its reader falling behind (%d streams): the test did not test it", streams.Load())
+	}
+	kept := watch(other, false)
+	if strings.Join(slow, " ") != strings.Join(kept, " ") {
+		t.Fatalf("a reader that fell behind saw %d events\n%v\none that kept up %d\n%v", len(slow), slow, len(kept), kept)
+	}
+	t.Logf("%d events; the slow reader's streams: %d, %d ended RESOURCE_EXHAUSTED", len(slow), streams.Load(), behind.Load())
+}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/resume"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -32,7 +33,11 @@ type EventFilter struct {
 // cannot mend: a bad filter, a refused token, or ErrCursorExpired. When the
 // stream breaks (its node stopped, the network failed) it reconnects, to
 // another endpoint if need be, from the cursor of the last event it
-// yielded, so nothing is missed or yielded twice.
+// yielded, so nothing is missed or yielded twice. A loop body slower than
+// the events come makes the node end the stream (RESOURCE_EXHAUSTED with
+// the cursor to resume from, see docs/contract.md): Events reconnects from
+// that cursor at once, so a slow consumer is never buffered for without
+// limit and still misses nothing.
 func (c *Client) Events(ctx context.Context, f EventFilter) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		req := &taskdv1.WatchEventsRequest{Identity: f.Identity, TaskId: f.TaskID, Kind: f.Kind, Node: f.Node, Cursor: f.Cursor}
@@ -67,6 +72,15 @@ func (c *Client) Events(ctx context.Context, f EventFilter) iter.Seq2[Event, err
 			cancel()
 			if ctx.Err() != nil {
 				return
+			}
+			// A stream the node ended (its reader fell behind, the node is
+			// stopping) names the cursor to go on from: every event up to
+			// it that matches was yielded.
+			if cursor, ok := resume.Cursor(err); ok {
+				req.Cursor = cursor
+				if status.Code(err) == codes.ResourceExhausted {
+					continue // the reader is back: go on at once
+				}
 			}
 			if !reconnectable(err) {
 				yield(Event{}, wrap("Events", err, 1))

@@ -119,6 +119,9 @@ type Config struct {
 	// MaxPayload is the largest task payload and data in bytes
 	// (--max-payload).
 	MaxPayload int
+	// EventBuffer bounds the events one WatchEvents stream holds for its
+	// reader, in bytes (--event-buffer).
+	EventBuffer int
 	// History is the number of runs kept per task (--history).
 	History int
 	// Retention is how long a completed one-shot task stays visible
@@ -220,6 +223,7 @@ func Default() Config {
 		LookAhead:        time.Second,
 		ColdAfter:        2 * time.Minute,
 		MaxPayload:       256 << 10,
+		EventBuffer:      1 << 20,
 		History:          20,
 		Retention:        24 * time.Hour,
 		MaxCatchUp:       100,

@@ -39,13 +39,15 @@ type option struct {
 
 // Limits enforced by Validate.
 const (
-	maxNameLen    = 64
-	maxKindLen    = 128
-	minLeaseTTL   = 2 * time.Second
-	maxLeaseTTL   = time.Hour
-	maxPayloadCap = 1 << 20
-	maxHistory    = 1000
-	maxWorkers    = 10000
+	maxNameLen     = 64
+	maxKindLen     = 128
+	minLeaseTTL    = 2 * time.Second
+	maxLeaseTTL    = time.Hour
+	maxPayloadCap  = 1 << 20
+	minEventBuffer = 64 << 10
+	maxEventBuffer = 64 << 20
+	maxHistory     = 1000
+	maxWorkers     = 10000
 	// maxWorkerStreams: each stream holds a reader, a sender and a queue.
 	maxWorkerStreams = 65536
 	envPrefix        = "TASKD_"
@@ -310,6 +312,24 @@ var options = []*option{
 		check: func(c Config) error {
 			if c.MaxPayload < 1 || c.MaxPayload > maxPayloadCap {
 				return fmt.Errorf("%d bytes is outside 1 byte to 1MiB (%d bytes; etcd refuses requests over 1.5MiB)", c.MaxPayload, maxPayloadCap)
+			}
+			return nil
+		},
+	},
+	{
+		name: "event-buffer", arg: "SIZE", def: "1MiB",
+		help: "events one WatchEvents stream holds for a reader that has not taken them, 64KiB to 64MiB (twice that while it catches up from an old cursor); a reader further behind is ended with RESOURCE_EXHAUSTED and the cursor to resume from",
+		set: func(c *Config, v string) error {
+			n, err := parseSize(v)
+			if err != nil {
+				return err
+			}
+			c.EventBuffer = n
+			return nil
+		},
+		check: func(c Config) error {
+			if c.EventBuffer < minEventBuffer || c.EventBuffer > maxEventBuffer {
+				return fmt.Errorf("%d bytes is outside 64KiB to 64MiB", c.EventBuffer)
 			}
 			return nil
 		},

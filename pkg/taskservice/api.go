@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/internal/etcdstatus"
+	"github.com/taskd/taskd/internal/resume"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -35,7 +36,15 @@ func toStatus(err error) error {
 	}
 	var ia *InvalidArgumentError
 	var ui *UnimplementedError
+	var se *StreamEndError
 	switch {
+	case errors.As(err, &se):
+		if errors.Is(se.Err, ErrReaderBehind) {
+			return resume.Status(codes.ResourceExhausted, se.Error(), resume.ReasonReaderBehind, se.Cursor)
+		}
+		return resume.Status(codes.Unavailable, se.Error(), resume.ReasonInterrupted, se.Cursor)
+	case errors.Is(err, ErrCursorExpired):
+		return status.Error(codes.OutOfRange, err.Error())
 	case errors.As(err, &ia):
 		return status.Error(codes.InvalidArgument, ia.Error())
 	case errors.As(err, &ui):

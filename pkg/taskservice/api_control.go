@@ -2,10 +2,8 @@ package taskservice
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/pkg/calendar"
@@ -134,9 +132,6 @@ func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskSe
 	err := a.node.WatchEvents(stream.Context(), f, req.Cursor, func(evs []*taskdv1.Event) error {
 		return stream.Send(&taskdv1.WatchEventsResponse{Events: evs})
 	})
-	if errors.Is(err, ErrCursorExpired) {
-		return status.Error(codes.OutOfRange, err.Error())
-	}
 	if err != nil && stream.Context().Err() != nil {
 		return status.FromContextError(stream.Context().Err()).Err()
 	}

@@ -11,6 +11,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// DefaultEventBuffer is Config.EventBuffer's default: 1 MiB, some 7000
+// events of a typical size.
+const DefaultEventBuffer = 1 << 20
+
 // Config configures a Node. Zero values take the defaults of contract §9.
 type Config struct {
 	// Name is the node's stable name (required).
@@ -93,6 +97,13 @@ type Config struct {
 	// waiting task keeps its record.
 	ColdAfter time.Duration
 
+	// EventBuffer bounds, in encoded bytes, the events one WatchEvents
+	// stream holds for a reader that has not taken them yet (twice that
+	// while it catches up from an old cursor); a reader further behind is
+	// ended with ErrReaderBehind and the cursor to resume from. One
+	// revision's events always fit. Default DefaultEventBuffer.
+	EventBuffer int
+
 	// DisableHandoffWatch leaves handoff pick-up to polling alone (for
 	// diagnosis, and for the test that proves polling is enough).
 	DisableHandoffWatch bool
@@ -152,6 +163,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPayload <= 0 {
 		c.MaxPayload = 256 << 10
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = DefaultEventBuffer
 	}
 	if c.MaxTxnOps <= 0 {
 		c.MaxTxnOps = 128

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -63,14 +62,18 @@ func parseCursor(c string) (rev int64, idx int, err error) {
 
 // WatchEvents streams the events matching f to send, in etcd revision
 // order (so in order for each task), from the event after cursor on (empty:
-// from now), until ctx ends, send fails, or the watch breaks (the caller
-// reconnects with the last cursor it saw). Every node serves every event of
+// from now), until ctx ends or send fails. Every node serves every event of
 // the cluster: the events are derived from the writes of the records
-// themselves (eventdiff.go). A cursor older than etcd's retained history
-// gives ErrCursorExpired.
+// themselves (eventdiff.go), by the node's one watch (eventhub.go), and
+// send must not modify them (other streams share them). A cursor older
+// than etcd's retained history gives ErrCursorExpired.
+//
+// The stream holds at most Config.EventBuffer bytes of events for its
+// reader: one that falls further behind is ended with a *StreamEndError
+// (ErrReaderBehind) naming the cursor to resume from; a node that stops
+// ends its streams the same way (ErrStreamInterrupted).
 func (n *Node) WatchEvents(ctx context.Context, f EventFilter, cursor string, send func([]*taskdv1.Event) error) error {
-	var start int64
-	skip := -1
+	var from pos
 	if cursor == "" {
 		cctx, cancel := n.etcdCtx(ctx)
 		resp, err := n.cli.Get(cctx, n.keys.AllEvery(), clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -78,67 +81,34 @@ func (n *Node) WatchEvents(ctx context.Context, f EventFilter, cursor string, se
 		if err != nil {
 			return err
 		}
-		start = resp.Header.Revision + 1
+		from = pos{resp.Header.Revision, maxIdx}
+		cursor = formatCursor(from.rev, from.idx)
 	} else {
 		rev, idx, err := parseCursor(cursor)
 		if err != nil {
 			return err
 		}
-		start, skip = rev, idx
+		from = pos{rev, idx}
 	}
-	// Which identity and kind each EVERY_NODE task has, for the events of
-	// the nodes' progress records (which name the task only).
-	every := map[string][2]string{}
-	cctx, cancel := n.etcdCtx(ctx)
-	resp, err := n.cli.Get(cctx, n.keys.AllEvery(), clientv3.WithPrefix(), clientv3.WithRev(start-1))
-	cancel()
+	if err := n.hub.waitReady(ctx); err != nil {
+		return endError(err, cursor)
+	}
+	s := newSubscriber(f, n.cfg.EventBuffer, from, cursor)
+	defer n.hub.unsubscribe(s)
+	joined, _, p0, err := n.hub.join(s, from, false)
 	if err != nil {
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			return fmt.Errorf("cursor %s: %w", cursor, ErrCursorExpired)
-		}
-		if !errors.Is(err, rpctypes.ErrFutureRev) {
-			return err
-		}
-	} else {
-		for _, kv := range resp.Kvs {
-			n.noteEvery(every, kv)
-		}
+		return endError(err, cursor)
 	}
-	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer stop()
-	wc := n.cli.Watch(wctx, n.cfg.Prefix, clientv3.WithPrefix(), clientv3.WithRev(start), clientv3.WithPrevKV())
-	curRev, idx := int64(0), 0
-	for wr := range wc {
-		if wr.CompactRevision != 0 {
-			return fmt.Errorf("cursor %s (history compacted up to revision %d): %w", cursor, wr.CompactRevision, ErrCursorExpired)
-		}
-		if err := wr.Err(); err != nil {
-			return fmt.Errorf("event watch: %w", err)
-		}
-		var batch []*taskdv1.Event
-		for _, we := range wr.Events {
-			rev := we.Kv.ModRevision
-			if rev != curRev {
-				curRev, idx = rev, 0
-			}
-			for _, e := range n.derive(we, every) {
-				e.Cursor = formatCursor(rev, idx)
-				idx++
-				if rev == start && idx-1 <= skip {
-					continue // delivered before the reconnect
-				}
-				if f.match(e) {
-					batch = append(batch, e)
-				}
-			}
-		}
-		if len(batch) > 0 {
-			if err := send(batch); err != nil {
-				return err
-			}
-		}
+	if !joined {
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.catchUp(cctx, s, from, p0, cursor)
+		}()
+		defer func() { cancel(); <-done }()
 	}
-	return ctx.Err()
+	return s.serve(ctx, send)
 }
 
 // noteEvery remembers an EVERY_NODE task's identity and kind.

@@ -85,6 +85,7 @@ type Node struct {
 	stopped  bool
 
 	voter    *vote.Voter
+	hub      *eventHub // the one watch of the event streams (eventhub.go)
 	batch    *batcher
 	checks   *batcher
 	draining bool                  // no run starts; identities are being handed away
@@ -154,6 +155,7 @@ func New(cfg Config) (*Node, error) {
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
 	n.detached = startstop.New(context.Background(), n.log, 0)
 	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
+	n.hub = newEventHub(n)
 	return n, nil
 }
 
@@ -213,6 +215,8 @@ func (n *Node) Start(ctx context.Context) error {
 	n.startedAt = time.Now()
 	n.mu.Unlock()
 
+	// The event streams are served from the start (the API is).
+	n.loops.Go("events", n.hub.run)
 	// Each step is retried while etcd fails (a lost reply, a leader
 	// election), until ctx ends: a start must not die of one failed call.
 	// A refusal (a live node holds the name) is final.

@@ -102,6 +102,10 @@ function liveEvents(table) {
       if (e.code === "OutOfRange") { open(); return; } // the cursor expired: go on from now
       say("The API refused the event stream: " + e.code + ": " + e.message, true);
     });
+    // The page fell behind the events: the server ended the stream with
+    // the cursor of the last event shown as the id, and the browser
+    // reconnects from it (Last-Event-ID), missing nothing.
+    source.addEventListener("resume", () => say("Fell behind the events; catching up from the last one shown…", true));
     source.addEventListener("task", (m) => {
       const e = JSON.parse(m.data);
       count++;

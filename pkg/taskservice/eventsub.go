@@ -1,0 +1,293 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// ErrReaderBehind reports a WatchEvents stream whose reader fell behind by
+// more than the stream's buffer (Config.EventBuffer): the node ended it
+// rather than buffer without limit (RESOURCE_EXHAUSTED). The error is a
+// *StreamEndError: reconnect with its Cursor.
+var ErrReaderBehind = errors.New("the event reader fell behind")
+
+// ErrStreamInterrupted reports a WatchEvents stream the node ended because
+// it is stopping, or because its own watch lost events (UNAVAILABLE). The
+// error is a *StreamEndError: reconnect with its Cursor, to any node.
+var ErrStreamInterrupted = errors.New("the event stream was interrupted")
+
+// StreamEndError ends a WatchEvents stream that the node could not carry
+// on. Every event up to Cursor that matched the filter was sent, and none
+// after it: a new stream from Cursor goes on without a gap or a repeat.
+type StreamEndError struct {
+	Err    error // ErrReaderBehind or ErrStreamInterrupted
+	Cursor string
+	Reason string
+}
+
+func (e *StreamEndError) Error() string {
+	return fmt.Sprintf("%s (%s); resume from cursor %s", e.Err, e.Reason, e.Cursor)
+}
+
+func (e *StreamEndError) Unwrap() error { return e.Err }
+
+// Why a subscriber was ended (subscriber.finish).
+var (
+	errStreamStopping = errors.New("the node is stopping")
+	errEventGap       = errors.New("the node's event watch lost history to compaction")
+	errSubBehind      = errors.New("more events waited for the reader than its buffer holds")
+)
+
+// pos is a place in the event stream: an event's revision and index.
+type pos struct {
+	rev int64
+	idx int
+}
+
+// maxIdx as a pos's index stands for the whole revision.
+const maxIdx = math.MaxInt32
+
+// covers reports whether the event idx of revision rev is at or before p.
+func (p pos) covers(rev int64, idx int) bool {
+	return rev < p.rev || rev == p.rev && idx <= p.idx
+}
+
+// subscriber is one WatchEvents stream's buffer: the hub (and, while the
+// stream catches up from an old cursor, its catch-up watch) offers it
+// events, and the stream's goroutine takes them to send. Offers never
+// wait: an offer that does not fit ends the subscriber (the hub's) or is
+// refused until the stream has sent what it holds (the catch-up's, which
+// then watches again from where it stopped).
+//
+// The buffer bound is in encoded bytes (limit) of the events waiting to be
+// sent; one revision's events are always taken into an empty buffer,
+// however large. The response being sent (at most maxResponseBytes, or one
+// event) is taken out of the buffer first. While catching up, the hub's
+// events wait in held, bounded the same way, so a catch-up holds at most
+// twice the bound.
+type subscriber struct {
+	filter EventFilter
+	limit  int
+	wake   chan struct{} // the stream has something to send, or was ended
+	room   chan struct{} // the stream sent what it held
+
+	mu          sync.Mutex
+	queue       []sizedEvent
+	queuedBytes int
+	held        []sizedEvent
+	heldBytes   int
+	catching    bool // the catch-up delivers; the hub's events are held
+	skip        pos  // the hub's events at or before it were delivered otherwise
+	acc         string
+	heldAcc     string
+	end         error
+}
+
+func newSubscriber(f EventFilter, limit int, from pos, cursor string) *subscriber {
+	return &subscriber{filter: f, limit: limit, skip: from, acc: cursor,
+		wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// match returns the events of re the subscriber wants after skip, their
+// bytes, and the cursor of the last event it looked at.
+func (s *subscriber) match(re revEvents) (out []sizedEvent, bytes int, last string) {
+	for _, se := range re.evs {
+		if s.skip.covers(re.rev, se.idx) {
+			continue
+		}
+		last = se.ev.Cursor
+		if s.filter.match(se.ev) {
+			out = append(out, se)
+			bytes += se.size
+		}
+	}
+	return out, bytes, last
+}
+
+// offerLive gives the subscriber one revision of the hub's; false means it
+// has ended and leaves the hub.
+func (s *subscriber) offerLive(re revEvents) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		return false
+	}
+	evs, bytes, last := s.match(re)
+	if s.catching {
+		if len(evs) > 0 && s.heldBytes+bytes > s.limit && len(s.held) > 0 {
+			s.finishLocked(errSubBehind)
+			return false
+		}
+		s.held, s.heldBytes = append(s.held, evs...), s.heldBytes+bytes
+		if last != "" {
+			s.heldAcc = last
+		}
+		return true
+	}
+	if len(evs) > 0 && s.queuedBytes+bytes > s.limit && len(s.queue) > 0 {
+		s.finishLocked(errSubBehind)
+		return false
+	}
+	s.queue, s.queuedBytes = append(s.queue, evs...), s.queuedBytes+bytes
+	if last != "" {
+		s.acc = last
+	}
+	if len(evs) > 0 {
+		signal(s.wake)
+	}
+	return true
+}
+
+// offerCatchUp gives the subscriber one revision of its catch-up; false
+// means there is no room now (wait for room) or the subscriber has ended.
+func (s *subscriber) offerCatchUp(re revEvents) (ok bool, ended bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.end != nil {
+		return false, true
+	}
+	evs, bytes, last := s.match(re)
+	if len(evs) > 0 && s.queuedBytes+bytes > s.limit && len(s.queue) > 0 {
+		return false, false
+	}
+	s.queue, s.queuedBytes = append(s.queue, evs...), s.queuedBytes+bytes
+	if last != "" {
+		s.acc = last
+	}
+	if len(evs) > 0 {
+		signal(s.wake)
+	}
+	return true, false
+}
+
+// startLive makes the hub's offers go straight to the queue, skipping
+// those up to delivered (the catch-up delivered them).
+func (s *subscriber) startLive(delivered pos) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if delivered.covers(s.skip.rev, s.skip.idx) {
+		s.skip = delivered
+	}
+}
+
+// startCatchUp makes the hub's offers wait in held until caughtUp.
+func (s *subscriber) startCatchUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catching = true
+}
+
+// caughtUp ends the catch-up: the hub's held events follow the catch-up's.
+func (s *subscriber) caughtUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.catching = false
+	if s.end != nil {
+		return
+	}
+	s.queue, s.queuedBytes = append(s.queue, s.held...), s.queuedBytes+s.heldBytes
+	s.held, s.heldBytes = nil, 0
+	if s.heldAcc != "" {
+		s.acc = s.heldAcc
+	}
+	signal(s.wake)
+}
+
+// finish ends the subscriber with why: it takes no more events, and its
+// stream ends once it has sent what it holds.
+func (s *subscriber) finish(why error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishLocked(why)
+}
+
+func (s *subscriber) finishLocked(why error) {
+	if s.end != nil {
+		return
+	}
+	s.end = why
+	s.held, s.heldBytes = nil, 0 // after the queue: never sent
+	signal(s.wake)
+	signal(s.room)
+}
+
+// drained reports whether the queue is empty (or the subscriber ended).
+func (s *subscriber) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue) == 0 || s.end != nil
+}
+
+// ended reports whether the subscriber was ended.
+func (s *subscriber) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.end != nil
+}
+
+// maxResponseBytes bounds one WatchEventsResponse (far below gRPC's 4 MiB
+// default receive limit); a single larger event goes alone.
+const maxResponseBytes = 1 << 20
+
+// serve sends the subscriber's events until it is ended (then it returns
+// the *StreamEndError, or the error it was ended with), ctx ends, or send
+// fails.
+func (s *subscriber) serve(ctx context.Context, send func([]*taskdv1.Event) error) error {
+	for {
+		// One response at a time leaves the rest in the queue, counted
+		// against the bound while this one is sent.
+		s.mu.Lock()
+		n, bytes := 0, 0
+		for n < len(s.queue) && (n == 0 || bytes+s.queue[n].size <= maxResponseBytes) {
+			bytes += s.queue[n].size
+			n++
+		}
+		evs := make([]*taskdv1.Event, n)
+		for i := range evs {
+			evs[i] = s.queue[i].ev
+			s.queue[i] = sizedEvent{} // not kept alive by the queue's array
+		}
+		s.queue, s.queuedBytes = s.queue[n:], s.queuedBytes-bytes
+		end, acc := s.end, s.acc
+		s.mu.Unlock()
+		if n > 0 {
+			if err := send(evs); err != nil {
+				return err
+			}
+			signal(s.room)
+			continue
+		}
+		signal(s.room)
+		if end != nil {
+			return endError(end, acc)
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// endError is what a stream ended for why returns.
+func endError(why error, cursor string) error {
+	switch {
+	case errors.Is(why, errSubBehind):
+		return &StreamEndError{Err: ErrReaderBehind, Cursor: cursor, Reason: why.Error()}
+	case errors.Is(why, errStreamStopping), errors.Is(why, errEventGap):
+		return &StreamEndError{Err: ErrStreamInterrupted, Cursor: cursor, Reason: why.Error()}
+	}
+	return why
+}

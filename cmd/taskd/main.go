@@ -187,6 +187,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		Retention:        cfg.Retention,
 		MaxPayload:       cfg.MaxPayload,
 		EventBuffer:      cfg.EventBuffer,
+		MaxEventStreams:  cfg.MaxEventStreams,
 		Workers:          cfg.Workers,
 		KindLimits:       cfg.LimitsByKind(),
 		MaxTxnOps:        maxTxnOps,

@@ -101,6 +101,9 @@ type Config struct {
 	// MaxWorkerStreams is how many remote workers' Work streams the node
 	// serves at once (--max-worker-streams).
 	MaxWorkerStreams int
+	// MaxEventStreams is how many WatchEvents streams the node serves at
+	// once (--max-event-streams).
+	MaxEventStreams int
 	// RemoveDelay is the unmapping delay for inactive identities
 	// (--remove-delay).
 	RemoveDelay time.Duration
@@ -217,6 +220,7 @@ func Default() Config {
 		VoteDelay:        5000 * time.Millisecond,
 		WorkerHeartbeat:  5 * time.Second,
 		MaxWorkerStreams: 1024,
+		MaxEventStreams:  256,
 		RemoveDelay:      5000 * time.Millisecond,
 		MisfireThreshold: 60 * time.Second,
 		DrainTimeout:     30 * time.Second,

@@ -50,9 +50,11 @@ const (
 	maxWorkers     = 10000
 	// maxWorkerStreams: each stream holds a reader, a sender and a queue.
 	maxWorkerStreams = 65536
-	envPrefix        = "TASKD_"
-	configOptName    = "config"
-	logLevelChoice   = "trace, debug, info, warn, error"
+	// maxEventStreams: each stream may hold --event-buffer for its reader.
+	maxEventStreams = 65536
+	envPrefix       = "TASKD_"
+	configOptName   = "config"
+	logLevelChoice  = "trace, debug, info, warn, error"
 )
 
 // options is the table of every option, in the order of the help.
@@ -267,6 +269,12 @@ var options = []*option{
 		help:  "remote workers' Work streams served at once, 1 to 65536; one more is refused with RESOURCE_EXHAUSTED",
 		set:   intSetter(func(c *Config) *int { return &c.MaxWorkerStreams }),
 		check: func(c Config) error { return checkRange(c.MaxWorkerStreams, 1, maxWorkerStreams) },
+	},
+	{
+		name: "max-event-streams", arg: "N", def: "256",
+		help:  "WatchEvents streams (taskctl events, the console's live events) served at once, 1 to 65536; one more is refused with RESOURCE_EXHAUSTED",
+		set:   intSetter(func(c *Config) *int { return &c.MaxEventStreams }),
+		check: func(c Config) error { return checkRange(c.MaxEventStreams, 1, maxEventStreams) },
 	},
 	{
 		name: "remove-delay", arg: "DURATION", def: "5000ms",

@@ -59,6 +59,8 @@ func toStatus(err error) error {
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, ErrTooLarge):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrTooManyStreams):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.Is(err, ErrOutcomeUnknown):
 		return status.Error(codes.Unavailable, err.Error()+"; retry with the same idempotency key to be sure of one task")
 	}

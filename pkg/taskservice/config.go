@@ -15,6 +15,12 @@ import (
 // events of a typical size.
 const DefaultEventBuffer = 1 << 20
 
+// DefaultMaxEventStreams is Config.MaxEventStreams's default: with each
+// stream holding up to DefaultEventBuffer for its reader (and one response
+// in flight), 256 streams bound what readers can make a node hold to about
+// half a GiB in the worst case.
+const DefaultMaxEventStreams = 256
+
 // Config configures a Node. Zero values take the defaults of contract §9.
 type Config struct {
 	// Name is the node's stable name (required).
@@ -103,6 +109,10 @@ type Config struct {
 	// ended with ErrReaderBehind and the cursor to resume from. One
 	// revision's events always fit. Default DefaultEventBuffer.
 	EventBuffer int
+	// MaxEventStreams bounds the WatchEvents streams the node serves at
+	// once; one more is refused with ErrTooManyStreams. Default
+	// DefaultMaxEventStreams.
+	MaxEventStreams int
 
 	// DisableHandoffWatch leaves handoff pick-up to polling alone (for
 	// diagnosis, and for the test that proves polling is enough).
@@ -166,6 +176,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = DefaultEventBuffer
+	}
+	if c.MaxEventStreams <= 0 {
+		c.MaxEventStreams = DefaultMaxEventStreams
 	}
 	if c.MaxTxnOps <= 0 {
 		c.MaxTxnOps = 128

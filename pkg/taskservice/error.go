@@ -37,6 +37,11 @@ var ErrLeaseNotProven = errors.New("not started: the node could not prove that i
 // names the differing field.
 var ErrAlreadyExists = errors.New("already exists")
 
+// ErrTooManyStreams refuses a WatchEvents stream past the node's
+// Config.MaxEventStreams (RESOURCE_EXHAUSTED): each stream may hold up to
+// Config.EventBuffer bytes for its reader, so their number is bounded too.
+var ErrTooManyStreams = errors.New("the node serves as many event streams as it may (--max-event-streams)")
+
 // ErrTooLarge reports a write larger than etcd takes in one request (its
 // encoded size against --max-request-bytes, Config.MaxRequestBytes, or its
 // operations against --max-txn-ops, Config.MaxTxnOps). It was not sent,

@@ -338,3 +338,31 @@ func TestEventStreamEndsWithItsCursorWhenTheNodeStops(t *testing.T) {
 		t.Fatalf("after the cursor, the next task's events %v, want from SCHEDULED", got)
 	}
 }
+
+// TestEventStreamsAreBounded: a node serves at most MaxEventStreams
+// WatchEvents streams at once (each may hold EventBuffer bytes for its
+// reader); one more is refused with RESOURCE_EXHAUSTED, and a place freed
+// by a stream that ends is taken again.
+func TestEventStreamsAreBounded(t *testing.T) {
+	etcd := tst.StartEtcd(t)
+	node := tst.StartNode(t, etcd.Client(t), taskservice.Config{Name: "n1", LeaseTTL: 2 * time.Second, MaxEventStreams: 2,
+		Handlers: map[string]taskservice.Handler{"rec": &recorder{}}})
+	first := watch(t, node, &taskdv1.WatchEventsRequest{})
+	watch(t, node, &taskdv1.WatchEventsRequest{})
+	tst.Eventually(t, 10*time.Second, func() bool { return node.EventStreams() == 2 }, "2 streams on the node")
+	third := watch(t, node, &taskdv1.WatchEventsRequest{})
+	<-third.done
+	if status.Code(third.err) != codes.ResourceExhausted || !strings.Contains(third.err.Error(), "--max-event-streams") {
+		t.Fatalf("third stream ended with %v, want RESOURCE_EXHAUSTED naming --max-event-streams", third.err)
+	}
+	first.stop()
+	tst.Eventually(t, 10*time.Second, func() bool { return node.EventStreams() == 1 }, "the first stream gone")
+	again := watch(t, node, &taskdv1.WatchEventsRequest{})
+	tst.Eventually(t, 10*time.Second, func() bool { return node.EventStreams() == 2 }, "a new stream in the freed place")
+	again.mu.Lock()
+	err := again.err
+	again.mu.Unlock()
+	if err != nil {
+		t.Fatalf("a stream in the freed place ended: %v", err)
+	}
+}

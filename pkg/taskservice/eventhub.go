@@ -84,6 +84,9 @@ type eventHub struct {
 	// pos is the hub's position: every revision up to it has been offered
 	// to the subscribers (zero until the first list). Written under mu.
 	pos atomic.Int64
+	// streams counts the WatchEvents streams open, joined or catching up,
+	// against Config.MaxEventStreams.
+	streams atomic.Int64
 
 	mu      sync.Mutex
 	subs    map[*subscriber]struct{}

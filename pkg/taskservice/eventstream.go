@@ -73,6 +73,11 @@ func parseCursor(c string) (rev int64, idx int, err error) {
 // (ErrReaderBehind) naming the cursor to resume from; a node that stops
 // ends its streams the same way (ErrStreamInterrupted).
 func (n *Node) WatchEvents(ctx context.Context, f EventFilter, cursor string, send func([]*taskdv1.Event) error) error {
+	if n.hub.streams.Add(1) > int64(n.cfg.MaxEventStreams) {
+		n.hub.streams.Add(-1)
+		return fmt.Errorf("%w: %d", ErrTooManyStreams, n.cfg.MaxEventStreams)
+	}
+	defer n.hub.streams.Add(-1)
 	var from pos
 	if cursor == "" {
 		cctx, cancel := n.etcdCtx(ctx)

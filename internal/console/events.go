@@ -106,10 +106,11 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// WatchEvents reports a refusal only with its first message, after the
 	// response has begun; ListTasks of the same identity (or of the whole
-	// cluster) needs the same verb and scope, so it answers first, with the
-	// HTTP status the refusal means.
+	// cluster) and kind needs the same verb and scope and checks the
+	// filter by the same rules, so it answers first, with the HTTP status
+	// the refusal means.
 	pctx, pcancel := c.call(r)
-	_, err = c.api.ListTasks(pctx, &taskdv1.ListTasksRequest{Identity: f.identity, PageSize: 1})
+	_, err = c.api.ListTasks(pctx, &taskdv1.ListTasksRequest{Identity: f.identity, Kind: f.kind, PageSize: 1})
 	pcancel()
 	if err != nil {
 		c.fail(w, r, apiError("WatchEvents", err))

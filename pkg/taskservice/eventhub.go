@@ -3,6 +3,7 @@ package taskservice
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,17 @@ func (d *eventDeriver) revisions(wes []*clientv3.Event, fn func(revEvents) bool)
 		}
 	}
 	return true
+}
+
+// note keeps what deriving later writes needs from wes without deriving
+// their events: the identity and kind of each EVERY_NODE task stored.
+func (d *eventDeriver) note(wes []*clientv3.Event) {
+	every := d.n.keys.AllEvery()
+	for _, we := range wes {
+		if we.Type == clientv3.EventTypePut && strings.HasPrefix(string(we.Kv.Key), every) {
+			d.n.noteEvery(d.every, we.Kv)
+		}
+	}
 }
 
 // eventHub is the node's one watch of the event stream and its
@@ -168,8 +180,30 @@ func (h *eventHub) list(ctx context.Context) (int64, error) {
 }
 
 // events derives one watch response's events once and offers each
-// revision's to every subscriber, without ever waiting for one.
+// revision's to every subscriber, without ever waiting for one. With no
+// subscriber it derives nothing (that is most of a busy node's writes'
+// decoding): it keeps only what later derivations need and moves its
+// position on, under mu, so a stream that joins after sees it there.
 func (h *eventHub) events(_ context.Context, wes []*clientv3.Event) {
+	if len(wes) == 0 {
+		return
+	}
+	h.mu.Lock()
+	idle := len(h.subs) == 0
+	h.mu.Unlock()
+	if idle {
+		h.der.note(wes)
+		h.mu.Lock()
+		idle = len(h.subs) == 0
+		if idle {
+			h.pos.Store(wes[len(wes)-1].Kv.ModRevision)
+		}
+		h.mu.Unlock()
+		if idle {
+			return
+		}
+		// A stream joined meanwhile, at the old position: derive for it.
+	}
 	var revs []revEvents
 	h.der.revisions(wes, func(re revEvents) bool { revs = append(revs, re); return true })
 	h.mu.Lock()

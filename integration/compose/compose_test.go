@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -90,6 +91,7 @@ func TestCompose(t *testing.T) {
 	owners := c.owners(ctx, "taskd-1")
 	t.Logf("identities per node before the faults: %v", countOwners(owners))
 	c.prometheusScrapes(ctx)
+	c.consolePages(ctx)
 
 	// docker kill: the node's identities go to the others once its lease
 	// expires; a start under the same name frees its previous incarnation.
@@ -246,6 +248,43 @@ func (c *cluster) poll(ctx context.Context, what string, cond func(ctx context.C
 // prometheusScrapes waits until the compose file's Prometheus scrapes the
 // three nodes and its sum of taskd_identities_owned over them is the number
 // of identities scheduled.
+// consoleHTTP is each node's --http port as the host publishes it.
+var consoleHTTP = map[string]string{"taskd-1": "127.0.0.1:7421", "taskd-2": "127.0.0.1:7431", "taskd-3": "127.0.0.1:7441"}
+
+// consolePages opens the web console of every node, as a browser on the
+// host does, and wants its cluster page listing the three nodes: the
+// console reaches its own node's API from inside the container (which has
+// no IPv6 loopback) whatever --listen says.
+func (c *cluster) consolePages(ctx context.Context) {
+	c.t.Helper()
+	for _, name := range nodeNames {
+		c.poll(ctx, "the console of "+name+" shows the cluster", func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+consoleHTTP[name]+"/ui/", nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			if err != nil {
+				return false, err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return false, fmt.Errorf("GET /ui/: %d: %.300s", resp.StatusCode, body)
+			}
+			for _, n := range nodeNames {
+				if !strings.Contains(string(body), n) {
+					return false, fmt.Errorf("the cluster page does not list %s", n)
+				}
+			}
+			return true, nil
+		})
+	}
+}
+
 func (c *cluster) prometheusScrapes(ctx context.Context) {
 	c.t.Helper()
 	query := func(ctx context.Context, q string) (string, error) {

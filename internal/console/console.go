@@ -186,12 +186,12 @@ func LoopbackTarget(addr net.Addr) string {
 	if err != nil {
 		return addr.String()
 	}
+	// A wildcard listener ("0.0.0.0" or "[::]") takes connections on every
+	// loopback address of its host; Go reports --listen=0.0.0.0 as "[::]"
+	// (one dual-stack socket), and a container may have no IPv6 loopback,
+	// so the node dials IPv4's, as `taskd health` does.
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if ip.To4() != nil {
-			host = "127.0.0.1"
-		} else {
-			host = "::1"
-		}
+		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
 }

@@ -686,7 +686,7 @@ func TestRelative(t *testing.T) {
 func TestLoopbackTarget(t *testing.T) {
 	for addr, want := range map[string]string{
 		"0.0.0.0:7420":   "127.0.0.1:7420",
-		"[::]:7420":      "[::1]:7420",
+		"[::]:7420":      "127.0.0.1:7420",
 		"10.1.2.3:7420":  "10.1.2.3:7420",
 		"127.0.0.1:7420": "127.0.0.1:7420",
 	} {

@@ -1,0 +1,220 @@
+package taskservice
+
+// Reads of tasks, runs, identities and nodes, and the API view of a
+// stored task.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// localTask returns a non-durable task held by this node.
+func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st := n.local[id]; st != nil {
+		if e := st.tasks.get(taskID); e != nil {
+			return cloneRec(e.rec), true
+		}
+	}
+	return nil, false
+}
+
+// GetTask returns one task.
+func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
+	if rec, ok := n.localTask(id, taskID); ok {
+		return n.view(rec, 0), nil
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	f, ok, err := n.store.Find(cctx, id, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+	}
+	t := n.view(f.Rec, f.Rev)
+	t.NextFireTimes = n.upcoming(f.Rec, 5)
+	return t, nil
+}
+
+// ListRuns returns a task's run history, newest first.
+func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run, error) {
+	if _, ok := n.localTask(id, taskID); ok {
+		return nil, nil
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	f, ok, err := n.store.Find(cctx, id, taskID)
+	if err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+	}
+	if f.Every {
+		return n.store.EveryRunsOf(cctx, taskID)
+	}
+	return n.store.Runs(cctx, id, taskID)
+}
+
+// GetIdentity returns an identity's mapping and task count.
+func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	owner, err := n.idmap.Get(cctx, id)
+	if err != nil {
+		return nil, err
+	}
+	count, err := n.store.CountBoth(cctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !owner.Mapped && count == 0 {
+		return nil, fmt.Errorf("identity %q has no mapping and no tasks: %w", id, ErrNotFound)
+	}
+	out := &taskdv1.Identity{Identity: id, Mapped: owner.Mapped, Node: owner.Node, Epoch: owner.Epoch, TaskCount: count}
+	status, err := n.identityStatus(cctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if status != nil {
+		out.Active, out.StatusNode, out.StatusSince = status.Active, status.Node, status.Since
+	}
+	return out, nil
+}
+
+// ListNodes returns the registered nodes, by name.
+func (n *Node) ListNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	nodes, _, err := n.listNodes(ctx)
+	return nodes, err
+}
+
+// DescribeNodes is ListNodes with each node's standing: which one is the
+// placement leader, and how long each lease has left. It asks etcd once
+// more per node, so it serves the API, not the node's own loops.
+func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	nodes, leases, err := n.listNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	leader, err := n.cli.Get(cctx, n.cfg.Prefix+"leader")
+	if err != nil {
+		return nil, fmt.Errorf("read the placement leader: %w", err)
+	}
+	holder := ""
+	if len(leader.Kvs) == 1 {
+		holder = string(leader.Kvs[0].Value) // "name incarnation"
+	}
+	for i, nd := range nodes {
+		nd.Leader = holder == nd.Name+" "+nd.Incarnation
+		ttl, err := n.cli.TimeToLive(cctx, leases[i])
+		if err != nil {
+			return nil, fmt.Errorf("read the lease of node %s: %w", nd.Name, err)
+		}
+		if ttl.TTL > 0 {
+			nd.LeaseRemaining = durationpb.New(time.Duration(ttl.TTL) * time.Second)
+		}
+	}
+	return nodes, nil
+}
+
+// listNodes reads the registrations, with the lease each is held under.
+func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.LeaseID, error) {
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var out []*taskdv1.Node
+	var leases []clientv3.LeaseID
+	for _, kv := range resp.Kvs {
+		leases = append(leases, clientv3.LeaseID(kv.Lease))
+		var rec storev1.NodeRecord
+		if err := proto.Unmarshal(kv.Value, &rec); err != nil {
+			return nil, nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.nodesPrefix), err)
+		}
+		owned, err := n.idmap.CountOwned(cctx, rec.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, &taskdv1.Node{
+			Name: rec.Name, Incarnation: rec.Incarnation, Address: rec.Address, State: rec.State,
+			StartedAt: rec.StartedAt, DispatchStart: rec.DispatchStart, IdentitiesOwned: owned, Kinds: rec.Kinds,
+		})
+	}
+	return out, leases, nil
+}
+
+// toTask is the API view of a record.
+func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
+	t := &taskdv1.Task{
+		Id:         rec.Id,
+		Spec:       rec.Spec,
+		State:      rec.State,
+		CreatedAt:  rec.CreatedAt,
+		RunCount:   rec.RunCount,
+		Attempt:    rec.Attempt,
+		LastRun:    rec.LastRun,
+		FinishedAt: rec.FinishedAt,
+		Revision:   rev,
+		Misfires:   rec.Misfires,
+	}
+	switch at, ok := armedFire(rec); {
+	case ok:
+		t.NextFireTime = timestamppb.New(at)
+	case rec.Running == nil:
+		if at, purge, ok := dueTime(rec, 0, timing{now: time.Now()}); ok && !purge {
+			t.NextFireTime = timestamppb.New(at)
+		}
+	}
+	return t
+}
+
+// view is the API view of a record as this node sees it: toTask, with the
+// pauses in force and, if this node owns the task, what its due run waits
+// for.
+func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
+	t := toTask(rec, rev)
+	spec := rec.GetSpec()
+	n.mu.Lock()
+	t.PausedBy = n.pausedByLocked(rec, spec.GetIdentity())
+	since, waiting := n.workerWaitOfLocked(spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE, !spec.GetNonDurable(), spec.GetIdentity(), rec.GetId())
+	n.mu.Unlock()
+	if waiting && !isFinal(t.State) && rec.Running == nil {
+		t.Waiting, t.WaitingSince = WaitingForWorker, timestamppb.New(since)
+	}
+	if t.Paused = len(t.PausedBy) > 0; t.Paused && !isFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
+		t.State = taskdv1.TaskState_TASK_STATE_PAUSED
+	}
+	return t
+}
+
+// diffNames returns the names in after but not before, and the reverse.
+func diffNames(before, after []string) (added, removed []string) {
+	for _, a := range after {
+		if !slices.Contains(before, a) {
+			added = append(added, a)
+		}
+	}
+	for _, b := range before {
+		if !slices.Contains(after, b) {
+			removed = append(removed, b)
+		}
+	}
+	return added, removed
+}

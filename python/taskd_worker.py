@@ -20,7 +20,8 @@ A handler is called with a Run and ends the run by how it returns:
     message) or a Result (a message, new data for the task, or a warning).
   - raises Retry, or any exception not listed below: a failed attempt,
     retried after the task's backoff until its attempts are used up.
-  - raises Permanent: failed, not retried.
+  - raises Permanent: failed, not retried; the task goes on with its
+    next fire time, or, with none left, is DEAD.
   - raises Snooze(until): the same fire time runs again at until (a
     datetime, or seconds from now; None is at once), no attempt used up.
   - raises Cancel: the task is cancelled, no more runs.

@@ -72,7 +72,8 @@ func Warning(msg string) error {
 	return &jobOutcome{result: taskdv1.WorkResult_WORK_RESULT_WARNING, msg: msg}
 }
 
-// Permanent: the run failed and is not retried.
+// Permanent: the run failed and is not retried; the task goes on with its
+// next fire time, or, with none left, is DEAD.
 func Permanent(err error) error {
 	return &jobOutcome{result: taskdv1.WorkResult_WORK_RESULT_PERMANENT, msg: err.Error()}
 }

@@ -13,13 +13,20 @@ import (
 //   - nil: SUCCESS.
 //   - Warning(msg): WARNING, a success worth a look.
 //   - Retry(err) or any other error: ERROR, retried after backoff until the
-//     task's max_attempts is used up, then the task is DEAD.
+//     task's max_attempts is used up, then the task is DEAD (an EVERY_NODE
+//     task goes on with its next fire time on that node).
+//   - RetryAt(err, at): as Retry, but the retry waits until at if the
+//     backoff would come sooner.
 //   - Permanent(err): ERROR, not retried; the task goes on with its next
-//     fire time, or ends.
+//     fire time, or, if it has none, ends DEAD.
 //   - Cancel(reason): CANCELED; the task has no more runs.
 //   - Snooze(until): the same fire time runs again at until, with no attempt
 //     used up; a zero or past until runs it again at once.
 //   - RunAgainNow(): SUCCESS, and one more run at once.
+//
+// A task whose last run failed (ERROR, or INTERRUPTED and not recovered)
+// never ends COMPLETED: when it has no fire time left it is DEAD, kept for
+// inspection and re-runnable with RunTaskNow.
 //
 // A handler must respect ctx: it is cancelled at the task's timeout, when
 // the node stops, and when the node loses its lease. IdentityLeft(ctx) is
@@ -100,7 +107,7 @@ func (r *Run) SetMessage(msg string) {
 type outcomeError struct {
 	kind  outcomeKind
 	err   error
-	until time.Time
+	until time.Time // Snooze: when to run again; RetryAt: the earliest retry
 	msg   string
 }
 
@@ -138,6 +145,15 @@ func (e *outcomeError) Unwrap() error { return e.err }
 // explicitly).
 func Retry(err error) error { return &outcomeError{kind: outcomeRetry, err: err} }
 
+// RetryAt marks err as retryable, with the retry not before at: it comes
+// at the later of at and the task's backoff (a server's Retry-After, say).
+// It uses an attempt as any retry does. A zero at is Retry(err); an at on
+// or after MaxInstant is refused when the outcome is committed (the run is
+// then an ERROR retried after the backoff alone).
+func RetryAt(err error, at time.Time) error {
+	return &outcomeError{kind: outcomeRetry, err: err, until: at}
+}
+
 // Permanent marks err as not retryable.
 func Permanent(err error) error { return &outcomeError{kind: outcomePermanent, err: err} }
 
@@ -168,6 +184,67 @@ func asOutcome(err error) (*outcomeError, bool) {
 		return oe, true
 	}
 	return nil, false
+}
+
+// Request is what a handler's returned error asks for.
+type Request int
+
+// The requests a handler's error can make (see Handler).
+const (
+	RequestSuccess   Request = iota // nil
+	RequestRetry                    // Retry, RetryAt or any other error
+	RequestPermanent                // Permanent
+	RequestCancel                   // Cancel
+	RequestSnooze                   // Snooze
+	RequestRunAgain                 // RunAgainNow
+	RequestWarning                  // Warning
+)
+
+func (r Request) String() string {
+	switch r {
+	case RequestSuccess:
+		return "success"
+	case RequestRetry:
+		return "retry"
+	case RequestPermanent:
+		return "permanent"
+	case RequestCancel:
+		return "cancel"
+	case RequestSnooze:
+		return "snooze"
+	case RequestRunAgain:
+		return "run again"
+	case RequestWarning:
+		return "warning"
+	}
+	return fmt.Sprintf("Request(%d)", int(r))
+}
+
+// Requested reports what a handler's error asks for, and the time it names:
+// a snooze's until (never zero), a RetryAt's at, zero otherwise. It lets a
+// handler that wraps another, or a test, read an outcome without running a
+// node.
+func Requested(err error) (Request, time.Time) {
+	if err == nil {
+		return RequestSuccess, time.Time{}
+	}
+	oe, ok := asOutcome(err)
+	if !ok {
+		return RequestRetry, time.Time{}
+	}
+	switch oe.kind {
+	case outcomePermanent:
+		return RequestPermanent, time.Time{}
+	case outcomeCancel:
+		return RequestCancel, time.Time{}
+	case outcomeSnooze:
+		return RequestSnooze, oe.until
+	case outcomeRunAgain:
+		return RequestRunAgain, time.Time{}
+	case outcomeWarning:
+		return RequestWarning, time.Time{}
+	}
+	return RequestRetry, oe.until
 }
 
 // IsRetryable reports whether a handler's error asks for a retry: true for

@@ -235,6 +235,9 @@ func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64,
 	if !res.snooze.IsZero() {
 		fr.Snooze = ts(res.snooze)
 	}
+	if !res.retryAt.IsZero() {
+		fr.RetryAt = ts(res.retryAt)
+	}
 	b, err := proto.Marshal(fr)
 	if err != nil {
 		return false, fmt.Errorf("encode forwarded result: %w", err)
@@ -266,6 +269,9 @@ func resultOfForwarded(fr *storev1.ForwardedResult) runResult {
 	}
 	if fr.Snooze != nil {
 		res.snooze = fr.Snooze.AsTime()
+	}
+	if fr.RetryAt != nil {
+		res.retryAt = fr.RetryAt.AsTime()
 	}
 	return res
 }

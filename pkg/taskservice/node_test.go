@@ -373,13 +373,16 @@ func TestMaxAttemptsMakesTaskDead(t *testing.T) {
 	}
 }
 
+// TestPermanentErrorIsNotRetried: a once task whose run fails permanently
+// is DEAD after its one run, not COMPLETED (before the fix it read
+// COMPLETED, as if it had done its work).
 func TestPermanentErrorIsNotRetried(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rec.behave = func(context.Context, *taskservice.Run, int) error {
 		return taskservice.Permanent(errors.New("bad payload"))
 	}
 	task := h.schedule(spec("e", "rec", now()))
-	got := h.waitState("e", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	got := h.waitState("e", task.Id, taskdv1.TaskState_TASK_STATE_DEAD)
 	if n := len(h.rec.of(task.Id)); n != 1 || got.LastRun.Outcome != taskdv1.Outcome_OUTCOME_ERROR {
 		t.Fatalf("ran %d times, last outcome %s: want one ERROR", n, got.LastRun.Outcome)
 	}

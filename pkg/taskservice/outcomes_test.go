@@ -164,6 +164,105 @@ func TestOutcomePermanent(t *testing.T) {
 	}
 }
 
+// A task whose last run failed never reads COMPLETED: a once task that
+// fails permanently, and one whose max_attempts of 2 are used up, are
+// DEAD (before the fix the first read COMPLETED), and a DEAD task runs
+// again by RunTaskNow: a failed re-run leaves it DEAD, a good one
+// COMPLETED.
+func TestOutcomeFailedTaskIsDeadAndRunsAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	fixed := false // the cause of the failures is mended
+	h.rec.behave = func(_ context.Context, r *taskservice.Run, n int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case fixed:
+			return nil
+		case r.Identity == "dead-perm":
+			return taskservice.Permanent(errors.New("bad payload"))
+		}
+		return fmt.Errorf("boom %d", r.Attempt)
+	}
+	perm := h.schedule(spec("dead-perm", "rec", now()))
+	s := spec("dead-retry", "rec", now())
+	s.MaxAttempts = 2
+	s.Backoff = &taskdv1.Backoff{Initial: durationpb.New(20 * time.Millisecond), Max: durationpb.New(20 * time.Millisecond)}
+	retried := h.schedule(s)
+
+	got := h.waitState("dead-perm", perm.Id, taskdv1.TaskState_TASK_STATE_DEAD)
+	waitEvents(h, perm.Id, runSeq(evFailed, evFinal)...)
+	if runs := h.runs("dead-perm", perm.Id); len(runs) != 1 || runs[0].Outcome != taskdv1.Outcome_OUTCOME_ERROR ||
+		got.FinishedAt == nil || got.LastRun.GetOutcome() != taskdv1.Outcome_OUTCOME_ERROR {
+		t.Fatalf("permanent: task %v history %s: want DEAD after one ERROR", got, describe(runs))
+	}
+	got = h.waitState("dead-retry", retried.Id, taskdv1.TaskState_TASK_STATE_DEAD)
+	waitEvents(h, retried.Id, seqs(runSeq(evFailed, evRetry), runSeq(evFailed, evFinal))...)
+	runs := h.runs("dead-retry", retried.Id)
+	if len(runs) != 2 || runs[0].Outcome != taskdv1.Outcome_OUTCOME_ERROR || runs[1].Outcome != taskdv1.Outcome_OUTCOME_ERROR ||
+		runs[0].Attempt != 2 || runs[1].Attempt != 1 || got.RunCount != 2 {
+		t.Fatalf("retried: task %v history %s: want DEAD after attempts 1 and 2, both ERROR", got, describe(runs))
+	}
+
+	runNow := func(id, taskID string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := h.node.Client.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: id, TaskId: taskID}); err != nil {
+			t.Fatalf("run-now of DEAD task %s: %v", taskID, err)
+		}
+	}
+	// Still failing: the re-run is recorded and the task stays DEAD.
+	runNow("dead-perm", perm.Id)
+	tst.Eventually(t, 20*time.Second, func() bool { return len(h.runs("dead-perm", perm.Id)) == 2 }, "the re-run of %s", perm.Id)
+	if got := h.waitState("dead-perm", perm.Id, taskdv1.TaskState_TASK_STATE_DEAD); got.LastRun.GetOutcome() != taskdv1.Outcome_OUTCOME_ERROR {
+		t.Errorf("failed re-run: last run %v, want ERROR", got.LastRun)
+	}
+	// Mended: a re-run succeeds and the task is COMPLETED.
+	mu.Lock()
+	fixed = true
+	mu.Unlock()
+	for _, tk := range []*taskdv1.Task{perm, retried} {
+		runNow(tk.Spec.Identity, tk.Id)
+		got := h.waitState(tk.Spec.Identity, tk.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+		runs := h.runs(tk.Spec.Identity, tk.Id)
+		if got.LastRun.GetOutcome() != taskdv1.Outcome_OUTCOME_SUCCESS || len(runs) == 0 || !runs[0].Manual {
+			t.Errorf("re-run of %s: last run %v history %s, want a manual SUCCESS", tk.Spec.Identity, got.LastRun, describe(runs))
+		}
+	}
+}
+
+// RetryAt(err, at) is a retry that waits until at when the backoff would
+// come sooner (a webhook's Retry-After), and uses an attempt.
+func TestOutcomeRetryAt(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	var notBefore time.Time
+	h.rec.behave = func(_ context.Context, r *taskservice.Run, n int) error {
+		if n == 1 {
+			mu.Lock()
+			notBefore = time.Now().Add(300 * time.Millisecond)
+			mu.Unlock()
+			return taskservice.RetryAt(errors.New("busy"), notBefore)
+		}
+		return nil
+	}
+	s := spec("ra", "rec", now())
+	s.Backoff = &taskdv1.Backoff{Initial: durationpb.New(time.Millisecond), Max: durationpb.New(time.Millisecond)}
+	task := h.schedule(s)
+	h.waitState("ra", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	evs := waitEvents(h, task.Id, seqs(runSeq(evFailed, evRetry), runSeq(evSucceeded, evFinal))...)
+	mu.Lock()
+	defer mu.Unlock()
+	if !evs[3].Next.Equal(notBefore) {
+		t.Errorf("RETRY_SCHEDULED for %s, want the handler's time %s", evs[3].Next, notBefore)
+	}
+	calls := h.rec.of(task.Id)
+	if len(calls) != 2 || calls[1].Start.Before(notBefore) || calls[1].Attempt != 2 {
+		t.Fatalf("calls %+v: want attempt 2 at or after %s", calls, notBefore)
+	}
+}
+
 // Cancel from the handler ends the task: CANCELED, no more runs.
 func TestOutcomeCancel(t *testing.T) {
 	h := newHarness(t, nil)

@@ -138,10 +138,32 @@ func settle(rec *storev1.TaskRecord, now time.Time) {
 		if hasFuture(rec) {
 			rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
 		} else {
-			rec.State = taskdv1.TaskState_TASK_STATE_COMPLETED
+			rec.State = endState(rec)
 			rec.FinishedAt = ts(now)
 		}
 	}
+}
+
+// endState is the state of a task that has no run to come: DEAD when its
+// last run failed, COMPLETED otherwise. A task whose last attempt failed
+// never reads COMPLETED (contract §5.2): it is kept, DEAD, for inspection
+// and run-now. This decides it for every task that runs out of fire times
+// (a permanent error on the last one, an interrupted run not recovered, a
+// failed run-now of a finished task, a last fire time skipped after a
+// failure); a task whose attempts run out is made DEAD by applyResult
+// whatever fire times it has left.
+func endState(rec *storev1.TaskRecord) taskdv1.TaskState {
+	if runFailed(rec.GetLastRun().GetOutcome()) {
+		return taskdv1.TaskState_TASK_STATE_DEAD
+	}
+	return taskdv1.TaskState_TASK_STATE_COMPLETED
+}
+
+// runFailed reports whether a run's outcome is a failure: ERROR, or
+// INTERRUPTED (the run did not finish). DROPPED and VETOED runs did not
+// run; CANCELED ends the task on its own.
+func runFailed(o taskdv1.Outcome) bool {
+	return o == taskdv1.Outcome_OUTCOME_ERROR || o == taskdv1.Outcome_OUTCOME_INTERRUPTED
 }
 
 // startPlan is a run about to start, or (run false) a trigger advance
@@ -258,6 +280,7 @@ type runResult struct {
 	outcome  taskdv1.Outcome
 	message  string
 	retry    bool      // retryable failure
+	retryAt  time.Time // retryable failure: the earliest retry (RetryAt); zero: the backoff's
 	snooze   time.Time // run the same fire time again then
 	cancel   bool      // the handler cancelled the task
 	again    bool      // run again now
@@ -310,6 +333,11 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 		EndedAt: run.EndedAt, Node: node, Message: res.message,
 	}
 	now := res.ended
+	// A run-now of a task that had ended (DEAD or COMPLETED, kept): if it
+	// fails the task stays DEAD whatever fire times its triggers still
+	// hold; if it succeeds the task comes back (with fire times left it
+	// goes on with them).
+	reran := m.Manual && rec.FinishedAt != nil
 	doneWithFire := func() {
 		if !m.Manual {
 			rec.Attempt = 0
@@ -340,14 +368,24 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 		if max <= 0 {
 			max = defaultMaxAttempts
 		}
-		if m.Attempt >= max {
+		switch {
+		case m.Attempt >= max && rec.Spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE && hasFuture(rec):
+			// Each node keeps its own progress on a task that all of them
+			// share: one node's failures end the fire time, not the task,
+			// and the node goes on with its next one.
+			doneWithFire()
+		case m.Attempt >= max:
 			rec.State = taskdv1.TaskState_TASK_STATE_DEAD
 			rec.FinishedAt = ts(now)
 			rec.RetryAt = nil
-		} else {
+		default:
 			b := rec.Spec.GetBackoff()
 			wait := schedule.Backoff(int(m.Attempt), b.GetInitial().AsDuration(), maxBackoff(b.GetMax().AsDuration()), backoffRnd)
-			rec.RetryAt = ts(now.Add(wait))
+			at := now.Add(wait)
+			if res.retryAt.After(at) {
+				at = res.retryAt // the handler asked for no earlier retry
+			}
+			rec.RetryAt = ts(at)
 			rec.Attempt = m.Attempt
 		}
 	default:
@@ -356,8 +394,15 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 	if res.again && !isFinal(rec.State) {
 		rec.ManualRequested = true
 	}
-	if rec.State == taskdv1.TaskState_TASK_STATE_RUNNING || !isFinal(rec.State) {
+	if !isFinal(rec.State) {
 		rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
+		switch {
+		case !reran || rec.RecoveryPending != nil:
+		case runFailed(res.outcome):
+			rec.State, rec.FinishedAt = taskdv1.TaskState_TASK_STATE_DEAD, ts(now)
+		default:
+			rec.FinishedAt = nil // back from the end; settle says where to
+		}
 	}
 	settle(rec, now)
 	switch {

@@ -326,9 +326,59 @@ func TestApplyResultOutcomes(t *testing.T) {
 			},
 			wantState: stRetrying, wantEvent: EventRetryScheduled, wantAttempt: 1, wantRetryAt: end.Add(backoff1),
 			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
-		{name: "permanent error, once: done", rec: onceTask,
+		{name: "permanent error, once: DEAD, not COMPLETED", rec: onceTask,
 			res:       func() runResult { return ended(taskdv1.Outcome_OUTCOME_ERROR, end) },
-			wantState: stCompleted, wantEvent: EventFinalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+			wantState: stDead, wantEvent: EventFinalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+		{name: "permanent error on the last fire time of a periodic task: DEAD", rec: func() *storev1.TaskRecord {
+			return newRecord(nil, rEvery(rt0, time.Minute, 1))
+		},
+			res:       func() runResult { return ended(taskdv1.Outcome_OUTCOME_ERROR, end) },
+			wantState: stDead, wantEvent: EventFinalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+		{name: "retryable error, the handler's earliest retry after the backoff", rec: onceTask,
+			res: func() runResult {
+				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+				r.retry, r.retryAt = true, end.Add(time.Hour)
+				return r
+			},
+			wantState: stRetrying, wantEvent: EventRetryScheduled, wantAttempt: 1, wantRetryAt: end.Add(time.Hour),
+			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+		{name: "retryable error, the handler's earliest retry before the backoff", rec: onceTask,
+			res: func() runResult {
+				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+				r.retry, r.retryAt = true, end.Add(time.Millisecond)
+				return r
+			},
+			wantState: stRetrying, wantEvent: EventRetryScheduled, wantAttempt: 1, wantRetryAt: end.Add(backoff1),
+			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+		{name: "attempts used up, periodic: DEAD", rec: func() *storev1.TaskRecord {
+			return newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts = 1 }, rEvery(rt0, time.Minute, 0))
+		},
+			res: func() runResult {
+				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+				r.retry = true
+				return r
+			},
+			wantState: stDead, wantEvent: EventFinalized, wantAttempt: 1, wantPending: true, wantFinish: true,
+			wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+		{name: "attempts used up, EVERY_NODE periodic: the node goes on with the next fire time", rec: func() *storev1.TaskRecord {
+			return newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts, s.Scope = 1, taskdv1.Scope_SCOPE_EVERY_NODE }, rEvery(rt0, time.Minute, 0))
+		},
+			res: func() runResult {
+				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+				r.retry = true
+				return r
+			},
+			wantState: stScheduled, wantEvent: EventNextScheduled, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
+		{name: "attempts used up, EVERY_NODE once: DEAD", rec: func() *storev1.TaskRecord {
+			return newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts, s.Scope = 1, taskdv1.Scope_SCOPE_EVERY_NODE }, rOnce(rt0))
+		},
+			res: func() runResult {
+				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+				r.retry = true
+				return r
+			},
+			wantState: stDead, wantEvent: EventFinalized, wantAttempt: 1, wantPending: true, wantFinish: true,
+			wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "permanent error, periodic: next fire time", rec: periodicTask,
 			res:       func() runResult { return ended(taskdv1.Outcome_OUTCOME_ERROR, end) },
 			wantState: stScheduled, wantEvent: EventNextScheduled, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
@@ -397,7 +447,7 @@ func TestApplyResultOutcomes(t *testing.T) {
 			return newRecord(func(s *taskdv1.TaskSpec) { f := false; s.RequestsRecovery = &f }, rOnce(rt0))
 		},
 			res:       func() runResult { return ended(taskdv1.Outcome_OUTCOME_INTERRUPTED, end) },
-			wantState: stCompleted, wantEvent: EventFinalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED},
+			wantState: stDead, wantEvent: EventFinalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustStart(t, tc.rec(), rt0)
@@ -440,7 +490,9 @@ func TestApplyResultOutcomes(t *testing.T) {
 					t.Errorf("due %s purge %v ok %v, want the retry at %s", at, purge, ok, tc.wantRetryAt)
 				}
 			case EventFinalized:
-				if !ok || !purge {
+				if rec.State == stDead && ok {
+					t.Errorf("due %s purge %v: a DEAD task is never due", at, purge)
+				} else if rec.State != stDead && (!ok || !purge) {
 					t.Errorf("due %s purge %v ok %v: a final task is due only for its purge", at, purge, ok)
 				}
 			case EventNextScheduled:
@@ -671,6 +723,74 @@ func TestManualRunsLeaveAttemptsAlone(t *testing.T) {
 	}
 }
 
+// TestRunNowOfAnEndedTask: a DEAD (or COMPLETED) task runs again by
+// RunTaskNow. If the run fails the task is DEAD, even one whose triggers
+// still hold fire times (before the fix a failed run-now brought a DEAD
+// periodic task back to its schedule, and a once task read COMPLETED); if
+// it succeeds the task is back: COMPLETED, or on its schedule again.
+func TestRunNowOfAnEndedTask(t *testing.T) {
+	// dead ends trig's task DEAD: its first fire time fails with its one attempt.
+	dead := func(trig *taskdv1.Trigger) *storev1.TaskRecord {
+		rec := newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts = 1 }, trig)
+		res := ended(taskdv1.Outcome_OUTCOME_ERROR, rt0.Add(time.Second))
+		res.retry = true
+		rec, _, _ = finish(mustStart(t, rec, rt0), res)
+		if rec.State != stDead {
+			t.Fatalf("setup: state %s, want DEAD", rec.State)
+		}
+		return rec
+	}
+	completed := func() *storev1.TaskRecord {
+		rec, _, _ := finish(mustStart(t, newRecord(nil, rOnce(rt0)), rt0), ended(taskdv1.Outcome_OUTCOME_SUCCESS, rt0.Add(time.Second)))
+		if rec.State != stCompleted {
+			t.Fatalf("setup: state %s, want COMPLETED", rec.State)
+		}
+		return rec
+	}
+	failed := func(end time.Time) runResult {
+		r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+		r.retry = true
+		return r
+	}
+	succeeded := func(end time.Time) runResult { return ended(taskdv1.Outcome_OUTCOME_SUCCESS, end) }
+	for _, tc := range []struct {
+		name       string
+		rec        func() *storev1.TaskRecord
+		res        func(end time.Time) runResult
+		want       taskdv1.TaskState
+		wantFinish bool
+	}{
+		{"DEAD once, fails again", func() *storev1.TaskRecord { return dead(rOnce(rt0)) }, failed, stDead, true},
+		{"DEAD once, succeeds", func() *storev1.TaskRecord { return dead(rOnce(rt0)) }, succeeded, stCompleted, true},
+		{"DEAD periodic, fails again", func() *storev1.TaskRecord { return dead(rEvery(rt0, time.Minute, 0)) }, failed, stDead, true},
+		{"DEAD periodic, succeeds: back on its schedule", func() *storev1.TaskRecord { return dead(rEvery(rt0, time.Minute, 0)) },
+			succeeded, stScheduled, false},
+		{"COMPLETED once, fails", completed, failed, stDead, true},
+		{"COMPLETED once, succeeds", completed, succeeded, stCompleted, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tc.rec()
+			rec.ManualRequested = true // RunTaskNow
+			now := rt0.Add(time.Hour)
+			if at, _, ok := dueTime(rec, time.Hour, timing{now: now}); !ok || !at.Equal(now) {
+				t.Fatalf("requested run-now of a %s task due at %s (ok %v), want now", rec.State, at, ok)
+			}
+			m := mustStart(t, rec, now)
+			if !m.manual {
+				t.Fatal("the run is not manual")
+			}
+			end := now.Add(time.Second)
+			got, run, ev := finish(m, tc.res(end))
+			if got.State != tc.want || (got.FinishedAt != nil) != tc.wantFinish || !run.Manual {
+				t.Fatalf("state %s finished_at %s manual %v, want %s (finished: %v)", got.State, fmtTS(got.FinishedAt), run.Manual, tc.want, tc.wantFinish)
+			}
+			if tc.wantFinish && (ev != EventFinalized || !tsEq(got.FinishedAt, end)) {
+				t.Errorf("event %s finished_at %s, want FINALIZED at the run's end %s", ev, fmtTS(got.FinishedAt), end)
+			}
+		})
+	}
+}
+
 // TestHandlerDataIsStored: data set by the handler replaces the task's
 // data, whatever the outcome; data not set is kept.
 func TestHandlerDataIsStored(t *testing.T) {
@@ -746,6 +866,24 @@ func TestSettleStates(t *testing.T) {
 			r.State = stDead
 			return r
 		}, want: stDead, wantFinish: now},
+		{name: "no fire time left after a failed run: DEAD", rec: func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0))
+			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
+			r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: taskdv1.Outcome_OUTCOME_ERROR}
+			return r
+		}, want: stDead, wantFinish: now},
+		{name: "no fire time left after an interrupted run: DEAD", rec: func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0))
+			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
+			r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED}
+			return r
+		}, want: stDead, wantFinish: now},
+		{name: "no fire time left after a warning: COMPLETED", rec: func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0))
+			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
+			r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: taskdv1.Outcome_OUTCOME_WARNING}
+			return r
+		}, want: stCompleted, wantFinish: now},
 		{name: "completed keeps its finish time", rec: func() *storev1.TaskRecord {
 			r := newRecord(nil, rOnce(rt0))
 			r.State, r.FinishedAt, r.Triggers[0].Next = stCompleted, timestamppb.New(earlier), nil
@@ -845,8 +983,8 @@ func TestResolveStale(t *testing.T) {
 			wantMsg: rInc, wantRecovery: true, wantState: stScheduled},
 		{name: "node alive but silent", self: "inc-2", alive: true, wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
 			wantMsg: "did not report", wantRecovery: true, wantState: stScheduled},
-		{name: "node gone, no recovery", recovery: &no, self: "inc-2", wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
-			wantMsg: rInc, wantState: stCompleted},
+		{name: "node gone, no recovery: DEAD", recovery: &no, self: "inc-2", wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
+			wantMsg: rInc, wantState: stDead},
 		{name: "own start never called, no recovery asked: runs again anyway", recovery: &no, self: rInc, alive: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_DROPPED, wantMsg: "not called", wantRecovery: true, wantState: stScheduled},
 	} {

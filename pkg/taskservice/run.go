@@ -218,7 +218,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 		res.outcome = taskdv1.Outcome_OUTCOME_ERROR
 		setMsg(oe.Error())
 	default:
-		res.outcome, res.retry = taskdv1.Outcome_OUTCOME_ERROR, true
+		res.outcome, res.retry, res.retryAt = taskdv1.Outcome_OUTCOME_ERROR, true, oe.until
 		setMsg(oe.Error())
 	}
 }

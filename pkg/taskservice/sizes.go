@@ -77,6 +77,15 @@ func MaxRequestBytes(maxPayload int) int {
 	return MaxBatch*(task+8) + 64<<10
 }
 
+// MinSnooze and MaxHandlerDelay bound a delay that the built-in exec and
+// webhook handlers read from what they run (a snooze's duration, a
+// Retry-After): a shorter snooze is made MinSnooze, so that a command
+// cannot spin its task without pause, and a longer delay MaxHandlerDelay.
+const (
+	MinSnooze       = time.Second
+	MaxHandlerDelay = 24 * time.Hour
+)
+
 // MaxRequestBytes is MaxRequestBytes of the node's --max-payload.
 func (n *Node) MaxRequestBytes() int { return MaxRequestBytes(n.cfg.MaxPayload) }
 
@@ -128,6 +137,9 @@ func Limits(maxPayload int) []Limit {
 		{"run message", b(MaxMessage) + ", cut with a marker", "-", "run outcome (cut)"},
 		{"new data from a handler", b(maxPayload) + " (--max-payload), and the task within the encoded limit", "-", out},
 		{"snooze", "before " + MaxInstant.Format(time.DateOnly), "-", out},
+		{"earliest retry (RetryAt)", "before " + MaxInstant.Format(time.DateOnly), "-", out},
+		{"delay asked by an exec command or a webhook response (snooze, Retry-After)",
+			fmt.Sprintf("at most %d h; a snooze at least %d s", MaxHandlerDelay/time.Hour, MinSnooze/time.Second), "-", "exec and webhook handlers (clamped)"},
 		{"gRPC request", fmt.Sprintf("%d bytes (100 tasks at every limit)", MaxRequestBytes(maxPayload)), "-", "gRPC server (RESOURCE_EXHAUSTED)"},
 	}
 }
@@ -293,8 +305,8 @@ func cleanMessage(s string) string {
 
 // limitOutcome turns a run's outcome that asks for what cannot be stored
 // into a failed run saying what was too large: new data over --max-payload
-// (or making the task's encoded spec pass MaxTaskBytes), or a snooze past
-// MaxInstant. The run is an ERROR, retried after backoff as a handler's
+// (or making the task's encoded spec pass MaxTaskBytes), or a snooze or an
+// earliest retry past MaxInstant. The run is an ERROR, retried after backoff as a handler's
 // error is; the task keeps its data. It is the one check of every
 // handler's output (Go handlers, exec, webhook, remote workers), made where
 // the outcome is committed.
@@ -310,6 +322,8 @@ func (n *Node) limitOutcome(res *runResult, rec *storev1.TaskRecord) {
 		why = fmt.Sprintf("data too large: the task would be %d bytes encoded > limit %d", specSizeWithData(rec.GetSpec(), res.data), MaxTaskBytes)
 	case !res.snooze.IsZero() && !res.snooze.Before(MaxInstant):
 		why = fmt.Sprintf("snooze_until too far: %s is not before %s", res.snooze.UTC().Format(time.RFC3339), MaxInstant.Format(time.DateOnly))
+	case !res.retryAt.IsZero() && !res.retryAt.Before(MaxInstant):
+		why = fmt.Sprintf("retry time too far: %s is not before %s", res.retryAt.UTC().Format(time.RFC3339), MaxInstant.Format(time.DateOnly))
 	default:
 		return
 	}

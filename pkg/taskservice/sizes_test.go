@@ -22,10 +22,10 @@ import (
 // (those are in integration/limits_test.go, TestBadInputs): a handler's
 // output, and the calendar references of non-durable tasks.
 
-// TestHandlerOutputLimits: a Go handler that sets data over --max-payload
-// or snoozes past MaxInstant gets a failed run saying so (before: the data
-// or the instant was committed as given); a long message is cut with a
-// marker.
+// TestHandlerOutputLimits: a Go handler that sets data over --max-payload,
+// or snoozes or asks for its retry past MaxInstant, gets a failed run
+// saying so (before: the data or the instant was committed as given); a
+// long message is cut with a marker.
 func TestHandlerOutputLimits(t *testing.T) {
 	e := tst.StartEtcd(t)
 	const maxPayload = 1 << 10
@@ -33,6 +33,9 @@ func TestHandlerOutputLimits(t *testing.T) {
 		"data-too-large": func(r *taskservice.Run) error { r.SetData(make([]byte, maxPayload+1)); return nil },
 		"data-at-limit":  func(r *taskservice.Run) error { r.SetData(make([]byte, maxPayload)); return nil },
 		"snooze-too-far": func(r *taskservice.Run) error { return taskservice.Snooze(taskservice.MaxInstant.Add(time.Hour)) },
+		"retry-too-far": func(r *taskservice.Run) error {
+			return taskservice.RetryAt(errors.New("later"), taskservice.MaxInstant.Add(time.Hour))
+		},
 		"long-message": func(r *taskservice.Run) error {
 			return taskservice.Permanent(errors.New(strings.Repeat("é", taskservice.MaxMessage)))
 		},
@@ -49,7 +52,9 @@ func TestHandlerOutputLimits(t *testing.T) {
 		{"data-too-large", fmt.Sprintf("data too large: %d bytes > limit %d", maxPayload+1, maxPayload), taskdv1.TaskState_TASK_STATE_DEAD},
 		{"data-at-limit", "", taskdv1.TaskState_TASK_STATE_COMPLETED},
 		{"snooze-too-far", "snooze_until too far", taskdv1.TaskState_TASK_STATE_DEAD},
-		{"long-message", fmt.Sprintf("[cut: the message was %d bytes, the limit is %d]", 2*taskservice.MaxMessage, taskservice.MaxMessage), taskdv1.TaskState_TASK_STATE_COMPLETED},
+		{"retry-too-far", "retry time too far", taskdv1.TaskState_TASK_STATE_DEAD},
+		// A permanent failure of a once task: DEAD, not COMPLETED.
+		{"long-message", fmt.Sprintf("[cut: the message was %d bytes, the limit is %d]", 2*taskservice.MaxMessage, taskservice.MaxMessage), taskdv1.TaskState_TASK_STATE_DEAD},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
 			s := apiSpec(tc.id)

@@ -35,7 +35,7 @@ const (
 	// backoff until its attempts are used up.
 	WorkResult_WORK_RESULT_ERROR WorkResult = 2
 	// WORK_RESULT_PERMANENT: the run failed and is not retried; the task
-	// goes on with its next fire time, or ends.
+	// goes on with its next fire time, or, with none left, is DEAD.
 	WorkResult_WORK_RESULT_PERMANENT WorkResult = 3
 	// WORK_RESULT_SNOOZE: the same fire time runs again at snooze_until,
 	// with no attempt used up.

@@ -755,7 +755,11 @@ type ForwardedResult struct {
 	Again  bool                   `protobuf:"varint,16,opt,name=again,proto3" json:"again,omitempty"`
 	// not_called: the handler was never called (the node could not prove its
 	// lease was live); the fire time runs again whatever requests_recovery says.
-	NotCalled     bool `protobuf:"varint,17,opt,name=not_called,json=notCalled,proto3" json:"not_called,omitempty"`
+	NotCalled bool `protobuf:"varint,17,opt,name=not_called,json=notCalled,proto3" json:"not_called,omitempty"`
+	// retry_at: a retryable failure whose handler asked for no retry before
+	// this instant (RetryAt: a webhook's Retry-After); unset for the backoff
+	// alone.
+	RetryAt       *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -907,6 +911,13 @@ func (x *ForwardedResult) GetNotCalled() bool {
 		return x.NotCalled
 	}
 	return false
+}
+
+func (x *ForwardedResult) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
 }
 
 // Status is the last active/inactive vote for an identity (contract §7).
@@ -1252,7 +1263,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\fHandoffEntry\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\tR\x04from\x12\x17\n" +
-	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\xc9\x04\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\x80\x05\n" +
 	"\x0fForwardedResult\x12\x1d\n" +
 	"\n" +
 	"run_number\x18\x01 \x01(\x03R\trunNumber\x12\x12\n" +
@@ -1275,7 +1286,8 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x06cancel\x18\x0f \x01(\bR\x06cancel\x12\x14\n" +
 	"\x05again\x18\x10 \x01(\bR\x05again\x12\x1d\n" +
 	"\n" +
-	"not_called\x18\x11 \x01(\bR\tnotCalled\"f\n" +
+	"not_called\x18\x11 \x01(\bR\tnotCalled\x125\n" +
+	"\bretry_at\x18\x12 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\"f\n" +
 	"\x06Status\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x120\n" +
@@ -1360,19 +1372,20 @@ var file_taskd_store_v1_store_proto_depIdxs = []int32{
 	11, // 20: taskd.store.v1.ForwardedResult.started_at:type_name -> google.protobuf.Timestamp
 	11, // 21: taskd.store.v1.ForwardedResult.ended_at:type_name -> google.protobuf.Timestamp
 	11, // 22: taskd.store.v1.ForwardedResult.snooze:type_name -> google.protobuf.Timestamp
-	11, // 23: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
-	0,  // 24: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
-	14, // 25: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
-	1,  // 26: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
-	11, // 27: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
-	11, // 28: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
-	1,  // 29: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
-	18, // 30: taskd.store.v1.TokenRecord.token:type_name -> taskd.v1.Token
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	11, // 23: taskd.store.v1.ForwardedResult.retry_at:type_name -> google.protobuf.Timestamp
+	11, // 24: taskd.store.v1.Status.since:type_name -> google.protobuf.Timestamp
+	0,  // 25: taskd.store.v1.EveryNodeProgress.triggers:type_name -> taskd.store.v1.TriggerState
+	14, // 26: taskd.store.v1.EveryNodeProgress.last_run:type_name -> taskd.v1.RunSummary
+	1,  // 27: taskd.store.v1.EveryNodeProgress.running:type_name -> taskd.store.v1.RunMarker
+	11, // 28: taskd.store.v1.EveryNodeProgress.retry_at:type_name -> google.protobuf.Timestamp
+	11, // 29: taskd.store.v1.EveryNodeProgress.pending_fire:type_name -> google.protobuf.Timestamp
+	1,  // 30: taskd.store.v1.EveryNodeProgress.recovery_pending:type_name -> taskd.store.v1.RunMarker
+	18, // 31: taskd.store.v1.TokenRecord.token:type_name -> taskd.v1.Token
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_taskd_store_v1_store_proto_init() }

@@ -26,8 +26,9 @@ var fastBackoff = &taskdv1.Backoff{
 
 // TestExecHandlerEndToEnd runs the built-in exec handler in a real node
 // (contract §5.1): exit 75 is retried with backoff, exit 0 succeeds with stdout
-// as the message, any other exit is a permanent error; the payload arrives
-// on stdin and the TASKD_* variables in the environment.
+// as the message, exit $TASKD_EXIT_PERMANENT (90) is a failure not retried
+// that leaves the task DEAD; the payload arrives on stdin and the TASKD_*
+// variables in the environment.
 func TestExecHandlerEndToEnd(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -41,7 +42,7 @@ func TestExecHandlerEndToEnd(t *testing.T) {
 	node := startNode(t, nodeOptions{
 		name:    "exec-node",
 		dataDir: filepath.Join(dir, "data"),
-		extra:   []string{"--exec", "flaky=" + flaky, "--exec", "bad=exit 3"},
+		extra:   []string{"--exec", "flaky=" + flaky, "--exec", `bad=echo 'no such user' >&2; exit "$TASKD_EXIT_PERMANENT"`},
 	})
 	c := node.Client()
 
@@ -93,15 +94,80 @@ func TestExecHandlerEndToEnd(t *testing.T) {
 		}
 	}
 
-	badDone := waitTaskState(t, c, "dave", bad.GetId(), taskdv1.TaskState_TASK_STATE_COMPLETED)
+	badDone := waitTaskState(t, c, "dave", bad.GetId(), taskdv1.TaskState_TASK_STATE_DEAD)
 	badRuns := mustListRuns(t, c, "dave", bad.GetId())
 	switch {
 	case badDone.GetLastRun().GetOutcome() != taskdv1.Outcome_OUTCOME_ERROR:
 		t.Errorf("bad: last run %v, want ERROR", badDone.GetLastRun())
 	case badDone.GetRunCount() != 1 || len(badRuns) != 1:
 		t.Errorf("bad: run_count %d, %d runs; want one run, not retried%s", badDone.GetRunCount(), len(badRuns), describeRuns(badRuns))
-	case badRuns[0].GetAttempt() != 1 || !strings.Contains(badRuns[0].GetMessage(), "exit code 3"):
-		t.Errorf("bad: run %s, want attempt 1 failing with exit code 3", describeRuns(badRuns))
+	case badRuns[0].GetAttempt() != 1 || !strings.Contains(badRuns[0].GetMessage(), "exit code 90") ||
+		!strings.Contains(badRuns[0].GetMessage(), "no such user"):
+		t.Errorf("bad: run %s, want attempt 1 failing with exit code 90 and the stderr line", describeRuns(badRuns))
+	}
+}
+
+// TestExecFailureIsRetriedThenDead: a command that exits 3 (any non-zero
+// exit but the codes of their own) is a failed attempt, retried per the
+// task's policy, and a task whose attempts are used up is DEAD. Before the
+// fix the first exit 3 was a permanent failure and the task read
+// COMPLETED after one run. The exit codes of their own cancel the task and
+// snooze it (for the duration on stdout's last line, without an attempt).
+func TestExecFailureIsRetriedThenDead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// snooze snoozes its first run for 1 s, then succeeds.
+	snooze := fmt.Sprintf(`f=%s/snoozed.$TASKD_TASK_ID; if [ ! -e "$f" ]; then : > "$f"; echo 1s; exit "$TASKD_EXIT_SNOOZE"; fi; echo woke`,
+		shellQuote(dir))
+	node := startNode(t, nodeOptions{
+		name:    "exec-fail-node",
+		dataDir: filepath.Join(dir, "data"),
+		extra: []string{"--exec", "fail=echo boom; exit 3", "--exec", "snooze=" + snooze,
+			"--exec", `cancel=echo "enough" >&2; exit 91`},
+	})
+	c := node.Client()
+	failing := schedule(t, c, &taskdv1.TaskSpec{Identity: "gina", Kind: "fail", Triggers: onceAfter(0),
+		MaxAttempts: 2, Backoff: fastBackoff})
+	snoozing := schedule(t, c, &taskdv1.TaskSpec{Identity: "hank", Kind: "snooze", Triggers: onceAfter(0),
+		MaxAttempts: 1}) // a snooze that used an attempt would leave none for the second run
+	cancelling := schedule(t, c, &taskdv1.TaskSpec{Identity: "ivy", Kind: "cancel", Triggers: every(50 * time.Millisecond)})
+
+	dead := waitTaskState(t, c, "gina", failing.GetId(), taskdv1.TaskState_TASK_STATE_DEAD)
+	runs := mustListRuns(t, c, "gina", failing.GetId())
+	if len(runs) != 2 || dead.GetRunCount() != 2 {
+		t.Fatalf("fail: run_count %d, runs %s\nwant exactly 2 runs", dead.GetRunCount(), describeRuns(runs))
+	}
+	for i, r := range runs {
+		if r.GetOutcome() != taskdv1.Outcome_OUTCOME_ERROR || r.GetAttempt() != int32(2-i) || r.GetMessage() != "boom" {
+			t.Errorf("fail: runs (newest first) %s\nwant attempts 2 and 1, both ERROR with stdout \"boom\"", describeRuns(runs))
+			break
+		}
+	}
+	if dead.GetFinishedAt() == nil || dead.GetLastRun().GetOutcome() != taskdv1.Outcome_OUTCOME_ERROR {
+		t.Errorf("fail: task %v, want finished with last run ERROR", dead)
+	}
+
+	done := waitTaskState(t, c, "hank", snoozing.GetId(), taskdv1.TaskState_TASK_STATE_COMPLETED)
+	runs = mustListRuns(t, c, "hank", snoozing.GetId())
+	if len(runs) != 2 || runs[1].GetOutcome() != taskdv1.Outcome_OUTCOME_WARNING || runs[1].GetMessage() != "1s" ||
+		runs[0].GetOutcome() != taskdv1.Outcome_OUTCOME_SUCCESS || runs[0].GetMessage() != "woke" ||
+		runs[0].GetAttempt() != 1 || !runs[0].GetFireTime().AsTime().Equal(runs[1].GetFireTime().AsTime()) {
+		t.Fatalf("snooze: runs (newest first) %s\nwant a snoozed WARNING, then SUCCESS \"woke\": attempt 1 of the same fire time", describeRuns(runs))
+	}
+	// The snooze is counted from the end of the command, after the first
+	// run's start: the second run starts at least 1 s after that.
+	if woke, first := runs[0].GetStartedAt().AsTime(), runs[1].GetStartedAt().AsTime(); woke.Sub(first) < time.Second {
+		t.Errorf("snooze: the second run started %s after the first, want at least the 1s asked", woke.Sub(first))
+	}
+	if done.GetLastRun().GetOutcome() != taskdv1.Outcome_OUTCOME_SUCCESS {
+		t.Errorf("snooze: last run %v, want SUCCESS", done.GetLastRun())
+	}
+
+	cancelled := waitTaskState(t, c, "ivy", cancelling.GetId(), taskdv1.TaskState_TASK_STATE_CANCELED)
+	runs = mustListRuns(t, c, "ivy", cancelling.GetId())
+	if len(runs) != 1 || runs[0].GetOutcome() != taskdv1.Outcome_OUTCOME_CANCELED || !strings.Contains(runs[0].GetMessage(), "enough") ||
+		cancelled.GetRunCount() != 1 {
+		t.Errorf("cancel: runs %s\nwant one CANCELED run quoting stderr", describeRuns(runs))
 	}
 }
 
@@ -133,6 +199,9 @@ func (h *hookServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/reject":
 		http.Error(w, "rejected", http.StatusBadRequest)
+	case r.URL.Path == "/cancel":
+		w.Header().Set("X-Taskd-Outcome", "cancel")
+		fmt.Fprintln(w, "no longer wanted")
 	case r.URL.Path == "/flaky" && n == 1:
 		http.Error(w, "busy", http.StatusServiceUnavailable)
 	default:
@@ -148,7 +217,8 @@ func (h *hookServer) requests(id string) []hookRequest {
 
 // TestWebhookHandlerEndToEnd runs the built-in webhook handler in a real
 // node against a loopback HTTP server (contract §5.1): 5xx is retried, 2xx
-// succeeds with the body as the message, 400 is a permanent error; the
+// succeeds with the body as the message, 400 is a failure not retried that
+// leaves the task DEAD, X-Taskd-Outcome: cancel cancels the task; the
 // payload is the body and the X-Taskd-* headers identify the run.
 func TestWebhookHandlerEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -159,7 +229,8 @@ func TestWebhookHandlerEndToEnd(t *testing.T) {
 	node := startNode(t, nodeOptions{
 		name:    "hook-node",
 		dataDir: filepath.Join(t.TempDir(), "data"),
-		extra:   []string{"--webhook", "hook=" + srv.URL + "/flaky", "--webhook", "hookbad=" + srv.URL + "/reject"},
+		extra: []string{"--webhook", "hook=" + srv.URL + "/flaky", "--webhook", "hookbad=" + srv.URL + "/reject",
+			"--webhook", "hookcancel=" + srv.URL + "/cancel"},
 	})
 	c := node.Client()
 
@@ -168,6 +239,7 @@ func TestWebhookHandlerEndToEnd(t *testing.T) {
 		Identity: "erin", Kind: "hook", Payload: payload, Triggers: onceAfter(0), Backoff: fastBackoff,
 	})
 	bad := schedule(t, c, &taskdv1.TaskSpec{Identity: "frank", Kind: "hookbad", Payload: []byte("x"), Triggers: onceAfter(0)})
+	cancelling := schedule(t, c, &taskdv1.TaskSpec{Identity: "gus", Kind: "hookcancel", Triggers: every(50 * time.Millisecond)})
 
 	done := waitTaskState(t, c, "erin", task.GetId(), taskdv1.TaskState_TASK_STATE_COMPLETED)
 	runs := mustListRuns(t, c, "erin", task.GetId())
@@ -204,7 +276,7 @@ func TestWebhookHandlerEndToEnd(t *testing.T) {
 		}
 	}
 
-	badDone := waitTaskState(t, c, "frank", bad.GetId(), taskdv1.TaskState_TASK_STATE_COMPLETED)
+	badDone := waitTaskState(t, c, "frank", bad.GetId(), taskdv1.TaskState_TASK_STATE_DEAD)
 	badRuns := mustListRuns(t, c, "frank", bad.GetId())
 	switch {
 	case badDone.GetLastRun().GetOutcome() != taskdv1.Outcome_OUTCOME_ERROR:
@@ -214,5 +286,11 @@ func TestWebhookHandlerEndToEnd(t *testing.T) {
 			badDone.GetRunCount(), len(badRuns), len(hooks.requests(bad.GetId())), describeRuns(badRuns))
 	case !strings.Contains(badRuns[0].GetMessage(), "400"):
 		t.Errorf("hookbad: message %q does not give the status 400", badRuns[0].GetMessage())
+	}
+
+	waitTaskState(t, c, "gus", cancelling.GetId(), taskdv1.TaskState_TASK_STATE_CANCELED)
+	if runs := mustListRuns(t, c, "gus", cancelling.GetId()); len(runs) != 1 ||
+		runs[0].GetOutcome() != taskdv1.Outcome_OUTCOME_CANCELED || runs[0].GetMessage() != "no longer wanted" {
+		t.Errorf("hookcancel: runs %s\nwant one CANCELED run with the body as its message", describeRuns(runs))
 	}
 }

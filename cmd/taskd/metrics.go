@@ -92,7 +92,7 @@ func newMetrics() *metrics {
 			Name: "taskd_retries_total", Help: "Retries scheduled after a failed attempt (RETRY_SCHEDULED events).",
 		}),
 		dead: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "taskd_dead_tasks_total", Help: "Tasks that used up their attempts (FINALIZED in state DEAD).",
+			Name: "taskd_dead_tasks_total", Help: "Tasks that ended DEAD after a failed run: attempts used up, or a failure not retried with no fire time left (FINALIZED in state DEAD).",
 		}),
 		txnItems: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "taskd_etcd_txn_items", Help: "Writes (run starts, commits, schedules) carried by each Txn of the node's batcher.",

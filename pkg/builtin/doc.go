@@ -5,11 +5,13 @@
 // Both hand the run's identity, task, kind, run number, fence, node and
 // attempt to the work they start (as TASKD_* environment variables or
 // X-Taskd-* headers), so that a downstream system can reject a stale
-// duplicate by its fence. Both map the result to a taskservice outcome: a
-// success returns nil and keeps at most 64 KiB of output as the run's
-// message; a failure the other side asked to retry (exit code 75, HTTP 429
-// or 5xx), a connection error, a timeout and a node stop are retryable;
-// anything else is permanent.
+// duplicate by its fence. Both map the result to a taskservice outcome
+// (outcomes.go): a success returns nil and keeps at most 64 KiB of output
+// as the run's message; any failure (a non-zero exit or a death by a
+// signal, HTTP 429 or 5xx, a connection error, a timeout, a node stop) is a
+// failed attempt retried by the task's policy, except what the other side
+// says must not be: an exit code of its own (ExitPermanent, ExitCancel,
+// ExitSnooze), another 4xx status, or an X-Taskd-Outcome header.
 //
 // An exec command runs in a process group of its own that no process of it
 // outlives: not the run, and not the node, even one killed by SIGKILL (see

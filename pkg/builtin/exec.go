@@ -26,9 +26,6 @@ const (
 	// maxStderr is the most bytes of a command's stderr kept (the last ones),
 	// to quote its last line in an error.
 	maxStderr = 4 << 10
-	// exitRetry is the exit code by which a command asks for a retry
-	// (EX_TEMPFAIL in sysexits.h).
-	exitRetry = 75
 	// execWaitDelay bounds how long Wait waits for the output pipes after the
 	// command exited or was killed, in case a descendant still holds them:
 	// the group is killed only after the wait.
@@ -54,15 +51,25 @@ type execHandler struct {
 // NewExec returns a handler that runs `/bin/sh -c command` once per run, in
 // a process group of its own, with the run's payload on stdin and the node's
 // environment plus opts.Env and TASKD_IDENTITY, TASKD_TASK_ID, TASKD_KIND,
-// TASKD_RUN, TASKD_FENCE, TASKD_NODE and TASKD_ATTEMPT, and TRACEPARENT (the
-// W3C trace context of the run's span) when the run is traced.
+// TASKD_RUN, TASKD_FENCE, TASKD_NODE and TASKD_ATTEMPT, the exit codes
+// TASKD_EXIT_RETRY, TASKD_EXIT_PERMANENT, TASKD_EXIT_CANCEL and
+// TASKD_EXIT_SNOOZE, and TRACEPARENT (the W3C trace context of the run's
+// span) when the run is traced.
 //
-// Exit code 0 is a success, and the command's stdout (at most 64 KiB, one
-// trailing newline trimmed) becomes the run's message. Exit code 75 asks for
-// a retry; any other exit, or a failure to start, is a permanent error that
-// quotes the last line of stderr. When the run's context ends (task timeout
-// or node stop), the whole process group is killed with SIGKILL and the run
-// fails with a retryable error.
+// The command's stdout (at most 64 KiB, one trailing newline trimmed)
+// becomes the run's message, whatever its exit. Exit code 0 is a success.
+// Any other exit, a death by a signal, or a failure to start the command
+// is a failed attempt (ERROR), retried after the task's backoff up to its
+// max_attempts, whose error quotes the last line of stderr; but
+// ExitPermanent (90) is a failure not retried, ExitCancel (91) cancels the
+// task, and ExitSnooze (92) runs the same fire time again after the
+// duration on the last line of stdout without using an attempt (see
+// outcomes.go). A missing program (the shell's exit 127) is retried like
+// any failure: the node cannot tell it from a mount or a PATH not there
+// yet, and max_attempts bounds it; a command that knows better exits
+// ExitPermanent. When the run's context ends (task timeout or node stop),
+// the whole process group is killed with SIGKILL and the run fails with a
+// retryable error.
 //
 // On Unix, no process of the group outlives the run or the node: when the
 // command exits, what it left running in the group is killed with SIGKILL,
@@ -124,7 +131,7 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		return "", taskservice.Retry(fmt.Errorf("exec handler for kind %q: %w", run.Kind, err))
 	}
 	defer guard.close()
-	cmd.Env = append(append(append(nodeEnviron(), h.env...), guardEnv...), // later entries win
+	cmd.Env = append(append(append(append(nodeEnviron(), h.env...), guardEnv...), exitCodeEnv...), // later entries win
 		"TASKD_IDENTITY="+run.Identity,
 		"TASKD_TASK_ID="+run.TaskID,
 		"TASKD_KIND="+run.Kind,
@@ -154,7 +161,8 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 	// stop, when the run ends and when the node dies.
 	group, err := startGroup()
 	if err != nil {
-		return "", taskservice.Permanent(fmt.Errorf("%s: %w", what, err))
+		// A pipe or a fork refused: the node's resources, for now.
+		return "", taskservice.Retry(fmt.Errorf("%s: %w", what, err))
 	}
 	defer func() {
 		if err := group.close(); err != nil {
@@ -214,15 +222,7 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 		return msg, taskservice.Retry(fmt.Errorf("%s: %s, process group killed: %w%s",
 			what, ctxReason(ctx), ctx.Err(), detail))
 	case errors.As(waitErr, &exitErr):
-		code := exitErr.ExitCode()
-		if code == exitRetry {
-			return msg, taskservice.Retry(fmt.Errorf("%s: exit code %d (retry requested)%s",
-				what, code, detail))
-		}
-		if code < 0 { // killed by a signal that was not ours
-			return msg, taskservice.Permanent(fmt.Errorf("%s: %w%s", what, waitErr, detail))
-		}
-		return msg, taskservice.Permanent(fmt.Errorf("%s: exit code %d%s", what, code, detail))
+		return msg, exitOutcome(h.logger, run, what, exitErr, stdout.buf, detail)
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		// The shell exited 0 but something it started in the background
 		// kept stdout or stderr open; its output after the delay is lost.
@@ -230,9 +230,11 @@ func (h *execHandler) run(ctx context.Context, run *taskservice.Run) (string, er
 			"kind", run.Kind, "task", run.TaskID, "wait_delay", h.waitDelay)
 		return msg, nil
 	case cmd.Process == nil:
-		return msg, taskservice.Permanent(fmt.Errorf("%s: start /bin/sh: %w", what, waitErr))
+		// Most often a fork refused for the node's resources; a node without
+		// /bin/sh fails every attempt, and max_attempts ends the task DEAD.
+		return msg, taskservice.Retry(fmt.Errorf("%s: start /bin/sh: %w", what, waitErr))
 	default:
-		return msg, taskservice.Permanent(fmt.Errorf("%s: %w%s", what, waitErr, detail))
+		return msg, taskservice.Retry(fmt.Errorf("%s: %w%s", what, waitErr, detail))
 	}
 }
 
@@ -318,11 +320,7 @@ func (w *tailBuffer) Write(p []byte) (int, error) {
 
 // lastLine returns the last non-blank line held, as valid UTF-8.
 func (w *tailBuffer) lastLine() string {
-	b := bytes.TrimRight(w.buf, " \t\r\n")
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = b[i+1:]
-	}
-	return strings.ToValidUTF8(string(bytes.TrimSpace(b)), "\uFFFD")
+	return strings.ToValidUTF8(lastLine(w.buf), "\uFFFD")
 }
 
 // messageText turns captured output into a run message: one trailing newline

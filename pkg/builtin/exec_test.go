@@ -54,54 +54,97 @@ func TestExecEnvironmentAndStdin(t *testing.T) {
 	}
 }
 
+// TestExecOutcomes: the exit code table of docs/workers.md. Any exit but
+// 0 and the three codes of their own is a failed attempt that is retried
+// (before the fix, every exit but 0 and 75 was a failure never retried);
+// 90 is a failure not retried, 91 a cancel, 92 a snooze for the duration
+// on stdout's last line.
 func TestExecOutcomes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		command   string
-		env       []string
-		retryable bool
-		wantErr   []string // substrings of the error; nil = success
-		wantMsg   string
+		name    string
+		command string
+		env     []string
+		want    taskservice.Request
+		wantErr []string // substrings of the error (the cancel reason); nil = none checked
+		wantMsg string
+		snooze  time.Duration // the snooze asked for, about
 	}{
-		{name: "exit 0", command: "echo done", wantMsg: "done"},
-		{name: "one trailing newline trimmed", command: `printf 'a\n\n'`, wantMsg: "a\n"},
-		{name: "exit 75 retries", command: "echo partial; echo 'db busy' >&2; exit 75", retryable: true,
+		{name: "exit 0", command: "echo done", want: taskservice.RequestSuccess, wantMsg: "done"},
+		{name: "one trailing newline trimmed", command: `printf 'a\n\n'`, want: taskservice.RequestSuccess, wantMsg: "a\n"},
+		{name: "exit 75 retries", command: "echo partial; echo 'db busy' >&2; exit 75", want: taskservice.RequestRetry,
 			wantErr: []string{`kind "mail"`, "exit code 75", "db busy"}, wantMsg: "partial"},
-		{name: "exit 3 is permanent", command: "printf 'first\\nlast line\\n\\n' >&2; exit 3",
-			wantErr: []string{"exit code 3: last line"}},
-		{name: "missing program is permanent", command: "exec /nonexistent/program",
+		{name: "exit 3 retries", command: "echo boom; printf 'first\\nlast line\\n\\n' >&2; exit 3",
+			want: taskservice.RequestRetry, wantErr: []string{"exit code 3: last line"}, wantMsg: "boom"},
+		{name: "exit 1 retries", command: "false", want: taskservice.RequestRetry, wantErr: []string{"exit code 1"}},
+		{name: "exit 255 retries", command: "exit 255", want: taskservice.RequestRetry, wantErr: []string{"exit code 255"}},
+		{name: "missing program retries", command: "exec /nonexistent/program", want: taskservice.RequestRetry,
 			wantErr: []string{"exit code 127", "/nonexistent/program"}},
-		{name: "killed by another signal is permanent", command: "kill -TERM $$",
+		{name: "killed by another signal retries", command: "kill -TERM $$", want: taskservice.RequestRetry,
 			wantErr: []string{"signal: terminated"}},
-		{name: "start failure is permanent", command: "true", env: []string{"BAD=a\x00b"},
+		{name: "start failure retries", command: "true", env: []string{"BAD=a\x00b"}, want: taskservice.RequestRetry,
 			wantErr: []string{"start /bin/sh"}},
+		{name: "exit 90 is permanent", command: "echo 'no such user' >&2; exit 90", want: taskservice.RequestPermanent,
+			wantErr: []string{"exit code 90 (permanent failure, not retried): no such user"}},
+		{name: "exit $TASKD_EXIT_PERMANENT", command: `exit "$TASKD_EXIT_PERMANENT"`, want: taskservice.RequestPermanent,
+			wantErr: []string{"exit code 90"}},
+		{name: "exit 91 cancels", command: "echo bye; echo obsolete >&2; exit 91", want: taskservice.RequestCancel,
+			wantErr: []string{"exit code 91 (cancel the task): obsolete"}, wantMsg: "bye"},
+		{name: "exit $TASKD_EXIT_CANCEL", command: `exit "$TASKD_EXIT_CANCEL"`, want: taskservice.RequestCancel},
+		{name: "exit 92 snoozes for stdout's last line", command: "echo working; echo 5m; exit 92",
+			want: taskservice.RequestSnooze, wantMsg: "working\n5m", snooze: 5 * time.Minute},
+		{name: "snooze in seconds", command: `echo 90; exit "$TASKD_EXIT_SNOOZE"`,
+			want: taskservice.RequestSnooze, wantMsg: "90", snooze: 90 * time.Second},
+		{name: "snooze without a duration: the default", command: "exit 92",
+			want: taskservice.RequestSnooze, snooze: DefaultSnooze},
+		{name: "snooze with a bad duration: the default", command: "echo soon; exit 92",
+			want: taskservice.RequestSnooze, wantMsg: "soon", snooze: DefaultSnooze},
+		{name: "snooze too long: 24 h", command: "echo 1000h; exit 92",
+			want: taskservice.RequestSnooze, wantMsg: "1000h", snooze: taskservice.MaxHandlerDelay},
+		{name: "snooze too short: 1 s", command: "echo 1ms; exit 92",
+			want: taskservice.RequestSnooze, wantMsg: "1ms", snooze: taskservice.MinSnooze},
+		{name: "snooze negative: the default", command: "echo -5s; exit 92",
+			want: taskservice.RequestSnooze, wantMsg: "-5s", snooze: DefaultSnooze},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			before := time.Now()
 			msg, err := runExec(t, context.Background(), NewExec(tc.command, ExecOptions{Env: tc.env}), testRun(""))
-			if tc.wantErr == nil {
-				if err != nil {
-					t.Fatalf("err = %v, want nil", err)
+			after := time.Now()
+			got, at := taskservice.Requested(err)
+			if got != tc.want {
+				t.Fatalf("err = %v asks for %s, want %s", err, got, tc.want)
+			}
+			for _, s := range tc.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("err = %q, want it to contain %q", err, s)
 				}
-			} else {
-				if err == nil {
-					t.Fatalf("err = nil, want an error containing %q", tc.wantErr)
-				}
-				for _, s := range tc.wantErr {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("err = %q, want it to contain %q", err, s)
-					}
-				}
-				if got := taskservice.IsRetryable(err); got != tc.retryable {
-					t.Errorf("IsRetryable(%q) = %v, want %v", err, got, tc.retryable)
-				}
+			}
+			if tc.want == taskservice.RequestSnooze &&
+				(at.Before(before.Add(tc.snooze)) || at.After(after.Add(tc.snooze))) {
+				t.Errorf("snoozed until %s, want %s after the run (between %s and %s)", at, tc.snooze,
+					before.Add(tc.snooze), after.Add(tc.snooze))
 			}
 			if msg != tc.wantMsg {
 				t.Errorf("message = %q, want %q", msg, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// TestExecExitCodesInEnvironment: the command can read the codes instead
+// of knowing them.
+func TestExecExitCodesInEnvironment(t *testing.T) {
+	t.Parallel()
+	h := NewExec(`printf '%s ' "$TASKD_EXIT_RETRY" "$TASKD_EXIT_PERMANENT" "$TASKD_EXIT_CANCEL" "$TASKD_EXIT_SNOOZE"`,
+		ExecOptions{Env: []string{"TASKD_EXIT_PERMANENT=1"}}) // the node's codes win
+	msg, err := runExec(t, context.Background(), h, testRun(""))
+	if err != nil {
+		t.Fatalf("err = %v, want nil", err)
+	}
+	if want := "75 90 91 92 "; msg != want {
+		t.Errorf("TASKD_EXIT_RETRY, _PERMANENT, _CANCEL, _SNOOZE = %q, want %q", msg, want)
 	}
 }
 

@@ -53,9 +53,17 @@ type webhookHandler struct {
 //
 // A 2xx status is a success, and the response body (at most 64 KiB, one
 // trailing newline trimmed) becomes the run's message. 429, 5xx, a
-// connection error, a timeout and a node stop are retryable; any other status
-// is a permanent error. A URL that ValidateWebhookURL rejects makes every run
-// fail permanently: check it first.
+// connection error, a timeout and a node stop are failed attempts, retried
+// after the task's backoff up to its max_attempts; on 429 and 503 a
+// Retry-After (seconds or an HTTP date, at most 24 h ahead) is the earliest
+// retry. Any other status (4xx, a 3xx the client did not follow) is a
+// failure not retried. Whatever the status, a response header
+// X-Taskd-Outcome: cancel cancels the task, and X-Taskd-Outcome: snooze
+// runs the same fire time again after X-Taskd-Snooze-For (a Go duration or
+// seconds, 1 s to 24 h; 1 minute if absent) without using an attempt; any
+// other value is a failure not retried (see outcomes.go). A URL that
+// ValidateWebhookURL rejects makes every run fail permanently: check it
+// first.
 func NewWebhook(rawURL string, opts WebhookOptions) taskservice.Handler {
 	h := &webhookHandler{
 		url:      rawURL,
@@ -143,20 +151,18 @@ func (h *webhookHandler) post(ctx context.Context, run *taskservice.Run) (string
 	}
 
 	code := resp.StatusCode
-	if code >= 200 && code <= 299 {
+	err = responseOutcome(h.logger, run, what, resp, body.buf, time.Now())
+	switch req, _ := taskservice.Requested(err); {
+	case req == taskservice.RequestSuccess, req == taskservice.RequestCancel, req == taskservice.RequestSnooze:
 		if readErr != nil {
-			// The status says the work was done: don't ask for it again
-			// because the body was cut short.
-			h.logger.Warn("webhook succeeded but its response body could not be read",
+			// The receiver answered: don't ask again because the body was
+			// cut short.
+			h.logger.Warn("webhook answered but its response body could not be read",
 				"kind", run.Kind, "task", run.TaskID, "url", h.redacted, "status", code, "error", readErr)
 		}
-		return messageText(body.buf, body.truncated), nil
+		return messageText(body.buf, body.truncated), err
 	}
-	err = fmt.Errorf("%s: status %d %s%s", what, code, http.StatusText(code), quoteBody(body.buf))
-	if code == http.StatusTooManyRequests || code >= 500 {
-		return "", taskservice.Retry(err)
-	}
-	return "", taskservice.Permanent(err)
+	return "", err // the error quotes the start of the body
 }
 
 // invalidHeaderRune reports a character that net/http refuses in a header

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,22 +65,30 @@ func TestWebhookRequest(t *testing.T) {
 	}
 }
 
+// TestWebhookStatuses: the HTTP status table of docs/workers.md. 2xx is a
+// success, 429 and 5xx failed attempts that are retried, any other status
+// a failure not retried.
 func TestWebhookStatuses(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		status    int
-		body      string
-		retryable bool
-		wantErr   bool
-		wantMsg   string
+		status  int
+		body    string
+		want    taskservice.Request
+		wantMsg string
 	}{
-		{status: 200, body: "done", wantMsg: "done"},
-		{status: 204},
-		{status: 429, body: "slow down", wantErr: true, retryable: true},
-		{status: 503, wantErr: true, retryable: true},
-		{status: 500, body: "boom\n", wantErr: true, retryable: true},
-		{status: 400, body: "bad payload", wantErr: true},
-		{status: 404, wantErr: true},
+		{status: 200, body: "done", want: taskservice.RequestSuccess, wantMsg: "done"},
+		{status: 202, body: "queued", want: taskservice.RequestSuccess, wantMsg: "queued"},
+		{status: 204, want: taskservice.RequestSuccess},
+		{status: 429, body: "slow down", want: taskservice.RequestRetry},
+		{status: 503, want: taskservice.RequestRetry},
+		{status: 500, body: "boom\n", want: taskservice.RequestRetry},
+		{status: 502, want: taskservice.RequestRetry},
+		{status: 504, want: taskservice.RequestRetry},
+		{status: 400, body: "bad payload", want: taskservice.RequestPermanent},
+		{status: 404, want: taskservice.RequestPermanent},
+		{status: 409, want: taskservice.RequestPermanent},
+		{status: 410, want: taskservice.RequestPermanent},
+		{status: 304, want: taskservice.RequestPermanent}, // a final 3xx: the client follows no Location
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, tc := range tests {
@@ -95,23 +105,130 @@ func TestWebhookStatuses(t *testing.T) {
 	for _, tc := range tests {
 		url := srv.URL + "/?status=" + strings.ReplaceAll(http.StatusText(tc.status), " ", "+")
 		msg, err := runWebhook(context.Background(), NewWebhook(url, WebhookOptions{Client: srv.Client()}), testRun(""))
-		if !tc.wantErr {
-			if err != nil || msg != tc.wantMsg {
-				t.Errorf("status %d: got (%q, %v), want (%q, nil)", tc.status, msg, err, tc.wantMsg)
-			}
+		got, at := taskservice.Requested(err)
+		if got != tc.want || !at.IsZero() || msg != tc.wantMsg {
+			t.Errorf("status %d: (%q, %v) asks for %s at %v, want %s with message %q", tc.status, msg, err, got, at, tc.want, tc.wantMsg)
 			continue
 		}
 		if err == nil {
-			t.Errorf("status %d: err = nil, want an error", tc.status)
 			continue
-		}
-		if got := taskservice.IsRetryable(err); got != tc.retryable {
-			t.Errorf("status %d: IsRetryable(%q) = %v, want %v", tc.status, err, got, tc.retryable)
 		}
 		for _, s := range []string{srv.URL, http.StatusText(tc.status), strings.TrimSpace(tc.body)} {
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("status %d: err = %q, want it to name %q", tc.status, err, s)
 			}
+		}
+	}
+}
+
+// TestWebhookRetryAfter: on 429 and 503 a Retry-After (seconds or an HTTP
+// date) is the earliest retry, at most 24 h ahead; a bad or past one, or
+// one on another status, leaves the backoff alone.
+func TestWebhookRetryAfter(t *testing.T) {
+	t.Parallel()
+	date := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	tests := []struct {
+		name   string
+		status int
+		value  string
+		after  time.Duration // the earliest retry after the request, about; 0: none
+		at     time.Time     // or exactly this
+	}{
+		{name: "429 seconds", status: 429, value: "120", after: 2 * time.Minute},
+		{name: "503 seconds", status: 503, value: " 30 ", after: 30 * time.Second},
+		{name: "503 HTTP date", status: 503, value: date.Format(http.TimeFormat), at: date},
+		{name: "429 too far: 24 h", status: 429, value: "999999999", after: taskservice.MaxHandlerDelay},
+		{name: "429 date too far: 24 h", status: 429, value: date.Add(100 * 24 * time.Hour).Format(http.TimeFormat),
+			after: taskservice.MaxHandlerDelay},
+		{name: "429 zero", status: 429, value: "0"},
+		{name: "429 negative", status: 429, value: "-5"},
+		{name: "429 past date", status: 429, value: "Wed, 21 Oct 2015 07:28:00 GMT"},
+		{name: "429 garbage", status: 429, value: "soon"},
+		{name: "500 ignores it", status: 500, value: "120"},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Query().Get("status"))
+		w.Header().Set("Retry-After", r.URL.Query().Get("after"))
+		w.WriteHeader(code)
+	}))
+	defer srv.Close()
+	for _, tc := range tests {
+		q := url.Values{"status": {strconv.Itoa(tc.status)}, "after": {tc.value}}
+		before := time.Now()
+		_, err := runWebhook(context.Background(), NewWebhook(srv.URL+"/?"+q.Encode(), WebhookOptions{Client: srv.Client()}), testRun(""))
+		after := time.Now()
+		got, at := taskservice.Requested(err)
+		switch {
+		case got != taskservice.RequestRetry:
+			t.Errorf("%s: err = %v asks for %s, want a retry", tc.name, err, got)
+		case !tc.at.IsZero() && !at.Equal(tc.at):
+			t.Errorf("%s: earliest retry %v, want %v", tc.name, at, tc.at)
+		case tc.at.IsZero() && tc.after == 0 && !at.IsZero():
+			t.Errorf("%s: earliest retry %v, want none (the backoff alone)", tc.name, at)
+		case tc.after != 0 && (at.Before(before.Add(tc.after)) || at.After(after.Add(tc.after))):
+			t.Errorf("%s: earliest retry %v, want %s after the request", tc.name, at, tc.after)
+		}
+	}
+}
+
+// TestWebhookOutcomeHeader: X-Taskd-Outcome asks for a cancel or a snooze
+// whatever the status; X-Taskd-Snooze-For says how long (1 s to 24 h, 1
+// minute if absent or bad); any other value is a failure not retried.
+func TestWebhookOutcomeHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		status    int
+		outcome   string
+		snoozeFor string
+		want      taskservice.Request
+		snooze    time.Duration
+		wantMsg   string
+		wantErr   string
+	}{
+		{name: "cancel on 200", status: 200, outcome: "cancel", want: taskservice.RequestCancel, wantMsg: "body",
+			wantErr: "X-Taskd-Outcome: cancel"},
+		{name: "cancel on 500", status: 500, outcome: "Cancel", want: taskservice.RequestCancel, wantMsg: "body"},
+		{name: "snooze for 10m", status: 202, outcome: "snooze", snoozeFor: "10m", want: taskservice.RequestSnooze,
+			snooze: 10 * time.Minute, wantMsg: "body"},
+		{name: "snooze in seconds on 503", status: 503, outcome: " SNOOZE ", snoozeFor: "45", want: taskservice.RequestSnooze,
+			snooze: 45 * time.Second, wantMsg: "body"},
+		{name: "snooze without a duration", status: 200, outcome: "snooze", want: taskservice.RequestSnooze,
+			snooze: DefaultSnooze, wantMsg: "body"},
+		{name: "snooze with a bad duration", status: 200, outcome: "snooze", snoozeFor: "tomorrow",
+			want: taskservice.RequestSnooze, snooze: DefaultSnooze, wantMsg: "body"},
+		{name: "snooze too long", status: 200, outcome: "snooze", snoozeFor: "48h",
+			want: taskservice.RequestSnooze, snooze: taskservice.MaxHandlerDelay, wantMsg: "body"},
+		{name: "snooze too short", status: 200, outcome: "snooze", snoozeFor: "0s",
+			want: taskservice.RequestSnooze, snooze: taskservice.MinSnooze, wantMsg: "body"},
+		{name: "unknown outcome", status: 200, outcome: "later", want: taskservice.RequestPermanent,
+			wantErr: `X-Taskd-Outcome "later": want cancel or snooze`},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code, _ := strconv.Atoi(r.URL.Query().Get("status"))
+		w.Header().Set(OutcomeHeader, r.URL.Query().Get("outcome"))
+		if v := r.URL.Query().Get("for"); v != "" {
+			w.Header().Set(SnoozeForHeader, v)
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, "body")
+	}))
+	defer srv.Close()
+	for _, tc := range tests {
+		q := url.Values{"status": {strconv.Itoa(tc.status)}, "outcome": {tc.outcome}, "for": {tc.snoozeFor}}
+		before := time.Now()
+		msg, err := runWebhook(context.Background(), NewWebhook(srv.URL+"/?"+q.Encode(), WebhookOptions{Client: srv.Client()}), testRun(""))
+		after := time.Now()
+		got, at := taskservice.Requested(err)
+		switch {
+		case got != tc.want:
+			t.Errorf("%s: err = %v asks for %s, want %s", tc.name, err, got, tc.want)
+		case msg != tc.wantMsg:
+			t.Errorf("%s: message %q, want %q", tc.name, msg, tc.wantMsg)
+		case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+			t.Errorf("%s: err = %q, want it to contain %q", tc.name, err, tc.wantErr)
+		case tc.want == taskservice.RequestSnooze && (at.Before(before.Add(tc.snooze)) || at.After(after.Add(tc.snooze))):
+			t.Errorf("%s: snoozed until %v, want %s after the request", tc.name, at, tc.snooze)
 		}
 	}
 }

@@ -225,20 +225,7 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 // still stands, and it writes the new owner a handoff entry for the task
 // so that it looks at once.
 func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
-	fr := &storev1.ForwardedResult{
-		RunNumber: m.RunNumber, Node: n.cfg.Name, Incarnation: n.incarnation,
-		Outcome: res.outcome, Message: res.message, Data: res.data, DataSet: res.dataSet,
-		StartedAt: ts(res.started), EndedAt: ts(res.ended),
-		FenceEpoch: res.fence.Epoch, FenceRevision: res.fence.Revision, Recovery: res.recovery,
-		Retry: res.retry, Cancel: res.cancel, Again: res.again, NotCalled: res.notCalled,
-	}
-	if !res.snooze.IsZero() {
-		fr.Snooze = ts(res.snooze)
-	}
-	if !res.retryAt.IsZero() {
-		fr.RetryAt = ts(res.retryAt)
-	}
-	b, err := proto.Marshal(fr)
+	b, err := proto.Marshal(forwardedOf(m, n.cfg.Name, n.incarnation, res))
 	if err != nil {
 		return false, fmt.Errorf("encode forwarded result: %w", err)
 	}
@@ -257,6 +244,25 @@ func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64,
 		return false, ambiguous(err)
 	}
 	return resp.Succeeded, nil
+}
+
+// forwardedOf is the forwarded result of res, the outcome of the run of
+// marker m on node (incarnation inc): what resultOfForwarded reads back.
+func forwardedOf(m *storev1.RunMarker, node, inc string, res runResult) *storev1.ForwardedResult {
+	fr := &storev1.ForwardedResult{
+		RunNumber: m.RunNumber, Node: node, Incarnation: inc,
+		Outcome: res.outcome, Message: res.message, Data: res.data, DataSet: res.dataSet,
+		StartedAt: ts(res.started), EndedAt: ts(res.ended),
+		FenceEpoch: res.fence.Epoch, FenceRevision: res.fence.Revision, Recovery: res.recovery,
+		Retry: res.retry, Cancel: res.cancel, Again: res.again, NotCalled: res.notCalled,
+	}
+	if !res.snooze.IsZero() {
+		fr.Snooze = ts(res.snooze)
+	}
+	if !res.retryAt.IsZero() {
+		fr.RetryAt = ts(res.retryAt)
+	}
+	return fr
 }
 
 // resultOfForwarded is the run result a forwarded result carries.

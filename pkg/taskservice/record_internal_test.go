@@ -443,7 +443,7 @@ func TestApplyResultOutcomes(t *testing.T) {
 			res:       func() runResult { return ended(taskdv1.Outcome_OUTCOME_INTERRUPTED, end) },
 			wantState: stScheduled, wantEvent: EventNextScheduled, wantAttempt: 1, wantPending: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_INTERRUPTED},
-		{name: "interrupted, no recovery: the fire time is done", rec: func() *storev1.TaskRecord {
+		{name: "interrupted, no recovery: the fire time is done, the task DEAD", rec: func() *storev1.TaskRecord {
 			return newRecord(func(s *taskdv1.TaskSpec) { f := false; s.RequestsRecovery = &f }, rOnce(rt0))
 		},
 			res:       func() runResult { return ended(taskdv1.Outcome_OUTCOME_INTERRUPTED, end) },
@@ -1013,6 +1013,46 @@ func TestResolveStale(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestForwardedResultKeepsWhatTheHandlerAsked: a result forwarded to the
+// identity's new owner (markers.go) carries every request of the handler,
+// the earliest retry of RetryAt included, through its encoding.
+func TestForwardedResultKeepsWhatTheHandlerAsked(t *testing.T) {
+	m := &storev1.RunMarker{RunNumber: 4}
+	for _, res := range []runResult{
+		func() runResult {
+			r := ended(taskdv1.Outcome_OUTCOME_ERROR, rt0)
+			r.retry, r.retryAt, r.message = true, rt0.Add(time.Hour), "busy"
+			return r
+		}(),
+		func() runResult {
+			r := ended(taskdv1.Outcome_OUTCOME_WARNING, rt0)
+			r.snooze, r.data, r.dataSet = rt0.Add(time.Minute), []byte("d"), true
+			return r
+		}(),
+		func() runResult {
+			r := ended(taskdv1.Outcome_OUTCOME_CANCELED, rt0)
+			r.cancel, r.recovery = true, true
+			return r
+		}(),
+	} {
+		b, err := proto.Marshal(forwardedOf(m, rNode, rInc, res))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fr storev1.ForwardedResult
+		if err := proto.Unmarshal(b, &fr); err != nil {
+			t.Fatal(err)
+		}
+		got := resultOfForwarded(&fr)
+		if got.outcome != res.outcome || got.message != res.message || got.retry != res.retry || !got.retryAt.Equal(res.retryAt) ||
+			!got.snooze.Equal(res.snooze) || got.cancel != res.cancel || got.recovery != res.recovery ||
+			string(got.data) != string(res.data) || got.dataSet != res.dataSet || got.fence != res.fence ||
+			!got.started.Equal(res.started) || !got.ended.Equal(res.ended) {
+			t.Errorf("forwarded %+v\nread back as %+v", res, got)
+		}
 	}
 }
 

@@ -774,6 +774,10 @@ func TestIgnoredEnv(t *testing.T) {
 	env := []string{
 		"TASKD_IDENTITY=bob", "TASKD_TASK_ID=01H", "TASKD_KIND=k", "TASKD_RUN=3",
 		"TASKD_FENCE=7:99", "TASKD_NODE=n1", "TASKD_ATTEMPT=2", "PATH=/bin", "TASKD=1", "TASKDX_Y=1",
+		// What an exec command's environment holds besides (a taskd started
+		// by an exec command once failed on these as unknown options).
+		"TASKD_EXIT_RETRY=75", "TASKD_EXIT_PERMANENT=90", "TASKD_EXIT_CANCEL=91", "TASKD_EXIT_SNOOZE=92",
+		"TASKD_LEASE_DEADLINE_CS=123456",
 	}
 	got, err := Load(nil, env, io.Discard)
 	if err != nil {

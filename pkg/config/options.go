@@ -492,6 +492,13 @@ var ignoredEnv = map[string]bool{
 	"TASKD_FENCE":    true,
 	"TASKD_NODE":     true,
 	"TASKD_ATTEMPT":  true,
+	// The exit codes of pkg/builtin's outcomes.go, and the lease deadline
+	// of its start guard (Linux).
+	"TASKD_EXIT_RETRY":        true,
+	"TASKD_EXIT_PERMANENT":    true,
+	"TASKD_EXIT_CANCEL":       true,
+	"TASKD_EXIT_SNOOZE":       true,
+	"TASKD_LEASE_DEADLINE_CS": true,
 	// Read by a taskd built for fault-injection tests, not an option.
 	"TASKD_CHAOS_FAULTS": true,
 }

@@ -168,7 +168,12 @@ func TestUnservedKindIsSaidOncePerEpisode(t *testing.T) {
 		}
 		tasks = append(tasks, task)
 	}
-	first := <-held
+	var first string
+	select {
+	case first = <-held:
+	case <-ctx.Done():
+		t.Fatal("no run reached the busy worker")
+	}
 	tst.Eventually(t, 10*time.Second, func() bool { return n.Stats().WaitingForWorker["job"] == 2 }, "two runs do not wait")
 	for _, task := range tasks {
 		if task.Spec.Identity == first {

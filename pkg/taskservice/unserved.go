@@ -16,7 +16,7 @@ import (
 //
 // An episode of a kind begins when a run of it waits and no connected
 // worker serves it, and ends when one connects or no run of it waits here
-// any more (it ran, was cancelled, or its identity moved). Each episode
+// any more (it ran, was cancelled or paused, or its identity moved). Each episode
 // is logged once as it begins (WARN, or INFO for a declared kind, whose
 // runs are expected to wait for their first worker) and once as it ends:
 // a node logs nothing per run and nothing again while it lasts, however
@@ -36,8 +36,9 @@ type unservedKind struct {
 	declared bool // named in Config.DeclaredKinds
 }
 
-// waitingReasonLocked says, for a task whose due run waits for a worker of kind
-// since since, what it waits for, as GetTask's waiting_reason. n.mu held.
+// waitingReasonLocked says, for a task whose due run has waited for a
+// worker of kind since since, what it waits for, as GetTask's
+// waiting_reason. n.mu held.
 func (n *Node) waitingReasonLocked(kind string, since time.Time) string {
 	at := since.UTC().Format(time.RFC3339)
 	switch u := n.unserved[kind]; {

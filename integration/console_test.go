@@ -57,8 +57,15 @@ func TestConsoleBrowser(t *testing.T) {
 		skipUnlessRequired(t, "chromium", "no Chromium binary found (looked for %s in PATH): the web console's browser test needs one", strings.Join(chromiumNames, ", "))
 	}
 	cl := newCluster(t, "/console/")
-	a := startNode(t, cl.opts("node-a"))
-	b := startNode(t, cl.opts("node-b"))
+	// Kind "later" is declared for remote workers, none of which connects:
+	// its runs wait for one.
+	withLater := func(name string) nodeOptions {
+		o := cl.opts(name)
+		o.extra = append(o.extra, "--kinds", "later")
+		return o
+	}
+	a := startNode(t, withLater("node-a"))
+	b := startNode(t, withLater("node-b"))
 	api := a.Client()
 
 	// alice runs every second, so the pages have history, the chart has
@@ -243,5 +250,38 @@ func TestConsoleBrowser(t *testing.T) {
 		return nil
 	})
 	shoot("cluster")
+
+	// A run waiting for a worker: a badge in the task list and on the
+	// task's page, which says why, on the console of the identity's owner
+	// (the node that knows).
+	gina := schedule(t, api, &taskdv1.TaskSpec{Identity: "gina", Kind: "later", Triggers: onceAfter(0)})
+	owner, err := getIdentity(api, "gina")
+	if err != nil {
+		t.Fatalf("GetIdentity gina: %v", err)
+	}
+	web := a
+	if owner.GetNode() == "node-b" {
+		web = b
+	}
+	eventually(t, waitLong, "gina's run waits for a worker", func() error {
+		task, err := getTask(web.Client(), "gina", gina.GetId())
+		if err != nil {
+			return err
+		}
+		if task.GetWaiting() != "worker" {
+			return fmt.Errorf("state %s, waiting %q", task.GetState(), task.GetWaiting())
+		}
+		return nil
+	})
+	ownerUI := "http://" + web.httpAddr + "/ui/"
+	step("a waiting task in the list", chromedp.Navigate(ownerUI+"tasks?identity=gina"),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-task=%q] .tag.waiting`, gina.GetId()))))
+	step("a waiting task's page", chromedp.Navigate(ownerUI+"task?identity=gina&id="+gina.GetId()),
+		chromedp.WaitVisible(chromedp.ID("task-waiting")), chromedp.WaitVisible(chromedp.ID("task-waiting-reason")))
+	reason := fmt.Sprintf(`no worker of kind "later" (declared by --kinds) has connected to node %s`, owner.GetNode())
+	if !evaluate("the waiting reason", fmt.Sprintf(`document.getElementById('task-waiting-reason').textContent.includes(%q)`, reason)) {
+		t.Fatalf("gina's task page does not say %q", reason)
+	}
+	shoot("task-waiting")
 	t.Logf("screenshots in %s", dir)
 }

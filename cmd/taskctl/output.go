@@ -244,8 +244,12 @@ func describeRunSummary(r *taskdv1.RunSummary) string {
 	return s
 }
 
-// describeWaiting says what a task's due run waits for, and since when.
+// describeWaiting says what a task's due run waits for, and since when:
+// the node's reason when it gave one.
 func describeWaiting(t *taskdv1.Task) string {
+	if r := t.GetWaitingReason(); r != "" {
+		return r
+	}
 	what := t.GetWaiting()
 	if what == "worker" {
 		what = fmt.Sprintf("for a worker of kind %q", t.GetSpec().GetKind())
@@ -328,7 +332,12 @@ func writeTasksTable(w io.Writer, tasks []*taskdv1.Task, withIdentity bool) erro
 		if t.GetLastRun() != nil {
 			last = outcomeName(t.GetLastRun().GetOutcome())
 		}
-		cells := []string{t.GetId(), t.GetSpec().GetKind(), stateName(t.GetState()), formatTime(t.GetNextFireTime()),
+		state := stateName(t.GetState())
+		if t.GetWaiting() != "" {
+			// Its due run waits (holding nothing); taskctl get says why.
+			state += "/WAITING"
+		}
+		cells := []string{t.GetId(), t.GetSpec().GetKind(), state, formatTime(t.GetNextFireTime()),
 			strconv.FormatInt(t.GetRunCount(), 10), last}
 		if withIdentity {
 			cells = slices.Insert(cells, 1, t.GetSpec().GetIdentity())

@@ -126,6 +126,32 @@ func TestWriteTaskDetailWaitingForAWorker(t *testing.T) {
 	if want := "Waiting:          for a worker of kind \"resize\" since 2026-05-01T00:02:00Z\n"; !strings.Contains(b.String(), want) {
 		t.Fatalf("detail lacks %q:\n%s", want, b.String())
 	}
+	// The owner's reason, when it gives one, is what is shown.
+	task.WaitingReason = `no handler or connected worker for kind "resize" on node n1; waiting since 2026-05-01T00:02:00Z`
+	b.Reset()
+	if err := writeTaskDetail(&b, task); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Waiting:          " + task.WaitingReason + "\n"; !strings.Contains(b.String(), want) {
+		t.Fatalf("detail lacks %q:\n%s", want, b.String())
+	}
+}
+
+// A task whose due run waits shows it in the table's state column.
+func TestWriteTasksTableWaiting(t *testing.T) {
+	task := sampleTask()
+	task.Waiting = "worker"
+	var b bytes.Buffer
+	if err := writeTasksTable(&b, []*taskdv1.Task{task}, false); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{
+		{"ID", "KIND", "STATE", "NEXT", "FIRE", "RUNS", "LAST", "OUTCOME"},
+		{"01JTASK", "echo", "SCHEDULED/WAITING", "2026-05-01T00:03:00Z", "2", "WARNING"},
+	}
+	if rows := tableLines(b.String()); !equalRows(rows, want) {
+		t.Errorf("table rows\n%q\nwant\n%q", rows, want)
+	}
 }
 
 func TestDescribeTrigger(t *testing.T) {

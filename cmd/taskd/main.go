@@ -175,6 +175,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		PeerTLS:          tlsSrv.peer,
 		Handlers:         handlers,
 		Remote:           pool,
+		DeclaredKinds:    cfg.Kinds,
 		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, pool.Observe, ui.listener()},
 		Observer:         metrics.observer(),
 		Logger:           log,

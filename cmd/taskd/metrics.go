@@ -212,6 +212,8 @@ var (
 		"Due runs waiting for their kind's --limit on this node, by limited kind (also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
 	workerWaitDesc = prometheus.NewDesc("taskd_runs_waiting_for_worker",
 		"Due runs of kinds only remote workers serve that wait on this node for a worker with a free slot, by kind (holding no run slot, their starts not written; also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
+	unservedDesc = prometheus.NewDesc("taskd_runs_waiting_unserved",
+		"Those of taskd_runs_waiting_for_worker whose kind nothing on this node serves now: no handler and no connected worker of the kind, by kind (0 for a --kinds kind none of whose runs waits). Logged once as it begins and once as it ends.", []string{"kind"}, nil)
 	stateDesc = prometheus.NewDesc("taskd_node_state",
 		"1 for the node's life-cycle state (STARTING, RUNNING, DRAINING, STOPPED), 0 for the others.", []string{"state"}, nil)
 )
@@ -223,7 +225,7 @@ var nodeStates = []taskdv1.NodeState{
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc, unservedDesc} {
 		ch <- d
 	}
 }
@@ -253,6 +255,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for kind, w := range s.WaitingForWorker {
 		gauge(workerWaitDesc, float64(w), kind)
+	}
+	for kind, w := range s.WaitingUnserved {
+		gauge(unservedDesc, float64(w), kind)
 	}
 	for _, st := range nodeStates {
 		v := 0.0

@@ -30,6 +30,7 @@ import (
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	"github.com/taskd/taskd/pkg/tokens"
+	"github.com/taskd/taskd/pkg/workers"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -85,8 +86,15 @@ func startNode(t *testing.T, cli *clientv3.Client, name string, authorised bool)
 		t.Fatal(err)
 	}
 	tn.console = c
+	// Remote workers may serve "later", declared before any connects (none
+	// does): its runs wait for one.
+	pool, err := workers.New(workers.Config{Node: name})
+	if err != nil {
+		t.Fatal(err)
+	}
 	node, err := taskservice.New(taskservice.Config{
 		Name: name, Client: cli, Address: lis.Addr().String(),
+		Remote: pool, DeclaredKinds: []string{"later"},
 		Handlers: map[string]taskservice.Handler{"work": taskservice.HandlerFunc(func(_ context.Context, r *taskservice.Run) error {
 			tn.started.Add(1)
 			return nil
@@ -133,6 +141,7 @@ func startNode(t *testing.T, cli *clientv3.Client, name string, authorised bool)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = node.Stop(ctx)
+		pool.Close()
 		_ = conn.Close()
 		gs.Stop()
 		<-served
@@ -324,6 +333,30 @@ func TestPages(t *testing.T) {
 	n.get(t, readToken, "/ui/task?identity=bob&id="+once.GetId()).want(t, "task", 200,
 		"payload of bob", `id="runs"`, `data-run="1"`, "st-success", "once", "<time datetime=")
 	n.get(t, readToken, "/ui/task?identity=alice&id="+every.GetId()).want(t, "periodic task", 200, "every 1h0m0s", "team=core")
+	if strings.Contains(n.get(t, readToken, "/ui/tasks").body, "tag waiting") {
+		t.Fatal("the tasks page shows a waiting badge while no run waits")
+	}
+
+	// A run that waits for a worker has a badge in the list and on its
+	// page, and its page says why.
+	resp, err := n.api.ScheduleTask(as(callCtx(t), adminToken), &taskdv1.ScheduleTaskRequest{Task: &taskdv1.TaskSpec{
+		Identity: "carol", Kind: "later", Scope: taskdv1.Scope_SCOPE_IDENTITY,
+		Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}},
+	}})
+	if err != nil {
+		t.Fatalf("ScheduleTask of a declared kind: %v", err)
+	}
+	later := resp.GetTask()
+	eventually(t, "carol's run waits for a worker", func() error {
+		if w := n.task(t, "carol", later.GetId()).GetWaiting(); w != "worker" {
+			return fmt.Errorf("waiting %q", w)
+		}
+		return nil
+	})
+	reason := "(declared by --kinds) has connected to node n1; waiting since "
+	n.get(t, readToken, "/ui/tasks").want(t, "tasks with a waiting run", 200, later.GetId(), `class="tag waiting"`, "waiting for a worker", reason)
+	n.get(t, readToken, "/ui/task?identity=carol&id="+later.GetId()).want(t, "a waiting task", 200,
+		`id="task-waiting"`, "waiting for a worker", `id="task-waiting-reason"`, reason, "st-scheduled")
 	n.get(t, readToken, "/ui/events?type=started").want(t, "events", 200, `data-stream="/ui/events/stream?type=started"`)
 	n.get(t, readToken, "/ui/static/console.js").want(t, "script", 200, "EventSource")
 

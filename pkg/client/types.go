@@ -189,9 +189,13 @@ type Task struct {
 	// Waiting says what the task's due run waits for before it can start,
 	// when the identity's owner answered: "worker" while no remote worker
 	// of its kind with a free slot is connected there (the run holds no
-	// run slot and uses no attempt). WaitingSince is when it began.
-	Waiting      string
-	WaitingSince time.Time
+	// run slot and uses no attempt). WaitingSince is when it began, and
+	// WaitingReason says why for people: whether nothing on the owner
+	// serves the kind (no handler, no connected worker) or its workers are
+	// busy, naming the kind and the node.
+	Waiting       string
+	WaitingSince  time.Time
+	WaitingReason string
 	// Proto is the task as the API returned it.
 	Proto *taskdv1.Task
 }
@@ -384,21 +388,22 @@ func taskFromProto(p *taskdv1.Task) *Task {
 		return nil
 	}
 	t := &Task{
-		ID:           p.GetId(),
-		Spec:         specFromProto(p.GetSpec()),
-		State:        State(enumName(p.GetState().String(), "TASK_STATE_")),
-		CreatedAt:    timeOf(p.GetCreatedAt()),
-		FinishedAt:   timeOf(p.GetFinishedAt()),
-		NextFireTime: timeOf(p.GetNextFireTime()),
-		RunCount:     p.GetRunCount(),
-		Attempt:      p.GetAttempt(),
-		Revision:     p.GetRevision(),
-		Paused:       p.GetPaused(),
-		PausedBy:     p.GetPausedBy(),
-		Misfires:     p.GetMisfires(),
-		Waiting:      p.GetWaiting(),
-		WaitingSince: timeOf(p.GetWaitingSince()),
-		Proto:        p,
+		ID:            p.GetId(),
+		Spec:          specFromProto(p.GetSpec()),
+		State:         State(enumName(p.GetState().String(), "TASK_STATE_")),
+		CreatedAt:     timeOf(p.GetCreatedAt()),
+		FinishedAt:    timeOf(p.GetFinishedAt()),
+		NextFireTime:  timeOf(p.GetNextFireTime()),
+		RunCount:      p.GetRunCount(),
+		Attempt:       p.GetAttempt(),
+		Revision:      p.GetRevision(),
+		Paused:        p.GetPaused(),
+		PausedBy:      p.GetPausedBy(),
+		Misfires:      p.GetMisfires(),
+		Waiting:       p.GetWaiting(),
+		WaitingSince:  timeOf(p.GetWaitingSince()),
+		WaitingReason: p.GetWaitingReason(),
+		Proto:         p,
 	}
 	for _, ts := range p.GetNextFireTimes() {
 		t.NextFireTimes = append(t.NextFireTimes, timeOf(ts))

@@ -100,6 +100,10 @@ type Config struct {
 	// MaxWorkerStreams is how many remote workers' Work streams the node
 	// serves at once (--max-worker-streams).
 	MaxWorkerStreams int
+	// Kinds are the kinds remote workers will serve, declared before the
+	// first of them connects (--kinds): advertised and accepted at
+	// schedule time, their runs waiting for a worker.
+	Kinds []string
 	// MaxEventStreams is how many WatchEvents streams the node serves at
 	// once (--max-event-streams).
 	MaxEventStreams int

@@ -65,6 +65,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		VoteDelay:        5000 * time.Millisecond,
 		WorkerHeartbeat:  5 * time.Second,
 		MaxWorkerStreams: 1024,
+		Kinds:            nil,
 		MaxEventStreams:  256,
 		RemoveDelay:      5000 * time.Millisecond,
 		MisfireThreshold: 60 * time.Second,
@@ -163,6 +164,7 @@ var samples = map[string]struct {
 	"worker-heartbeat":   {"250ms", func(c *Config) { c.WorkerHeartbeat = 250 * time.Millisecond }},
 	"max-worker-streams": {"8", func(c *Config) { c.MaxWorkerStreams = 8 }},
 	"max-event-streams":  {"9", func(c *Config) { c.MaxEventStreams = 9 }},
+	"kinds":              {"thumbnail, mail", func(c *Config) { c.Kinds = []string{"thumbnail", "mail"} }},
 	"misfire-threshold":  {"2m", func(c *Config) { c.MisfireThreshold = 2 * time.Minute }},
 	"drain-timeout":      {"5s", func(c *Config) { c.DrainTimeout = 5 * time.Second }},
 	"look-ahead":         {"250ms", func(c *Config) { c.LookAhead = 250 * time.Millisecond }},
@@ -493,6 +495,28 @@ func TestValidate(t *testing.T) {
 				c.ConsoleHosts = append(c.ConsoleHosts, fmt.Sprintf("h%d.example.com", i))
 			}
 		}, "--console-host"},
+		{"kinds", func(c *Config) { c.Kinds = []string{"thumbnail", "mail"} }, ""},
+		{"kinds 64", func(c *Config) {
+			for i := range 64 {
+				c.Kinds = append(c.Kinds, fmt.Sprintf("k%d", i))
+			}
+		}, ""},
+		{"kinds 65", func(c *Config) {
+			for i := range 65 {
+				c.Kinds = append(c.Kinds, fmt.Sprintf("k%d", i))
+			}
+		}, "--kinds"},
+		{"kinds 129 bytes", func(c *Config) { c.Kinds = []string{strings.Repeat("k", 129)} }, "--kinds"},
+		{"kinds twice", func(c *Config) { c.Kinds = []string{"mail", "mail"} }, "--kinds"},
+		{"kinds with a space", func(c *Config) { c.Kinds = []string{"a b"} }, "--kinds"},
+		{"kinds with an exec handler", func(c *Config) {
+			c.Kinds = []string{"mail"}
+			c.Exec = []KindTarget{{Kind: "mail", Target: "true"}}
+		}, "--kinds"},
+		{"kinds with a webhook", func(c *Config) {
+			c.Kinds = []string{"hook"}
+			c.Webhook = []KindTarget{{Kind: "hook", Target: "http://127.0.0.1:1/"}}
+		}, "--kinds"},
 		{"http empty port", func(c *Config) { c.HTTP = "127.0.0.1:" }, "--http"},
 		{"etcd-listen https", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379"; c.TLSCert, c.TLSKey = "/c", "/k" }, ""},
 		{"etcd-listen https without a certificate", func(c *Config) { c.EtcdListen = "https://10.1.2.3:2379" }, "--etcd-listen"},

@@ -47,6 +47,9 @@ const (
 	maxWorkers     = 10000
 	// maxWorkerStreams: each stream holds a reader, a sender and a queue.
 	maxWorkerStreams = 65536
+	// maxDeclaredKinds bounds --kinds as a worker's hello is bounded
+	// (taskservice.MaxWorkerKinds).
+	maxDeclaredKinds = 64
 	// maxEventStreams: each stream may hold --event-buffer for its reader.
 	maxEventStreams = 65536
 	envPrefix       = "TASKD_"
@@ -266,6 +269,14 @@ var options = []*option{
 		help:  "remote workers' Work streams served at once, 1 to 65536; one more is refused with RESOURCE_EXHAUSTED",
 		set:   intSetter(func(c *Config) *int { return &c.MaxWorkerStreams }),
 		check: func(c Config) error { return checkRange(c.MaxWorkerStreams, 1, maxWorkerStreams) },
+	},
+	{
+		name: "kinds", arg: "KINDS", def: "(none)",
+		help: "comma-separated kinds (at most 64, each 1-128 bytes) that remote workers will serve, declared before the first of them connects: " +
+			"advertised with this node's kinds, so scheduling accepts them; their runs wait on this node, shown as waiting and using no attempt, " +
+			"until a worker of the kind connects (a kind with --exec or --webhook here is refused)",
+		set:   setKinds,
+		check: func(c Config) error { return checkDeclaredKinds(c.Kinds, c.Exec, c.Webhook) },
 	},
 	{
 		name: "max-event-streams", arg: "N", def: "256",

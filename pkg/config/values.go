@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +88,43 @@ func checkLimits(list []KindLimit) error {
 			return fmt.Errorf("kind %q is limited more than once; give one limit per kind", l.Kind)
 		}
 		seen[l.Kind] = true
+	}
+	return nil
+}
+
+// setKinds reads --kinds: comma-separated kinds, spaces around them
+// ignored, empty = none.
+func setKinds(c *Config, v string) error {
+	c.Kinds = nil
+	for k := range strings.SplitSeq(v, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			c.Kinds = append(c.Kinds, k)
+		}
+	}
+	return nil
+}
+
+// checkDeclaredKinds checks the --kinds entries: at most maxDeclaredKinds
+// valid kinds, each named once, none with a built-in handler here (exec,
+// webhook), since a declared kind is one remote workers serve.
+func checkDeclaredKinds(kinds []string, exec, webhook []KindTarget) error {
+	if len(kinds) > maxDeclaredKinds {
+		return fmt.Errorf("%d kinds: at most %d", len(kinds), maxDeclaredKinds)
+	}
+	seen := make(map[string]bool, len(kinds))
+	for _, k := range kinds {
+		if err := checkKind(k); err != nil {
+			return err
+		}
+		if seen[k] {
+			return fmt.Errorf("kind %q is named more than once", k)
+		}
+		seen[k] = true
+	}
+	for _, kt := range append(slices.Clip(exec), webhook...) {
+		if seen[kt.Kind] {
+			return fmt.Errorf("kind %q has a handler here (--exec or --webhook); --kinds names kinds that remote workers serve", kt.Kind)
+		}
 	}
 	return nil
 }

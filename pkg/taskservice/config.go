@@ -42,6 +42,14 @@ type Config struct {
 	// advertised in the node's registration beside the handlers' and
 	// follow its workers as they come and go.
 	Remote Remote
+	// DeclaredKinds are kinds that Remote's workers will serve, declared
+	// ahead of their first worker (taskd --kinds): the node advertises them
+	// in its registration with the kinds it serves, so scheduling accepts
+	// them before any worker of them connects, and their runs wait on the
+	// identity's owner, visibly (unserved.go), until one does. At most
+	// MaxWorkerKinds, each a valid kind with no handler in Handlers;
+	// they need Remote.
+	DeclaredKinds []string
 	// Listeners are told every event.
 	Listeners []Listener
 	// Observer is told measurements of the node's own work (stats.go).
@@ -203,12 +211,44 @@ func (c *Config) setDefaults() error {
 			return fmt.Errorf("taskservice: Config.KindLimits[%q] is %d; a limit is at least 1", kind, l)
 		}
 	}
+	if err := c.checkDeclaredKinds(); err != nil {
+		return err
+	}
 	for kind, h := range c.Handlers {
 		if kind == "" || len(kind) > MaxKindLen {
 			return fmt.Errorf("taskservice: handler kind %q must be 1-%d bytes", kind, MaxKindLen)
 		}
 		if h == nil {
 			return fmt.Errorf("taskservice: handler of kind %q is nil", kind)
+		}
+	}
+	return nil
+}
+
+// checkDeclaredKinds checks DeclaredKinds: bounded as a worker's kinds
+// are, each a valid kind named once, none with a handler here, and a
+// Remote to serve them.
+func (c *Config) checkDeclaredKinds() error {
+	if len(c.DeclaredKinds) == 0 {
+		return nil
+	}
+	if c.Remote == nil {
+		return errors.New("taskservice: Config.DeclaredKinds needs Config.Remote: declared kinds are served by remote workers")
+	}
+	if len(c.DeclaredKinds) > MaxWorkerKinds {
+		return fmt.Errorf("taskservice: Config.DeclaredKinds has %d kinds, the limit is %d", len(c.DeclaredKinds), MaxWorkerKinds)
+	}
+	seen := make(map[string]bool, len(c.DeclaredKinds))
+	for i, kind := range c.DeclaredKinds {
+		if err := validateKind(fmt.Sprintf("Config.DeclaredKinds[%d]", i), kind); err != nil {
+			return fmt.Errorf("taskservice: %w", err)
+		}
+		if seen[kind] {
+			return fmt.Errorf("taskservice: Config.DeclaredKinds names kind %q twice", kind)
+		}
+		seen[kind] = true
+		if c.Handlers[kind] != nil {
+			return fmt.Errorf("taskservice: Config.DeclaredKinds names kind %q, which has a handler here; declare only kinds that remote workers serve", kind)
 		}
 	}
 	return nil

@@ -1104,7 +1104,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 			e = &entry{ident: st, id: tid, idx: -1}
 			st.tasks.put(e)
 		}
-		if e.running && s.Rev > e.rev {
+		if e.running && s.Rev > e.rev && !n.unwaitLocked(e) { // a waiting run takes the change now
 			n.taskChangedLocked(e) // an armed run is not called
 		}
 		if e.running || ((e.rec != nil || e.raw != "" || e.cold()) && e.rev > s.Rev) {

@@ -70,7 +70,7 @@ func (n *Node) takeHandoff(ctx context.Context, e handoff.Entry) error {
 	}
 	if !ok {
 		n.mu.Lock()
-		if x := st.tasks.get(e.TaskID); x != nil && !x.running {
+		if x := st.tasks.get(e.TaskID); x != nil && (!x.running || n.unwaitLocked(x)) {
 			n.removeEntryLocked(x)
 		}
 		n.mu.Unlock()
@@ -187,7 +187,7 @@ func (n *Node) takeRead(ctx context.Context, e handoff.Entry, one bool, register
 	}
 	if len(tasks.Kvs) == 0 {
 		n.mu.Lock()
-		if x := st.tasks.get(e.TaskID); x != nil && !x.running {
+		if x := st.tasks.get(e.TaskID); x != nil && (!x.running || n.unwaitLocked(x)) {
 			n.removeEntryLocked(x)
 		}
 		n.mu.Unlock()

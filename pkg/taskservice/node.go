@@ -94,6 +94,10 @@ type Node struct {
 	// workerQs are the entries waiting for a remote worker, by kind
 	// (workerwait.go).
 	workerQs map[string]*workerQueue
+	// unserved are the kinds whose runs wait here while nothing serves
+	// them: no handler, no connected worker (unserved.go).
+	unserved map[string]*unservedKind
+	declared map[string]bool // Config.DeclaredKinds; read-only
 
 	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
 	cals  calendarSet  // the calendars, compiled (calendars.go)
@@ -139,6 +143,11 @@ func New(cfg Config) (*Node, error) {
 		pauses:       newPauseSet(),
 		limits:       newKindLimits(cfg.KindLimits),
 		workerQs:     map[string]*workerQueue{},
+		unserved:     map[string]*unservedKind{},
+		declared:     map[string]bool{},
+	}
+	for _, k := range cfg.DeclaredKinds {
+		n.declared[k] = true
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
@@ -179,16 +188,19 @@ func (n *Node) DispatchStart() time.Time {
 	return n.dispatchStart
 }
 
-// Kinds lists the kinds this node handles, sorted.
+// Kinds lists the kinds this node handles, sorted: its handlers', its
+// connected workers' and those declared for its workers
+// (Config.DeclaredKinds), which it accepts before a worker of them comes.
 func (n *Node) Kinds() []string {
-	kinds := make([]string, 0, len(n.cfg.Handlers))
+	kinds := make([]string, 0, len(n.cfg.Handlers)+len(n.cfg.DeclaredKinds))
 	for k := range n.cfg.Handlers {
 		kinds = append(kinds, k)
 	}
+	kinds = append(kinds, n.cfg.DeclaredKinds...) // none has a handler (setDefaults)
 	if n.cfg.Remote != nil {
 		remote := 0
 		for _, k := range n.cfg.Remote.Kinds() {
-			if n.cfg.Handlers[k] == nil && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
+			if n.cfg.Handlers[k] == nil && !n.declared[k] && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
 				kinds = append(kinds, k)
 				remote++
 			}

@@ -91,6 +91,11 @@ func (n *Node) learnPause(id, kind string, since time.Time) {
 		}
 		return
 	}
+	if _, ok := m[key]; !ok {
+		m[key] = since
+		n.parkPausedWaitsLocked() // runs waiting for a worker are held by it too
+		return
+	}
 	m[key] = since
 }
 

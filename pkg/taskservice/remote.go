@@ -38,9 +38,10 @@ type Remote interface {
 // it, and Kinds keeps only the first MaxRemoteKinds (sorted) of a Remote
 // that reports more. The node's registration (its kinds with the rest of
 // its record, one etcd Put under its lease) then stays below about 132 KiB
-// plus its own handlers' kinds: each kind costs at most MaxKindLen + 3
-// bytes, and etcd refuses a request over 1.5 MiB (--max-request-bytes),
-// which would leave a node that lost its lease unable to register again.
+// plus its own handlers' kinds and its declared ones (at most
+// MaxWorkerKinds): each kind costs at most MaxKindLen + 3 bytes, and etcd
+// refuses a request over 1.5 MiB (--max-request-bytes), which would
+// leave a node that lost its lease unable to register again.
 const MaxRemoteKinds = 1024
 
 // Reservation is a worker's slot held for one run (Remote.Reserve).
@@ -68,6 +69,11 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 			return
 		case <-n.cfg.Remote.KindsChanged():
 		}
+		// A worker that came or went may begin or end an episode of a
+		// kind nothing serves here (unserved.go).
+		n.mu.Lock()
+		n.checkUnservedLocked()
+		n.mu.Unlock()
 		b := backoff.New(50*time.Millisecond, n.cfg.LeaseTTL/4)
 		for attempt := 1; ; attempt++ {
 			err := n.publish(ctx)

@@ -45,6 +45,10 @@ const (
 	// command's stdout, a webhook's answer, a worker's message): a longer
 	// one is cut, ending with a marker that says so.
 	MaxMessage = 64 << 10
+	// MaxWorkerKinds bounds the kinds one remote worker's hello names
+	// (pkg/workers.MaxKinds) and the kinds a node declares for its
+	// workers ahead of them (Config.DeclaredKinds, taskd --kinds).
+	MaxWorkerKinds = 64
 	// MaxNodeNameLen bounds a node's name: 1-64 bytes of [A-Za-z0-9._-].
 	MaxNodeNameLen = 64
 	// MaxPageTokenLen bounds a ListTasks page token (a token the node made

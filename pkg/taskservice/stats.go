@@ -47,6 +47,11 @@ type Stats struct {
 	// counted in Due too; they hold no run slot and their starts are not
 	// written).
 	WaitingForWorker map[string]int
+	// WaitingUnserved counts, by kind, those of WaitingForWorker's runs
+	// whose kind nothing on this node serves now: no handler, no connected
+	// worker (unserved.go). A kind of Config.DeclaredKinds is listed with 0
+	// while none of its runs waits.
+	WaitingUnserved map[string]int
 }
 
 // Stats returns a snapshot of the node's counts. It walks the timer queue
@@ -100,6 +105,7 @@ func (n *Node) Stats() Stats {
 	for _, w := range s.WaitingForLimit {
 		s.Due += w
 	}
+	s.WaitingUnserved = n.waitingUnservedLocked()
 	s.WaitingForWorker = n.waitingForWorkerLocked()
 	for _, w := range s.WaitingForWorker {
 		s.Due += w

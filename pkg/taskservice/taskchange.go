@@ -119,6 +119,7 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 		n.mu.Lock()
 		if s := n.idents[id]; s != nil && !s.lost {
 			if e := s.tasks.get(taskID); e != nil {
+				waited := n.unwaitLocked(e) // a run waiting for a worker takes the change now
 				switch {
 				case e.running:
 					applied = true         // the run's commit folds the change in
@@ -127,6 +128,8 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 					e.rec, e.raw, e.rev = rec, "", rev
 					n.reschedLocked(e)
 					applied = true
+				case waited:
+					n.reschedLocked(e) // queued again; the repair below reads it anew
 				}
 			}
 		}

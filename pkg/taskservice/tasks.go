@@ -524,10 +524,12 @@ func (n *Node) addLocal(r *storev1.TaskRecord) {
 }
 
 // servesKind reports whether this node runs kind now: by a handler of its
-// own or a connected remote worker. It is asked beside clusterKinds, whose
-// cache may be older than a worker that just connected.
+// own or a connected remote worker, or will when one connects (a declared
+// kind). It is asked beside clusterKinds, whose cache may be older than a
+// worker that just connected.
 func (n *Node) servesKind(kind string) bool {
-	return n.cfg.Handlers[kind] != nil || n.cfg.Remote != nil && slices.Contains(n.cfg.Remote.Kinds(), kind)
+	return n.cfg.Handlers[kind] != nil || n.declared[kind] ||
+		n.cfg.Remote != nil && slices.Contains(n.cfg.Remote.Kinds(), kind)
 }
 
 // clusterKinds is the set of kinds some registered node handles, cached

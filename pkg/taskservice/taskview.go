@@ -193,10 +193,10 @@ func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	spec := rec.GetSpec()
 	n.mu.Lock()
 	t.PausedBy = n.pausedByLocked(rec, spec.GetIdentity())
-	since, waiting := n.workerWaitOfLocked(spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE, !spec.GetNonDurable(), spec.GetIdentity(), rec.GetId())
+	since, reason, waiting := n.workerWaitOfLocked(spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE, !spec.GetNonDurable(), spec.GetIdentity(), rec.GetId())
 	n.mu.Unlock()
 	if waiting && !isFinal(t.State) && rec.Running == nil {
-		t.Waiting, t.WaitingSince = WaitingForWorker, timestamppb.New(since)
+		t.Waiting, t.WaitingSince, t.WaitingReason = WaitingForWorker, timestamppb.New(since), reason
 	}
 	if t.Paused = len(t.PausedBy) > 0; t.Paused && !isFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
 		t.State = taskdv1.TaskState_TASK_STATE_PAUSED

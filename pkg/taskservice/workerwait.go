@@ -112,7 +112,10 @@ func (e *entry) hold() *workerHold {
 
 // workerKindLocked is the kind of due entry e if its run needs a remote
 // worker, or "": purges and overlap shadows (whose overlapping run is a
-// task of its own) need none, nor a kind with a handler here. n.mu held.
+// task of its own) need none, nor a kind with a handler here, nor a record
+// that carries a run marker: its start settles the marker (markers.go)
+// and calls no handler, and a marker left waiting for a worker would keep
+// the task RUNNING, for nothing, until one came. n.mu held.
 func (n *Node) workerKindLocked(e *entry) string {
 	if n.cfg.Remote == nil || e.purge || e.ex().overlapOf != nil {
 		return ""
@@ -123,7 +126,7 @@ func (n *Node) workerKindLocked(e *entry) string {
 		e.rec, e.raw = rec, ""
 	}
 	kind := rec.GetSpec().GetKind()
-	if n.cfg.Handlers[kind] != nil {
+	if n.cfg.Handlers[kind] != nil || rec.GetRunning() != nil {
 		return ""
 	}
 	return kind
@@ -155,6 +158,9 @@ func (n *Node) admitWorkerLocked(e *entry) bool {
 	h := e.hold()
 	h.q, h.since = wq, instantOf(time.Now())
 	heap.Push(wq, e)
+	if wq.Len() == 1 {
+		n.noteWaitLocked(kind) // unserved.go
+	}
 	return false
 }
 
@@ -178,6 +184,7 @@ func (n *Node) grantWorkersLocked() {
 			}
 		}
 		if best == nil {
+			n.endServedLocked(nil) // a worker that joined ends its kind's episode
 			return
 		}
 		res, ok := n.cfg.Remote.Reserve(best.kind)
@@ -206,9 +213,46 @@ func (n *Node) dropWorkerWaitLocked(e *entry) {
 		return
 	}
 	h := e.x.ww
+	kind := h.q.kind
 	heap.Remove(h.q, h.idx)
 	h.q, h.since = nil, 0
 	n.releaseEntryHoldsLocked(e)
+	n.endIfIdleLocked(kind)
+}
+
+// unwaitLocked takes e out of its worker queue, if it waits in one, and
+// makes it an idle entry again: a change to its task (a cancel, an update,
+// a task pause, a reload), or a pause of its identity or kind, then
+// applies to it as to any entry not started, and it is admitted again if
+// it is still due. Without this a waiting entry kept its old record until
+// a worker came, and a cancelled or paused task went on counting as
+// waiting. n.mu held.
+func (n *Node) unwaitLocked(e *entry) bool {
+	if e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
+		return false
+	}
+	n.dropWorkerWaitLocked(e)
+	e.running = false
+	return true
+}
+
+// parkPausedWaitsLocked takes the waiting entries that a pause now holds
+// out of the worker queues: they are parked like any paused entry, and no
+// longer count as waiting for a worker. n.mu held.
+func (n *Node) parkPausedWaitsLocked() {
+	var paused []*entry
+	for _, wq := range n.workerQs {
+		for _, e := range wq.q {
+			if n.pausedByLocked(e.record(), e.ident.name) != nil {
+				paused = append(paused, e)
+			}
+		}
+	}
+	for _, e := range paused {
+		if n.unwaitLocked(e) {
+			n.reschedLocked(e) // parks it
+		}
+	}
 }
 
 // releaseReservationLocked gives back the worker slot e holds, if any.
@@ -311,9 +355,9 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 }
 
 // workerWaitOfLocked returns since when the node's entry of task id of
-// identity waits for a worker; ok is false if it does not (or the node
-// holds no such entry). n.mu held.
-func (n *Node) workerWaitOfLocked(scopeEvery, durable bool, identity, id string) (since time.Time, ok bool) {
+// identity waits for a worker, and why (waitingReasonLocked); ok is false
+// if it does not (or the node holds no such entry). n.mu held.
+func (n *Node) workerWaitOfLocked(scopeEvery, durable bool, identity, id string) (since time.Time, reason string, ok bool) {
 	m := n.local
 	switch {
 	case scopeEvery:
@@ -323,7 +367,8 @@ func (n *Node) workerWaitOfLocked(scopeEvery, durable bool, identity, id string)
 	}
 	e := m[identity].task(id)
 	if e == nil || e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
-	return e.x.ww.since.time(), true
+	since = e.x.ww.since.time()
+	return since, n.waitingReasonLocked(e.x.ww.q.kind, since), true
 }

@@ -19,7 +19,7 @@ import (
 // Limits of a WorkerHello.
 const (
 	MaxWorkerName  = 128
-	MaxKinds       = 64
+	MaxKinds       = taskservice.MaxWorkerKinds
 	MaxConcurrency = 10000
 	// maxEcho bounds how much of a worker's own string (a run id, a
 	// fence) a refusal quotes back: the outcome's data, message and snooze

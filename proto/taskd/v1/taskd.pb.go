@@ -1231,7 +1231,15 @@ type Task struct {
 	// number, and the task is not RUNNING. Empty otherwise.
 	Waiting string `protobuf:"bytes,15,opt,name=waiting,proto3" json:"waiting,omitempty"`
 	// waiting_since is when the run began to wait (set with waiting).
-	WaitingSince  *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=waiting_since,json=waitingSince,proto3" json:"waiting_since,omitempty"`
+	WaitingSince *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=waiting_since,json=waitingSince,proto3" json:"waiting_since,omitempty"`
+	// waiting_reason says, for people, why the run waits and where (set
+	// with waiting): "no handler or connected worker for kind \"K\" on node
+	// N; waiting since T" while nothing on the owner serves the kind,
+	// "no worker of kind \"K\" (declared by --kinds) has connected to node
+	// N; waiting since T" for a declared kind before its first worker, and
+	// "every connected worker of kind \"K\" on node N is busy; waiting since
+	// T" otherwise.
+	WaitingReason string `protobuf:"bytes,17,opt,name=waiting_reason,json=waitingReason,proto3" json:"waiting_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1376,6 +1384,13 @@ func (x *Task) GetWaitingSince() *timestamppb.Timestamp {
 		return x.WaitingSince
 	}
 	return nil
+}
+
+func (x *Task) GetWaitingReason() string {
+	if x != nil {
+		return x.WaitingReason
+	}
+	return ""
 }
 
 // Run is one execution of a task, as kept in its history.
@@ -5214,7 +5229,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"started_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
 	"\bended_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x12\x12\n" +
 	"\x04node\x18\x05 \x01(\tR\x04node\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\x97\x05\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xbe\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
 	"\x04spec\x18\x02 \x01(\v2\x12.taskd.v1.TaskSpecR\x04spec\x12)\n" +
@@ -5234,7 +5249,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x0fnext_fire_times\x18\r \x03(\v2\x1a.google.protobuf.TimestampR\rnextFireTimes\x12\x1a\n" +
 	"\bmisfires\x18\x0e \x01(\x03R\bmisfires\x12\x18\n" +
 	"\awaiting\x18\x0f \x01(\tR\awaiting\x12?\n" +
-	"\rwaiting_since\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\fwaitingSince\"\xe4\x03\n" +
+	"\rwaiting_since\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\fwaitingSince\x12%\n" +
+	"\x0ewaiting_reason\x18\x11 \x01(\tR\rwaitingReason\"\xe4\x03\n" +
 	"\x03Run\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +

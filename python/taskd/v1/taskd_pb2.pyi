@@ -627,7 +627,7 @@ class ScheduleTasksResponse(_message.Message):
     def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["attempt", "created_at", "finished_at", "id", "last_run", "misfires", "next_fire_time", "next_fire_times", "paused", "paused_by", "revision", "run_count", "spec", "state", "waiting", "waiting_since"]
+    __slots__ = ["attempt", "created_at", "finished_at", "id", "last_run", "misfires", "next_fire_time", "next_fire_times", "paused", "paused_by", "revision", "run_count", "spec", "state", "waiting", "waiting_reason", "waiting_since"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -643,6 +643,7 @@ class Task(_message.Message):
     SPEC_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     WAITING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_REASON_FIELD_NUMBER: _ClassVar[int]
     WAITING_SINCE_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     created_at: _timestamp_pb2.Timestamp
@@ -659,8 +660,9 @@ class Task(_message.Message):
     spec: TaskSpec
     state: TaskState
     waiting: str
+    waiting_reason: str
     waiting_since: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[TaskSpec, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_count: _Optional[int] = ..., attempt: _Optional[int] = ..., last_run: _Optional[_Union[RunSummary, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revision: _Optional[int] = ..., paused: bool = ..., paused_by: _Optional[_Iterable[str]] = ..., next_fire_times: _Optional[_Iterable[_Union[_timestamp_pb2.Timestamp, _Mapping]]] = ..., misfires: _Optional[int] = ..., waiting: _Optional[str] = ..., waiting_since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., spec: _Optional[_Union[TaskSpec, _Mapping]] = ..., state: _Optional[_Union[TaskState, str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., next_fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., run_count: _Optional[int] = ..., attempt: _Optional[int] = ..., last_run: _Optional[_Union[RunSummary, _Mapping]] = ..., finished_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., revision: _Optional[int] = ..., paused: bool = ..., paused_by: _Optional[_Iterable[str]] = ..., next_fire_times: _Optional[_Iterable[_Union[_timestamp_pb2.Timestamp, _Mapping]]] = ..., misfires: _Optional[int] = ..., waiting: _Optional[str] = ..., waiting_since: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., waiting_reason: _Optional[str] = ...) -> None: ...
 
 class TaskSpec(_message.Message):
     __slots__ = ["allow_overlap", "backoff", "calendars", "data", "idempotency_key", "identity", "kind", "labels", "max_attempts", "misfire", "non_durable", "payload", "priority", "requests_recovery", "scope", "timeout", "triggers"]

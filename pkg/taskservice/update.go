@@ -70,9 +70,6 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 			next.Data = old.Data
 		}
 		next.RequestsRecovery = fresh.Spec.RequestsRecovery
-		if size := proto.Size(next); size > MaxTaskBytes {
-			return invalid("spec", "is %d bytes encoded with the task's data, the limit is %d", size, MaxTaskBytes)
-		}
 		version := rec.SpecVersion + 1
 		states := make([]*storev1.TriggerState, len(next.Triggers))
 		versions := make([]int64, len(next.Triggers))
@@ -100,6 +97,9 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 			if t.Name == "" {
 				t.Name = nextTriggerName(rec, used)
 			}
+		}
+		if size := proto.Size(next); size > MaxTaskBytes {
+			return invalid("spec", "is %d bytes encoded with the task's data, the limit is %d", size, MaxTaskBytes)
 		}
 		rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = next, states, versions, version
 		if rec.Running == nil {

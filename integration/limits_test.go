@@ -437,6 +437,27 @@ func TestBadInputs(t *testing.T) {
 		_, err := api.UpdateTask(ctx, &taskdv1.UpdateTaskRequest{Identity: task.GetSpec().GetIdentity(), TaskId: task.GetId(), Spec: s})
 		t.Run("UpdateTask "+u.name, func(t *testing.T) { wantRefused(t, err, codes.InvalidArgument, u.field) })
 	}
+	// So do add_triggers and remove_triggers, against the task's triggers.
+	long := strings.Repeat("n", taskservice.MaxTriggerNameLen+1)
+	var seventeen []string
+	for i := range taskservice.MaxTriggers + 1 {
+		seventeen = append(seventeen, fmt.Sprint(i))
+	}
+	for _, e := range []struct {
+		name, field string
+		add         []*taskdv1.Trigger
+		remove      []string
+	}{
+		{"a 17th trigger", "add_triggers", []*taskdv1.Trigger{cronTrigger("0 0 12 * * ?", "")}, nil},
+		{"an added trigger name of 65 bytes", "add_triggers[0].name", []*taskdv1.Trigger{{Name: long, Kind: cronTrigger("0 0 12 * * ?", "").Kind}}, nil},
+		{"an added trigger named by the server's form", "add_triggers[0].name", []*taskdv1.Trigger{{Name: "#3", Kind: cronTrigger("0 0 12 * * ?", "").Kind}}, []string{task.GetSpec().GetTriggers()[0].GetName()}},
+		{"a name to remove of 65 bytes", "remove_triggers[0]", nil, []string{long}},
+		{"17 names to remove", "remove_triggers", nil, seventeen},
+		{"a name the task has no trigger of", "remove_triggers[0]", nil, []string{"nope"}},
+	} {
+		_, err := api.UpdateTask(ctx, &taskdv1.UpdateTaskRequest{Identity: task.GetSpec().GetIdentity(), TaskId: task.GetId(), AddTriggers: e.add, RemoveTriggers: e.remove})
+		t.Run("UpdateTask "+e.name, func(t *testing.T) { wantRefused(t, err, codes.InvalidArgument, e.field) })
+	}
 	got, err := api.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: task.GetSpec().GetIdentity(), TaskId: task.GetId()})
 	if err != nil || got.GetTask().GetRevision() != task.GetRevision() {
 		t.Fatalf("after refused updates: %v, revision %d, want %d", err, got.GetTask().GetRevision(), task.GetRevision())

@@ -46,6 +46,18 @@ var commands = []*command{
 		define:   defineUpdate,
 	},
 	{
+		name:     "trigger add",
+		synopsis: "--identity ID TASK_ID [--name NAME] (--cron EXPR | --every DUR | --at T | --delay DUR | --on-startup ...) [--revision N]",
+		summary:  "add a trigger to a task, keeping its other triggers and their progress",
+		define:   defineTriggerAdd,
+	},
+	{
+		name:     "trigger remove",
+		synopsis: "--identity ID TASK_ID NAME... [--revision N]",
+		summary:  "remove triggers of a task by name (get shows them), keeping the others",
+		define:   defineTriggerRemove,
+	},
+	{
 		name:     "get",
 		synopsis: "--identity ID TASK_ID",
 		summary:  "show a task",
@@ -62,6 +74,12 @@ var commands = []*command{
 			resp, err := c.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: id, TaskId: task})
 			return resp.GetTask(), resp, err
 		}),
+	},
+	{
+		name:     "delete",
+		synopsis: "--identity ID TASK_ID",
+		summary:  "delete a finished (completed, dead or cancelled) task and its history at once",
+		define:   defineDelete,
 	},
 	{
 		name:     "run-now",

@@ -170,7 +170,8 @@ func TestAgainstNode(t *testing.T) {
 		d := detail(c.ok(t, "get", "--identity", "sched", id))
 		// (the server starts a cron trigger without a start when it
 		// accepts it, and get shows that start)
-		if tr := d["Trigger"]; len(tr) != 2 || !strings.HasPrefix(tr[0], `cron "0 30 2 ? * MON-FRI" in Europe/Berlin, from `) || tr[1] != "on start-up of the node" {
+		// (and names each unnamed trigger by its index)
+		if tr := d["Trigger"]; len(tr) != 2 || !strings.HasPrefix(tr[0], `#0: cron "0 30 2 ? * MON-FRI" in Europe/Berlin, from `) || tr[1] != "#1: on start-up of the node" {
 			t.Errorf("Trigger lines %q, want the cron in Europe/Berlin and on start-up", tr)
 		}
 		if len(d["Coming fire"]) != 5 {
@@ -301,7 +302,7 @@ func TestAgainstNode(t *testing.T) {
 		d := detail(c.ok(t, "update", "--identity", "upd", id, "--cron", "0 0 12 * * ?", "--tz", "Europe/Berlin", "--priority", "7",
 			"--label", "env=prod", "--misfire", "fire-all"))
 		if d["ID"][0] != id || d["Priority"][0] != "7" || d["Labels"][0] != "env=prod" || d["Misfire"][0] != "FIRE_ALL" ||
-			len(d["Trigger"]) != 1 || !strings.HasPrefix(d["Trigger"][0], `cron "0 0 12 * * ?" in Europe/Berlin`) {
+			len(d["Trigger"]) != 1 || !strings.HasPrefix(d["Trigger"][0], `#1: cron "0 0 12 * * ?" in Europe/Berlin`) {
 			t.Errorf("update printed %q", d)
 		}
 		after := c.get(t, "upd", id)
@@ -512,6 +513,7 @@ func TestAgainstNode(t *testing.T) {
 	})
 
 	t.Run("calendars", func(t *testing.T) { testCalendars(t, c) })
+	t.Run("trigger add and remove, delete", func(t *testing.T) { testTriggersAndDelete(t, c) })
 	// Last: it ends by compacting etcd's history.
 	t.Run("events", func(t *testing.T) { testEvents(t, c) })
 }

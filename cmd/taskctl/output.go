@@ -347,12 +347,16 @@ func writeTasksTable(w io.Writer, tasks []*taskdv1.Task, withIdentity bool) erro
 	return tw.Flush()
 }
 
-// runTrigger names the trigger that fired a run: its name, else its index
-// in the task's triggers, "manual" for a RunTaskNow run.
+// runTrigger names the trigger that fired a run: its name (with
+// "(removed)" when the task no longer has it), else (a run recorded before
+// triggers had names) its index in the task's triggers, "manual" for a
+// RunTaskNow run.
 func runTrigger(r *taskdv1.Run) string {
 	switch {
 	case r.GetManual() || r.GetTrigger() < 0:
 		return "manual"
+	case r.GetTriggerName() != "" && r.GetTriggerRemoved():
+		return r.GetTriggerName() + " (removed)"
 	case r.GetTriggerName() != "":
 		return r.GetTriggerName()
 	}

@@ -126,6 +126,14 @@ func TestTokens(t *testing.T) {
 			_, err := c.DrainNode(with("reader.reader-secret"), &taskdv1.DrainNodeRequest{Node: "x"})
 			return err
 		}, codes.PermissionDenied, []string{`"admin"`}},
+		{"delete needs control", func() error {
+			_, err := c.DeleteTask(with("reader.reader-secret"), &taskdv1.DeleteTaskRequest{Identity: "alice", TaskId: "01hzzzzzzzzzzzzzzzzzzzzzzz"})
+			return err
+		}, codes.PermissionDenied, []string{`"control"`, "reader"}},
+		{"delete with control reaches the node", func() error {
+			_, err := c.DeleteTask(with("root.root-secret"), &taskdv1.DeleteTaskRequest{Identity: "alice", TaskId: "01hzzzzzzzzzzzzzzzzzzzzzzz"})
+			return err
+		}, codes.NotFound, nil},
 		{"exact identity out of scope", func() error { return list("reader.reader-secret", "bob") }, codes.PermissionDenied, []string{`"bob"`, `"read"`}},
 		{"prefix out of scope", func() error { return list("reader.reader-secret", "tenant-8/a") }, codes.PermissionDenied, []string{`"tenant-8/a"`}},
 		{"prefix is not a substring", func() error { return list("reader.reader-secret", "tenant-7") }, codes.PermissionDenied, []string{`"tenant-7"`}},

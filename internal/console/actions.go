@@ -33,6 +33,11 @@ var actions = map[string]actionSpec{
 			_, err := api.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: f.Identity, TaskId: f.TaskID})
 			return "task " + f.TaskID + " cancelled", err
 		}},
+	"delete": {title: "Delete task", confirm: true, needs: []string{"identity", "task_id"},
+		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
+			_, err := api.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: f.Identity, TaskId: f.TaskID})
+			return "task " + f.TaskID + " deleted", err
+		}},
 	"run-now": {title: "Run task now", needs: []string{"identity", "task_id"},
 		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
 			_, err := api.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: f.Identity, TaskId: f.TaskID})
@@ -125,6 +130,8 @@ func describeAction(f actionForm) string {
 	switch f.Op {
 	case "cancel":
 		return fmt.Sprintf("Cancel task %s of identity %s? Its future runs stop; a run in flight finishes but does not reschedule it. This cannot be undone.", f.TaskID, f.Identity)
+	case "delete":
+		return fmt.Sprintf("Delete task %s of identity %s? It goes at once with its run history, before its retention ends. This cannot be undone.", f.TaskID, f.Identity)
 	case "move":
 		return fmt.Sprintf("Move identity %s to node %s? Its epoch changes: a run in flight on the old owner cannot commit and is dropped, and the new owner takes its tasks.", f.Identity, f.Node)
 	case "drain":

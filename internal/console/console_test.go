@@ -505,6 +505,13 @@ func TestActions(t *testing.T) {
 	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_CANCELED {
 		t.Fatalf("cancel: task is %s", s)
 	}
+	// A finished task can be deleted, after a confirmation.
+	n.get(t, adminToken, back).want(t, "cancelled task", 200, `id="delete"`)
+	n.post(t, adminToken, "/ui/action", form("delete")).want(t, "delete, unconfirmed", 200, `name="confirm" value="yes"`, "Delete task")
+	if p := n.post(t, adminToken, "/ui/action", form("delete", "confirm", "yes", "back", "/ui/tasks?identity=alice")); p.status != http.StatusSeeOther {
+		t.Fatalf("delete: HTTP %d: %s", p.status, p.body)
+	}
+	n.get(t, adminToken, back).want(t, "the deleted task", 404)
 
 	n.post(t, adminToken, "/ui/action", url.Values{"op": {"drain"}, "node": {"n1"}}).want(t, "drain, unconfirmed", 200, "Drain node n1?")
 	n.post(t, adminToken, "/ui/action", url.Values{"op": {"move"}, "identity": {"alice"}, "node": {"n1"}}).want(t, "move, unconfirmed", 200, "Move identity alice to node n1?")

@@ -70,9 +70,12 @@ var funcs = template.FuncMap{
 	"when":       when,
 	"stateClass": stateClass,
 	"state":      func(s taskdv1.TaskState) string { return strings.TrimPrefix(s.String(), "TASK_STATE_") },
-	"nodeState":  func(s taskdv1.NodeState) string { return strings.TrimPrefix(s.String(), "NODE_STATE_") },
-	"outcome":    func(o taskdv1.Outcome) string { return strings.TrimPrefix(o.String(), "OUTCOME_") },
-	"scope":      func(s taskdv1.Scope) string { return strings.TrimPrefix(s.String(), "SCOPE_") },
+	"final": func(s taskdv1.TaskState) bool {
+		return s == taskdv1.TaskState_TASK_STATE_COMPLETED || s == taskdv1.TaskState_TASK_STATE_DEAD || s == taskdv1.TaskState_TASK_STATE_CANCELED
+	},
+	"nodeState": func(s taskdv1.NodeState) string { return strings.TrimPrefix(s.String(), "NODE_STATE_") },
+	"outcome":   func(o taskdv1.Outcome) string { return strings.TrimPrefix(o.String(), "OUTCOME_") },
+	"scope":     func(s taskdv1.Scope) string { return strings.TrimPrefix(s.String(), "SCOPE_") },
 	"misfire": func(m taskdv1.MisfirePolicy) string {
 		if m == taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED {
 			return "default of each trigger's kind"

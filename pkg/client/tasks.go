@@ -8,6 +8,7 @@ import (
 	"iter"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -154,6 +155,60 @@ func (c *Client) Cancel(ctx context.Context, identity, taskID string) (*Task, er
 		return err
 	})
 	return t, err
+}
+
+// TriggerEdit is a change to some of a task's triggers: Add are added
+// after the others (an unnamed one is named by the server, "#<n>"), Remove
+// names triggers to remove (Task.Spec.Triggers shows every name). The
+// triggers it does not name keep their names and progress. Revision, when
+// not 0, makes the edit conditional on the task's revision (ErrAborted if
+// it changed since it was read).
+type TriggerEdit struct {
+	Add      []Trigger
+	Remove   []string
+	Revision int64
+}
+
+// EditTriggers adds and removes triggers of a task in one write and
+// returns the task. Removing every trigger without adding one is
+// ErrFailedPrecondition (Cancel the task instead); a name the task has no
+// trigger of is ErrInvalidArgument naming remove_triggers[i]. It is not
+// retried once it may have reached a node (a second call would add the
+// triggers twice, or refuse a name already removed): after ErrUnavailable,
+// Get the task before calling again.
+func (c *Client) EditTriggers(ctx context.Context, identity, taskID string, e TriggerEdit) (*Task, error) {
+	if len(e.Add) == 0 && len(e.Remove) == 0 {
+		return nil, invalid("EditTriggers", "add_triggers", "nothing to add or remove")
+	}
+	req := &taskdv1.UpdateTaskRequest{Identity: identity, TaskId: taskID, RemoveTriggers: e.Remove, Revision: e.Revision}
+	for _, t := range e.Add {
+		req.AddTriggers = append(req.AddTriggers, t.toProto())
+	}
+	var t *Task
+	err := c.call(ctx, "EditTriggers", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.UpdateTask(ctx, req)
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// Delete removes a task in a final state (COMPLETED, DEAD, CANCELED) at
+// once, with its run history and idempotency key, instead of waiting for
+// the cluster's --retention. A task in another state is
+// ErrFailedPrecondition: Cancel it first. It is retried like Cancel; a
+// retry that finds the task gone after an attempt whose answer was lost
+// returns nil.
+func (c *Client) Delete(ctx context.Context, identity, taskID string) error {
+	attempts := 0
+	return c.call(ctx, "Delete", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		attempts++
+		_, err := api.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: identity, TaskId: taskID})
+		if attempts > 1 && status.Code(err) == codes.NotFound {
+			return nil // the earlier attempt deleted it
+		}
+		return err
+	})
 }
 
 // RunNow asks for one manual run at once; the schedule stays as it was.

@@ -87,7 +87,9 @@ type Trigger struct {
 	Count      int64
 	// OnStartup fires once for each start of the node that runs the task.
 	OnStartup bool
-	// Name labels the trigger in runs and events.
+	// Name identifies the trigger within its task, in runs and events and
+	// for EditTriggers' Remove. Left empty, the server names it "#<n>"
+	// (names beginning with '#' are the server's).
 	Name string
 	// Misfire overrides the task's misfire policy for this trigger.
 	Misfire Misfire
@@ -216,9 +218,13 @@ type Run struct {
 	// Manual is true for a RunNow run; Recovery for the re-execution of a
 	// run a crash interrupted.
 	Manual, Recovery bool
-	// Trigger is the index of the trigger that fired the run (-1: manual).
-	Trigger     int32
-	TriggerName string
+	// Trigger is the index, when the run was fired, of the trigger that
+	// fired it (-1: manual); TriggerName is its name. TriggerRemoved says
+	// the task no longer has a trigger of that name (an update replaced or
+	// removed it).
+	Trigger        int32
+	TriggerName    string
+	TriggerRemoved bool
 }
 
 // Identity is an identity's mapping and load.
@@ -277,8 +283,11 @@ type Event struct {
 	// a manual run. A STARTED event's Time minus FireTime is its fire lag.
 	FireTime time.Time
 	// Count of fire times a MISFIRED event stands for.
-	Count   int64
-	Trigger int32
+	Count int64
+	// Trigger and TriggerName are the index and name of the trigger that
+	// fired the run (FIRED, STARTED; -1 and "" when none).
+	Trigger     int32
+	TriggerName string
 	// Cursor resumes a watch after this event.
 	Cursor string
 }
@@ -423,20 +432,21 @@ func taskFromProto(p *taskdv1.Task) *Task {
 
 func runFromProto(p *taskdv1.Run) Run {
 	return Run{
-		TaskID:      p.GetTaskId(),
-		RunNumber:   p.GetRunNumber(),
-		Attempt:     p.GetAttempt(),
-		FireTime:    timeOf(p.GetFireTime()),
-		StartedAt:   timeOf(p.GetStartedAt()),
-		EndedAt:     timeOf(p.GetEndedAt()),
-		Node:        p.GetNode(),
-		Outcome:     outcomeOf(p.GetOutcome()),
-		Message:     p.GetMessage(),
-		Fence:       p.GetFence(),
-		Manual:      p.GetManual(),
-		Recovery:    p.GetRecovery(),
-		Trigger:     p.GetTrigger(),
-		TriggerName: p.GetTriggerName(),
+		TaskID:         p.GetTaskId(),
+		RunNumber:      p.GetRunNumber(),
+		Attempt:        p.GetAttempt(),
+		FireTime:       timeOf(p.GetFireTime()),
+		StartedAt:      timeOf(p.GetStartedAt()),
+		EndedAt:        timeOf(p.GetEndedAt()),
+		Node:           p.GetNode(),
+		Outcome:        outcomeOf(p.GetOutcome()),
+		Message:        p.GetMessage(),
+		Fence:          p.GetFence(),
+		Manual:         p.GetManual(),
+		Recovery:       p.GetRecovery(),
+		Trigger:        p.GetTrigger(),
+		TriggerName:    p.GetTriggerName(),
+		TriggerRemoved: p.GetTriggerRemoved(),
 	}
 }
 
@@ -470,22 +480,23 @@ func nodeFromProto(p *taskdv1.Node) Node {
 
 func eventFromProto(p *taskdv1.Event) Event {
 	return Event{
-		Type:      EventType(enumName(p.GetType().String(), "EVENT_TYPE_")),
-		Time:      timeOf(p.GetTime()),
-		Node:      p.GetNode(),
-		Identity:  p.GetIdentity(),
-		TaskID:    p.GetTaskId(),
-		Kind:      p.GetKind(),
-		RunNumber: p.GetRunNumber(),
-		Attempt:   p.GetAttempt(),
-		Fence:     p.GetFence(),
-		Outcome:   outcomeOf(p.GetOutcome()),
-		Message:   p.GetMessage(),
-		Next:      timeOf(p.GetNext()),
-		FireTime:  timeOf(p.GetFireTime()),
-		Count:     p.GetCount(),
-		Trigger:   p.GetTrigger(),
-		Cursor:    p.GetCursor(),
+		Type:        EventType(enumName(p.GetType().String(), "EVENT_TYPE_")),
+		Time:        timeOf(p.GetTime()),
+		Node:        p.GetNode(),
+		Identity:    p.GetIdentity(),
+		TaskID:      p.GetTaskId(),
+		Kind:        p.GetKind(),
+		RunNumber:   p.GetRunNumber(),
+		Attempt:     p.GetAttempt(),
+		Fence:       p.GetFence(),
+		Outcome:     outcomeOf(p.GetOutcome()),
+		Message:     p.GetMessage(),
+		Next:        timeOf(p.GetNext()),
+		FireTime:    timeOf(p.GetFireTime()),
+		Count:       p.GetCount(),
+		Trigger:     p.GetTrigger(),
+		TriggerName: p.GetTriggerName(),
+		Cursor:      p.GetCursor(),
 	}
 }
 

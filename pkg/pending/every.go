@@ -127,3 +127,23 @@ func (k Keys) EveryHistoryOps(taskID, node string, prog *storev1.EveryNodeProgre
 	}
 	return ops, nil
 }
+
+// DeleteEveryOps remove an EVERY_NODE task, every node's history of it, the
+// progress on it of each of nodes, its idempotency key and its references
+// to calendars. A node left out of nodes drops its own progress when it
+// sees the task go.
+func (k Keys) DeleteEveryOps(rec *storev1.TaskRecord, nodes []string) []clientv3.Op {
+	id := rec.Spec.GetIdentity()
+	ops := []clientv3.Op{
+		clientv3.OpDelete(k.Every(id, rec.Id)),
+		clientv3.OpDelete(k.EveryRuns(rec.Id), clientv3.WithPrefix()),
+	}
+	if key := rec.Spec.GetIdempotencyKey(); key != "" {
+		ops = append(ops, clientv3.OpDelete(k.Idem(id, key)))
+	}
+	ops = append(ops, k.CalendarRefOps(rec, rec.Spec.GetCalendars(), true)...)
+	for _, node := range nodes {
+		ops = append(ops, clientv3.OpDelete(k.EveryProgress(node, rec.Id)))
+	}
+	return ops
+}

@@ -97,6 +97,10 @@ func (k Keys) EveryProgress(node, taskID string) string {
 // EveryProgressOf is the prefix of one node's progress keys.
 func (k Keys) EveryProgressOf(node string) string { return k.prefix + "everynode/" + node + "/" }
 
+// AllEveryProgress is the prefix of every node's progress on EVERY_NODE
+// tasks: AllEveryProgress() + node + "/" is EveryProgressOf(node).
+func (k Keys) AllEveryProgress() string { return k.prefix + "everynode/" }
+
 // EveryRuns is the prefix of an EVERY_NODE task's history, all nodes.
 func (k Keys) EveryRuns(taskID string) string { return k.prefix + "everyruns/" + taskID + "/" }
 

@@ -85,16 +85,36 @@ func (a *API) ListPauses(ctx context.Context, _ *taskdv1.ListPausesRequest) (*ta
 	return &taskdv1.ListPausesResponse{Pauses: ps}, nil
 }
 
-// UpdateTask replaces a task's spec.
+// UpdateTask replaces a task's spec, or adds and removes triggers.
 func (a *API) UpdateTask(ctx context.Context, req *taskdv1.UpdateTaskRequest) (*taskdv1.UpdateTaskResponse, error) {
 	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
 		return nil, err
 	}
-	t, err := a.node.UpdateTask(ctx, req.Identity, req.TaskId, req.Spec, req.Revision)
+	var t *taskdv1.Task
+	var err error
+	if len(req.AddTriggers) > 0 || len(req.RemoveTriggers) > 0 {
+		if req.Spec != nil {
+			return nil, toStatus(invalid("spec", "replaces the whole spec: give either a spec or add_triggers and remove_triggers, not both"))
+		}
+		t, err = a.node.EditTriggers(ctx, req.Identity, req.TaskId, req.AddTriggers, req.RemoveTriggers, req.Revision)
+	} else {
+		t, err = a.node.UpdateTask(ctx, req.Identity, req.TaskId, req.Spec, req.Revision)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &taskdv1.UpdateTaskResponse{Task: t}, nil
+}
+
+// DeleteTask removes a finished task at once.
+func (a *API) DeleteTask(ctx context.Context, req *taskdv1.DeleteTaskRequest) (*taskdv1.DeleteTaskResponse, error) {
+	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
+		return nil, err
+	}
+	if err := a.node.DeleteTask(ctx, req.Identity, req.TaskId); err != nil {
+		return nil, toStatus(err)
+	}
+	return &taskdv1.DeleteTaskResponse{}, nil
 }
 
 // PreviewTriggers lists coming fire times without scheduling anything.

@@ -420,8 +420,8 @@ func undoStart(cur, before, started *storev1.TaskRecord) *storev1.TaskRecord {
 	if rec.Attempt == started.Attempt {
 		rec.Attempt = before.Attempt
 	}
-	if rec.PendingTrigger == started.PendingTrigger {
-		rec.PendingTrigger = before.PendingTrigger
+	if rec.PendingTrigger == started.PendingTrigger && rec.PendingTriggerName == started.PendingTriggerName {
+		rec.PendingTrigger, rec.PendingTriggerName = before.PendingTrigger, before.PendingTriggerName
 	}
 	if rec.ManualRequested == started.ManualRequested {
 		rec.ManualRequested = before.ManualRequested

@@ -80,7 +80,7 @@ func taskEvents(prev, cur *runView, base *taskdv1.Event, rev int64, every bool) 
 			epoch = 0
 		}
 		run := func(e *taskdv1.Event) {
-			e.Node, e.RunNumber, e.Attempt, e.Trigger = m.Node, m.RunNumber, m.Attempt, m.Trigger
+			e.Node, e.RunNumber, e.Attempt, e.Trigger, e.TriggerName = m.Node, m.RunNumber, m.Attempt, m.Trigger, m.TriggerName
 			e.Fence = fmt.Sprintf("%d.%d", epoch, rev)
 			e.Next = m.FireTime
 			e.FireTime = m.FireTime

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -35,6 +36,7 @@ func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.Every
 	rec := cloneRec(shared)
 	rec.RunCount, rec.Attempt, rec.LastRun, rec.Running, rec.RetryAt = 0, 0, nil, nil, nil
 	rec.PendingFire, rec.PendingTrigger, rec.HistorySeq, rec.RecoveryPending, rec.Misfires = nil, 0, 0, nil, 0
+	rec.PendingTriggerName = ""
 	if prog == nil {
 		initTriggers(rec, cals)
 	} else {
@@ -42,8 +44,9 @@ func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.Every
 		rec.Triggers, rec.RunCount, rec.Attempt, rec.LastRun = p.Triggers, p.RunCount, p.Attempt, p.LastRun
 		rec.Running, rec.RetryAt, rec.PendingFire, rec.PendingTrigger = p.Running, p.RetryAt, p.PendingFire, p.PendingTrigger
 		rec.HistorySeq, rec.RecoveryPending, rec.Misfires = p.HistorySeq, p.RecoveryPending, p.Misfires
+		rec.PendingTriggerName = p.PendingTriggerName
 		if p.SpecVersion != shared.SpecVersion {
-			rec.Triggers = updatedTriggers(p.Triggers, p.SpecVersion, shared, cals)
+			rec.Triggers = updatedTriggers(p.Triggers, p.TriggerNames, p.SpecVersion, shared, cals)
 		}
 	}
 	rec.ManualRequested = shared.ManualRequested && (prog == nil || sharedRev > prog.ManualServedRev)
@@ -60,13 +63,18 @@ func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.Every
 // updatedTriggers is a node's trigger progress on an EVERY_NODE task
 // after UpdateTask changed it: a trigger set since the progress's version
 // starts afresh, as on a newly scheduled task; one no update changed keeps
-// its progress.
-func updatedTriggers(old []*storev1.TriggerState, oldVersion int64, shared *storev1.TaskRecord, cals schedule.Exclusions) []*storev1.TriggerState {
+// its progress, found by its name (oldNames, the names the old states
+// follow) or, in progress of an earlier release, by its position.
+func updatedTriggers(old []*storev1.TriggerState, oldNames []string, oldVersion int64, shared *storev1.TaskRecord, cals schedule.Exclusions) []*storev1.TriggerState {
 	fresh := &storev1.TaskRecord{Spec: shared.Spec}
 	initTriggers(fresh, cals)
 	for i := range fresh.Triggers {
-		if i < len(old) && i < len(shared.TriggerVersions) && shared.TriggerVersions[i] <= oldVersion {
-			fresh.Triggers[i] = old[i]
+		j := i
+		if len(oldNames) == len(old) && len(oldNames) > 0 {
+			j = slices.Index(oldNames, triggerLabel(shared, i))
+		}
+		if j >= 0 && j < len(old) && i < len(shared.TriggerVersions) && shared.TriggerVersions[i] <= oldVersion {
+			fresh.Triggers[i] = old[j]
 		}
 	}
 	return fresh.Triggers
@@ -78,8 +86,17 @@ func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProg
 		Triggers: rec.Triggers, RunCount: rec.RunCount, LastRun: rec.LastRun, Running: rec.Running,
 		Attempt: rec.Attempt, RetryAt: rec.RetryAt, PendingFire: rec.PendingFire, PendingTrigger: rec.PendingTrigger,
 		HistorySeq: rec.HistorySeq, RecoveryPending: rec.RecoveryPending, ManualServedRev: servedRev, Misfires: rec.Misfires,
-		SpecVersion: rec.SpecVersion,
+		SpecVersion: rec.SpecVersion, PendingTriggerName: rec.PendingTriggerName, TriggerNames: labels(rec),
 	}
+}
+
+// labels are the names of rec's triggers, as triggerLabel reads them.
+func labels(rec *storev1.TaskRecord) []string {
+	out := make([]string, len(rec.GetSpec().GetTriggers()))
+	for i := range out {
+		out[i] = triggerLabel(rec, i)
+	}
+	return out
 }
 
 // everyFence is the compares of a write of this node's progress on task.

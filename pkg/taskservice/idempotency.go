@@ -60,8 +60,8 @@ func triggerMismatch(req, stored *taskdv1.Trigger) string {
 	if req.Misfire != stored.Misfire {
 		return ".misfire"
 	}
-	if req.Name != stored.Name {
-		return ".name"
+	if req.Name != stored.Name && (req.Name != "" || !isServerName(stored.Name)) {
+		return ".name" // (a trigger asked for unnamed was named by the server)
 	}
 	switch r := req.Kind.(type) {
 	case *taskdv1.Trigger_Once:

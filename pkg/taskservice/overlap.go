@@ -208,6 +208,7 @@ func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *stor
 		// parent's own runs do.
 		Traceparent: parent.Traceparent,
 	}
+	nameNewTriggers(rec)
 	initTriggers(rec, nil)
 	settle(rec, now)
 	return rec

@@ -322,8 +322,7 @@ func (n *Node) sweep(ctx context.Context, l identity.Leadership) error {
 }
 
 // purgeEvery deletes the cancelled EVERY_NODE tasks whose retention is
-// over, with their history; each node drops its own progress when it sees
-// the deletion.
+// over, with their history and the nodes' progress (as DeleteTask does).
 func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
@@ -337,11 +336,10 @@ func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
 			time.Since(rec.GetFinishedAt().AsTime()) < n.cfg.Retention {
 			continue
 		}
-		ops := []clientv3.Op{clientv3.OpDelete(string(kv.Key)), clientv3.OpDelete(n.keys.EveryRuns(rec.Id), clientv3.WithPrefix())}
-		if k := rec.Spec.GetIdempotencyKey(); k != "" {
-			ops = append(ops, clientv3.OpDelete(n.keys.Idem(rec.Spec.Identity, k)))
+		ops, err := n.everyDeleteOps(ctx, rec)
+		if err != nil {
+			return err
 		}
-		ops = append(ops, n.keys.CalendarRefOps(rec, rec.Spec.GetCalendars(), true)...)
 		if _, err := n.cli.Txn(cctx).If(l.Fence(), clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
 			Then(ops...).Commit(); err != nil {
 			return fmt.Errorf("purge EVERY_NODE task %s: %w", rec.Id, err)

@@ -190,13 +190,13 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 	now := tm.now
 	rec := cloneRec(cur)
 	p := startPlan{rec: rec, run: true}
-	trigger := int32(-1)
+	trigger, triggerName := int32(-1), ""
 	switch {
 	case rec.RecoveryPending != nil:
 		m := rec.RecoveryPending
 		rec.RecoveryPending = nil
 		p.recovery, p.runNumber, p.fire, p.manual, p.attempt = true, m.RunNumber, m.FireTime.AsTime(), m.Manual, int(m.Attempt)
-		trigger = m.Trigger
+		trigger, triggerName = m.Trigger, m.TriggerName
 	case rec.ManualRequested:
 		rec.ManualRequested = false
 		rec.RunCount++
@@ -206,7 +206,7 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 		rec.Attempt++
 		rec.RunCount++
 		p.runNumber, p.fire, p.attempt = rec.RunCount, rec.PendingFire.AsTime(), int(rec.Attempt)
-		trigger = rec.PendingTrigger
+		trigger, triggerName = rec.PendingTrigger, rec.PendingTriggerName
 	default:
 		i, due, ok := nextTrigger(rec, tm.dispatchStart)
 		if !ok {
@@ -237,9 +237,13 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 		rec.RunCount++
 		rec.Attempt = 1
 		rec.PendingFire = ts(plan.Fire)
-		rec.PendingTrigger = int32(i)
+		rec.PendingTrigger, rec.PendingTriggerName = int32(i), triggerLabel(rec, i)
 		p.runNumber, p.fire, p.attempt = rec.RunCount, plan.Fire, 1
-		trigger = int32(i)
+		trigger, triggerName = int32(i), rec.PendingTriggerName
+	}
+	if triggerName == "" && trigger >= 0 {
+		// Pending since before names were given: named as it is read.
+		triggerName = triggerLabel(rec, int(trigger))
 	}
 	p.marker = &storev1.RunMarker{
 		RunNumber:   p.runNumber,
@@ -248,6 +252,7 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 		StartedAt:   ts(now),
 		FireTime:    ts(p.fire),
 		Trigger:     trigger,
+		TriggerName: triggerName,
 		Manual:      p.manual,
 		Attempt:     int32(p.attempt),
 		Epoch:       epoch,
@@ -324,9 +329,12 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 		Manual:    m.Manual,
 		Recovery:  res.recovery,
 		Trigger:   m.Trigger,
+		// The name the trigger had when the run was fired: an update
+		// while it ran may have moved or removed the trigger.
+		TriggerName: m.TriggerName,
 	}
-	if ts := rec.GetSpec().GetTriggers(); m.Trigger >= 0 && int(m.Trigger) < len(ts) {
-		run.TriggerName = ts[m.Trigger].GetName()
+	if run.TriggerName == "" && m.Trigger >= 0 {
+		run.TriggerName = triggerLabel(rec, int(m.Trigger)) // a marker of an earlier release
 	}
 	rec.LastRun = &taskdv1.RunSummary{
 		RunNumber: m.RunNumber, Outcome: res.outcome, StartedAt: run.StartedAt,

@@ -47,6 +47,9 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		if err := n.validateSpec(f, s, known); err != nil {
 			return nil, err
 		}
+		if err := checkServerNames(f+".triggers", s.Triggers, nil); err != nil {
+			return nil, err
+		}
 		recs[i] = n.newRecord(s, now)
 		recs[i].Traceparent = TraceParent(ctx)
 	}
@@ -323,7 +326,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 
 // newRecord resolves a spec into a new task record: delays become times,
 // a periodic start defaults to one interval from now, a cron start to now,
-// recovery defaults on.
+// recovery defaults on, an unnamed trigger is named by its index.
 func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord {
 	spec := proto.Clone(s).(*taskdv1.TaskSpec)
 	if spec.RequestsRecovery == nil {
@@ -337,6 +340,7 @@ func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord
 		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
 		CreatedAt: timestamppb.New(now),
 	}
+	nameNewTriggers(rec)
 	initTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
 	settle(rec, now)
 	return rec

@@ -63,10 +63,17 @@ func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run,
 	} else if !ok {
 		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 	}
+	var runs []*taskdv1.Run
 	if f.Every {
-		return n.store.EveryRunsOf(cctx, taskID)
+		runs, err = n.store.EveryRunsOf(cctx, taskID)
+	} else {
+		runs, err = n.store.Runs(cctx, id, taskID)
 	}
-	return n.store.Runs(cctx, id, taskID)
+	if err != nil {
+		return nil, err
+	}
+	runsWithRemovedTriggers(f.Rec, runs)
+	return runs, nil
 }
 
 // GetIdentity returns an identity's mapping and task count.
@@ -160,8 +167,10 @@ func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.Lease
 	return out, leases, nil
 }
 
-// toTask is the API view of a record.
+// toTask is the API view of a record: its triggers show their names,
+// those of a legacy record as they are read.
 func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
+	rec = withTriggerNames(rec)
 	t := &taskdv1.Task{
 		Id:         rec.Id,
 		Spec:       rec.Spec,

@@ -10,8 +10,9 @@ import (
 
 // TestSeveralTriggersEachRunKnowsItsTrigger: a task with a once, a
 // periodic and a cron trigger fires by all three, earliest first; every
-// run in its history names the trigger (index and name) that fired it, and
-// a manual run names none (-1).
+// run in its history names the trigger (index and name) that fired it (the
+// unnamed one by the name the server gave it, "#<index>"), and a manual run
+// names none (-1).
 func TestSeveralTriggersEachRunKnowsItsTrigger(t *testing.T) {
 	h := newHarness(t, nil)
 	now := time.Now()
@@ -42,7 +43,7 @@ func TestSeveralTriggersEachRunKnowsItsTrigger(t *testing.T) {
 			if r.Trigger != -1 || r.TriggerName != "" {
 				t.Fatalf("manual run names trigger %d %q", r.Trigger, r.TriggerName)
 			}
-		case r.Trigger == 0 && r.TriggerName == "kick-off", r.Trigger == 1 && r.TriggerName == "tick", r.Trigger == 2 && r.TriggerName == "":
+		case r.Trigger == 0 && r.TriggerName == "kick-off", r.Trigger == 1 && r.TriggerName == "tick", r.Trigger == 2 && r.TriggerName == "#2":
 			by[r.Trigger]++
 		default:
 			t.Fatalf("run %d names trigger %d %q", r.RunNumber, r.Trigger, r.TriggerName)

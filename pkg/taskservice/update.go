@@ -14,15 +14,19 @@ import (
 // UpdateTask replaces an existing task's spec (Quartz's rescheduleJob): its
 // triggers, calendars, payload, priority, retry settings, timeout, labels.
 // The task keeps its id, run numbers, history and (unless spec.data is
-// set) its data. A trigger equal to the one at the same position before
-// keeps its progress; any other starts as on a newly scheduled task. The
+// set) its data. A trigger keeps its name and progress when it is given
+// under its name with its rule unchanged, or without a name with the rule
+// of a server-named trigger (matchTriggers); one given under its name with
+// another rule keeps the name and starts afresh, and any other trigger is
+// new: it starts as on a newly scheduled task, named by the server if it
+// has no name. A trigger the spec leaves out is gone with its name. The
 // write is fenced like every task write and, when wantRev is not 0,
 // conditional on the task still being at that revision (ErrConflict:
 // ABORTED). A run in flight finishes; its result is folded into the
 // updated task.
 func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.TaskSpec, wantRev int64) (*taskdv1.Task, error) {
 	if spec == nil {
-		return nil, invalid("spec", "is required")
+		return nil, invalid("spec", "is required (or add_triggers and remove_triggers, to change some triggers only)")
 	}
 	kinds := n.clusterKinds(ctx)
 	var oldKind string
@@ -33,6 +37,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		if isFinal(rec.State) {
 			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
 		}
+		nameLegacyTriggers(rec) // so that its triggers can be kept by name
 		old := rec.Spec
 		oldKind = old.Kind
 		for _, f := range []struct {
@@ -53,6 +58,11 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		if err := n.validateSpec("spec", spec, func(k string) bool { return kinds[k] || k == old.Kind || n.servesKind(k) }); err != nil {
 			return err
 		}
+		if err := checkServerNames("spec.triggers", spec.Triggers, func(name string) bool {
+			return indexOfTrigger(old.Triggers, name) >= 0
+		}); err != nil {
+			return err
+		}
 		now := time.Now()
 		fresh := n.newRecord(spec, now) // resolves delays and starts as for a new task
 		next := fresh.Spec
@@ -60,24 +70,36 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 			next.Data = old.Data
 		}
 		next.RequestsRecovery = fresh.Spec.RequestsRecovery
-		if size := proto.Size(next); size > MaxTaskBytes {
-			return invalid("spec", "is %d bytes encoded with the task's data, the limit is %d", size, MaxTaskBytes)
-		}
 		version := rec.SpecVersion + 1
 		states := make([]*storev1.TriggerState, len(next.Triggers))
 		versions := make([]int64, len(next.Triggers))
+		match, keep := matchTriggers(old.Triggers, spec.Triggers)
+		used := map[string]bool{}
 		for i := range next.Triggers {
-			if i < len(old.Triggers) && i < len(rec.Triggers) && proto.Equal(old.Triggers[i], spec.Triggers[i]) {
-				// Unchanged (compared as the caller sent it against as
-				// stored: a trigger given with a delay or without a start
-				// was resolved when stored, so it counts as changed).
-				next.Triggers[i] = old.Triggers[i]
-				states[i] = rec.Triggers[i]
-				versions[i] = triggerVersion(rec, i)
-				continue
+			next.Triggers[i].Name = spec.Triggers[i].Name // not the index newRecord gave it
+			if j := match[i]; j >= 0 {
+				next.Triggers[i].Name = old.Triggers[j].Name
+				if keep[i] && j < len(rec.Triggers) {
+					next.Triggers[i] = old.Triggers[j]
+					states[i] = rec.Triggers[j]
+					versions[i] = triggerVersion(rec, j)
+					used[next.Triggers[i].Name] = true
+					continue
+				}
 			}
 			states[i] = fresh.Triggers[i]
 			versions[i] = version
+			if next.Triggers[i].Name != "" {
+				used[next.Triggers[i].Name] = true
+			}
+		}
+		for _, t := range next.Triggers {
+			if t.Name == "" {
+				t.Name = nextTriggerName(rec, used)
+			}
+		}
+		if size := proto.Size(next); size > MaxTaskBytes {
+			return invalid("spec", "is %d bytes encoded with the task's data, the limit is %d", size, MaxTaskBytes)
 		}
 		rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = next, states, versions, version
 		if rec.Running == nil {

@@ -42,6 +42,7 @@ func init() {
 		"PauseIdentity":   VerbControl,
 		"ResumeIdentity":  VerbControl,
 		"UpdateTask":      VerbControl,
+		"DeleteTask":      VerbControl,
 		"MoveIdentity":    VerbAdmin,
 		"DrainNode":       VerbAdmin,
 		"CreateCalendar":  VerbAdmin,

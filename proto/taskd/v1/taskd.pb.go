@@ -727,7 +727,12 @@ type Trigger struct {
 	// misfire is this trigger's misfire policy; unspecified takes the task's
 	// misfire, and if that is unspecified too, the kind's default.
 	Misfire MisfirePolicy `protobuf:"varint,10,opt,name=misfire,proto3,enum=taskd.v1.MisfirePolicy" json:"misfire,omitempty"`
-	// name, optional, labels the trigger in runs and events (at most 64 bytes).
+	// name identifies the trigger within its task, in runs, events and the
+	// remove_triggers of an update (at most 64 bytes, unique in the task).
+	// The server names a trigger stored without one "#<n>": the n-th trigger
+	// the task was given, counted from 0 and never reused, so that a name in
+	// history never comes to mean another trigger. A request may give a name
+	// beginning with '#' only for a trigger the task already has under it.
 	Name          string `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1420,13 +1425,18 @@ type Run struct {
 	Manual bool `protobuf:"varint,11,opt,name=manual,proto3" json:"manual,omitempty"`
 	// recovery is true for a re-execution of a run a crash interrupted.
 	Recovery bool `protobuf:"varint,12,opt,name=recovery,proto3" json:"recovery,omitempty"`
-	// trigger is the index in spec.triggers of the trigger that fired the
-	// run; -1 for a manual run.
+	// trigger is the index in spec.triggers, when the run was fired, of the
+	// trigger that fired it; -1 for a manual run. An update may have moved
+	// the trigger since: trigger_name identifies it.
 	Trigger int32 `protobuf:"varint,13,opt,name=trigger,proto3" json:"trigger,omitempty"`
-	// trigger_name is that trigger's name, if it has one.
-	TriggerName   string `protobuf:"bytes,14,opt,name=trigger_name,json=triggerName,proto3" json:"trigger_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// trigger_name is that trigger's name (empty for a manual run, and for a
+	// run recorded before the server named every trigger).
+	TriggerName string `protobuf:"bytes,14,opt,name=trigger_name,json=triggerName,proto3" json:"trigger_name,omitempty"`
+	// trigger_removed is true when the task no longer has a trigger of that
+	// name: an update replaced or removed it (ListRuns only).
+	TriggerRemoved bool `protobuf:"varint,15,opt,name=trigger_removed,json=triggerRemoved,proto3" json:"trigger_removed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -1555,6 +1565,13 @@ func (x *Run) GetTriggerName() string {
 		return x.TriggerName
 	}
 	return ""
+}
+
+func (x *Run) GetTriggerRemoved() bool {
+	if x != nil {
+		return x.TriggerRemoved
+	}
+	return false
 }
 
 // Identity is an identity's mapping and load.
@@ -2922,7 +2939,8 @@ func (x *ListNodesResponse) GetNodes() []*Node {
 	return nil
 }
 
-// UpdateTaskRequest names a task and its new spec.
+// UpdateTaskRequest names a task and either its new spec, or triggers to
+// add and remove (not both).
 type UpdateTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// identity that owns the task.
@@ -2930,12 +2948,21 @@ type UpdateTaskRequest struct {
 	// task_id of the task.
 	TaskId string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// spec replaces the task's spec. identity, kind, scope, non_durable and
-	// idempotency_key must stay as they are; data, if unset, is kept.
+	// idempotency_key must stay as they are; data, if unset, is kept. A
+	// trigger keeps its name and progress when it is given with its name
+	// unchanged, or without a name but equal to a server-named one.
 	Spec *TaskSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
 	// revision is Task.revision as the caller read it; 0 skips the check.
-	Revision      int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revision int64 `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	// add_triggers are added to the task's triggers, after them; each starts
+	// as on a new task. Their names must not be the task's other triggers'.
+	AddTriggers []*Trigger `protobuf:"bytes,5,rep,name=add_triggers,json=addTriggers,proto3" json:"add_triggers,omitempty"`
+	// remove_triggers name triggers of the task to remove (INVALID_ARGUMENT
+	// for a name it does not have). Removing every trigger without adding
+	// one is FAILED_PRECONDITION: cancel the task instead.
+	RemoveTriggers []string `protobuf:"bytes,6,rep,name=remove_triggers,json=removeTriggers,proto3" json:"remove_triggers,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateTaskRequest) Reset() {
@@ -2996,6 +3023,20 @@ func (x *UpdateTaskRequest) GetRevision() int64 {
 	return 0
 }
 
+func (x *UpdateTaskRequest) GetAddTriggers() []*Trigger {
+	if x != nil {
+		return x.AddTriggers
+	}
+	return nil
+}
+
+func (x *UpdateTaskRequest) GetRemoveTriggers() []string {
+	if x != nil {
+		return x.RemoveTriggers
+	}
+	return nil
+}
+
 // UpdateTaskResponse returns the task as updated.
 type UpdateTaskResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3042,6 +3083,98 @@ func (x *UpdateTaskResponse) GetTask() *Task {
 	return nil
 }
 
+// DeleteTaskRequest names a task in a final state.
+type DeleteTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// identity that owns the task.
+	Identity string `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	// task_id of the task.
+	TaskId        string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTaskRequest) Reset() {
+	*x = DeleteTaskRequest{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTaskRequest) ProtoMessage() {}
+
+func (x *DeleteTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTaskRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTaskRequest) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *DeleteTaskRequest) GetIdentity() string {
+	if x != nil {
+		return x.Identity
+	}
+	return ""
+}
+
+func (x *DeleteTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// DeleteTaskResponse is empty: the task is gone.
+type DeleteTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTaskResponse) Reset() {
+	*x = DeleteTaskResponse{}
+	mi := &file_taskd_v1_taskd_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTaskResponse) ProtoMessage() {}
+
+func (x *DeleteTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_taskd_v1_taskd_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTaskResponse.ProtoReflect.Descriptor instead.
+func (*DeleteTaskResponse) Descriptor() ([]byte, []int) {
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{37}
+}
+
 // PauseTaskRequest names a task.
 type PauseTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3055,7 +3188,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[36]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3067,7 +3200,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[36]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3080,7 +3213,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{36}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PauseTaskRequest) GetIdentity() string {
@@ -3108,7 +3241,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[37]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3120,7 +3253,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[37]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3133,7 +3266,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{37}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PauseTaskResponse) GetTask() *Task {
@@ -3156,7 +3289,7 @@ type ResumeTaskRequest struct {
 
 func (x *ResumeTaskRequest) Reset() {
 	*x = ResumeTaskRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[38]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3168,7 +3301,7 @@ func (x *ResumeTaskRequest) String() string {
 func (*ResumeTaskRequest) ProtoMessage() {}
 
 func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[38]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3181,7 +3314,7 @@ func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{38}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ResumeTaskRequest) GetIdentity() string {
@@ -3209,7 +3342,7 @@ type ResumeTaskResponse struct {
 
 func (x *ResumeTaskResponse) Reset() {
 	*x = ResumeTaskResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[39]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3221,7 +3354,7 @@ func (x *ResumeTaskResponse) String() string {
 func (*ResumeTaskResponse) ProtoMessage() {}
 
 func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[39]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3234,7 +3367,7 @@ func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{39}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ResumeTaskResponse) GetTask() *Task {
@@ -3259,7 +3392,7 @@ type Pause struct {
 
 func (x *Pause) Reset() {
 	*x = Pause{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[40]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3404,7 @@ func (x *Pause) String() string {
 func (*Pause) ProtoMessage() {}
 
 func (x *Pause) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[40]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3417,7 @@ func (x *Pause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pause.ProtoReflect.Descriptor instead.
 func (*Pause) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{40}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Pause) GetIdentity() string {
@@ -3319,7 +3452,7 @@ type PauseIdentityRequest struct {
 
 func (x *PauseIdentityRequest) Reset() {
 	*x = PauseIdentityRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[41]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3464,7 @@ func (x *PauseIdentityRequest) String() string {
 func (*PauseIdentityRequest) ProtoMessage() {}
 
 func (x *PauseIdentityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[41]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3477,7 @@ func (x *PauseIdentityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseIdentityRequest.ProtoReflect.Descriptor instead.
 func (*PauseIdentityRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{41}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PauseIdentityRequest) GetIdentity() string {
@@ -3365,7 +3498,7 @@ type PauseIdentityResponse struct {
 
 func (x *PauseIdentityResponse) Reset() {
 	*x = PauseIdentityResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[42]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3510,7 @@ func (x *PauseIdentityResponse) String() string {
 func (*PauseIdentityResponse) ProtoMessage() {}
 
 func (x *PauseIdentityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[42]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3523,7 @@ func (x *PauseIdentityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseIdentityResponse.ProtoReflect.Descriptor instead.
 func (*PauseIdentityResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{42}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PauseIdentityResponse) GetPause() *Pause {
@@ -3411,7 +3544,7 @@ type ResumeIdentityRequest struct {
 
 func (x *ResumeIdentityRequest) Reset() {
 	*x = ResumeIdentityRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[43]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3423,7 +3556,7 @@ func (x *ResumeIdentityRequest) String() string {
 func (*ResumeIdentityRequest) ProtoMessage() {}
 
 func (x *ResumeIdentityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[43]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3436,7 +3569,7 @@ func (x *ResumeIdentityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeIdentityRequest.ProtoReflect.Descriptor instead.
 func (*ResumeIdentityRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{43}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ResumeIdentityRequest) GetIdentity() string {
@@ -3455,7 +3588,7 @@ type ResumeIdentityResponse struct {
 
 func (x *ResumeIdentityResponse) Reset() {
 	*x = ResumeIdentityResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[44]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3600,7 @@ func (x *ResumeIdentityResponse) String() string {
 func (*ResumeIdentityResponse) ProtoMessage() {}
 
 func (x *ResumeIdentityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[44]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3613,7 @@ func (x *ResumeIdentityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeIdentityResponse.ProtoReflect.Descriptor instead.
 func (*ResumeIdentityResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{44}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{46}
 }
 
 // PauseKindRequest names a kind.
@@ -3494,7 +3627,7 @@ type PauseKindRequest struct {
 
 func (x *PauseKindRequest) Reset() {
 	*x = PauseKindRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[45]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3506,7 +3639,7 @@ func (x *PauseKindRequest) String() string {
 func (*PauseKindRequest) ProtoMessage() {}
 
 func (x *PauseKindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[45]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3519,7 +3652,7 @@ func (x *PauseKindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseKindRequest.ProtoReflect.Descriptor instead.
 func (*PauseKindRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{45}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PauseKindRequest) GetKind() string {
@@ -3540,7 +3673,7 @@ type PauseKindResponse struct {
 
 func (x *PauseKindResponse) Reset() {
 	*x = PauseKindResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[46]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3552,7 +3685,7 @@ func (x *PauseKindResponse) String() string {
 func (*PauseKindResponse) ProtoMessage() {}
 
 func (x *PauseKindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[46]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3565,7 +3698,7 @@ func (x *PauseKindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseKindResponse.ProtoReflect.Descriptor instead.
 func (*PauseKindResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{46}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PauseKindResponse) GetPause() *Pause {
@@ -3586,7 +3719,7 @@ type ResumeKindRequest struct {
 
 func (x *ResumeKindRequest) Reset() {
 	*x = ResumeKindRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[47]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3731,7 @@ func (x *ResumeKindRequest) String() string {
 func (*ResumeKindRequest) ProtoMessage() {}
 
 func (x *ResumeKindRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[47]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3744,7 @@ func (x *ResumeKindRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeKindRequest.ProtoReflect.Descriptor instead.
 func (*ResumeKindRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{47}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ResumeKindRequest) GetKind() string {
@@ -3630,7 +3763,7 @@ type ResumeKindResponse struct {
 
 func (x *ResumeKindResponse) Reset() {
 	*x = ResumeKindResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[48]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3775,7 @@ func (x *ResumeKindResponse) String() string {
 func (*ResumeKindResponse) ProtoMessage() {}
 
 func (x *ResumeKindResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[48]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3788,7 @@ func (x *ResumeKindResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeKindResponse.ProtoReflect.Descriptor instead.
 func (*ResumeKindResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{48}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{50}
 }
 
 // ListPausesRequest asks for every identity and kind pause.
@@ -3667,7 +3800,7 @@ type ListPausesRequest struct {
 
 func (x *ListPausesRequest) Reset() {
 	*x = ListPausesRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[49]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3812,7 @@ func (x *ListPausesRequest) String() string {
 func (*ListPausesRequest) ProtoMessage() {}
 
 func (x *ListPausesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[49]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3825,7 @@ func (x *ListPausesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPausesRequest.ProtoReflect.Descriptor instead.
 func (*ListPausesRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{49}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{51}
 }
 
 // ListPausesResponse lists the pauses in force.
@@ -3706,7 +3839,7 @@ type ListPausesResponse struct {
 
 func (x *ListPausesResponse) Reset() {
 	*x = ListPausesResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[50]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3718,7 +3851,7 @@ func (x *ListPausesResponse) String() string {
 func (*ListPausesResponse) ProtoMessage() {}
 
 func (x *ListPausesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[50]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3731,7 +3864,7 @@ func (x *ListPausesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPausesResponse.ProtoReflect.Descriptor instead.
 func (*ListPausesResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{50}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListPausesResponse) GetPauses() []*Pause {
@@ -3759,7 +3892,7 @@ type PreviewTriggersRequest struct {
 
 func (x *PreviewTriggersRequest) Reset() {
 	*x = PreviewTriggersRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[51]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3771,7 +3904,7 @@ func (x *PreviewTriggersRequest) String() string {
 func (*PreviewTriggersRequest) ProtoMessage() {}
 
 func (x *PreviewTriggersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[51]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3784,7 +3917,7 @@ func (x *PreviewTriggersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewTriggersRequest.ProtoReflect.Descriptor instead.
 func (*PreviewTriggersRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{51}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PreviewTriggersRequest) GetTriggers() []*Trigger {
@@ -3826,7 +3959,7 @@ type PreviewTriggersResponse struct {
 
 func (x *PreviewTriggersResponse) Reset() {
 	*x = PreviewTriggersResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[52]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3838,7 +3971,7 @@ func (x *PreviewTriggersResponse) String() string {
 func (*PreviewTriggersResponse) ProtoMessage() {}
 
 func (x *PreviewTriggersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[52]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3851,7 +3984,7 @@ func (x *PreviewTriggersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewTriggersResponse.ProtoReflect.Descriptor instead.
 func (*PreviewTriggersResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{52}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PreviewTriggersResponse) GetFireTimes() []*PreviewFireTime {
@@ -3876,7 +4009,7 @@ type PreviewFireTime struct {
 
 func (x *PreviewFireTime) Reset() {
 	*x = PreviewFireTime{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[53]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3888,7 +4021,7 @@ func (x *PreviewFireTime) String() string {
 func (*PreviewFireTime) ProtoMessage() {}
 
 func (x *PreviewFireTime) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[53]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3901,7 +4034,7 @@ func (x *PreviewFireTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreviewFireTime.ProtoReflect.Descriptor instead.
 func (*PreviewFireTime) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{53}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PreviewFireTime) GetAt() *timestamppb.Timestamp {
@@ -3940,7 +4073,7 @@ type Date struct {
 
 func (x *Date) Reset() {
 	*x = Date{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[54]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4085,7 @@ func (x *Date) String() string {
 func (*Date) ProtoMessage() {}
 
 func (x *Date) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[54]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4098,7 @@ func (x *Date) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Date.ProtoReflect.Descriptor instead.
 func (*Date) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{54}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Date) GetYear() int32 {
@@ -4000,7 +4133,7 @@ type DatesCalendar struct {
 
 func (x *DatesCalendar) Reset() {
 	*x = DatesCalendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[55]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4012,7 +4145,7 @@ func (x *DatesCalendar) String() string {
 func (*DatesCalendar) ProtoMessage() {}
 
 func (x *DatesCalendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[55]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4025,7 +4158,7 @@ func (x *DatesCalendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DatesCalendar.ProtoReflect.Descriptor instead.
 func (*DatesCalendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{55}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DatesCalendar) GetDates() []*Date {
@@ -4046,7 +4179,7 @@ type AnnualCalendar struct {
 
 func (x *AnnualCalendar) Reset() {
 	*x = AnnualCalendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[56]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4058,7 +4191,7 @@ func (x *AnnualCalendar) String() string {
 func (*AnnualCalendar) ProtoMessage() {}
 
 func (x *AnnualCalendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[56]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4071,7 +4204,7 @@ func (x *AnnualCalendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnnualCalendar.ProtoReflect.Descriptor instead.
 func (*AnnualCalendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{56}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AnnualCalendar) GetDays() []*Date {
@@ -4092,7 +4225,7 @@ type MonthlyCalendar struct {
 
 func (x *MonthlyCalendar) Reset() {
 	*x = MonthlyCalendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[57]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4104,7 +4237,7 @@ func (x *MonthlyCalendar) String() string {
 func (*MonthlyCalendar) ProtoMessage() {}
 
 func (x *MonthlyCalendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[57]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4117,7 +4250,7 @@ func (x *MonthlyCalendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MonthlyCalendar.ProtoReflect.Descriptor instead.
 func (*MonthlyCalendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{57}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MonthlyCalendar) GetDays() []int32 {
@@ -4138,7 +4271,7 @@ type WeeklyCalendar struct {
 
 func (x *WeeklyCalendar) Reset() {
 	*x = WeeklyCalendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[58]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4150,7 +4283,7 @@ func (x *WeeklyCalendar) String() string {
 func (*WeeklyCalendar) ProtoMessage() {}
 
 func (x *WeeklyCalendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[58]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4163,7 +4296,7 @@ func (x *WeeklyCalendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeeklyCalendar.ProtoReflect.Descriptor instead.
 func (*WeeklyCalendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{58}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WeeklyCalendar) GetDays() []string {
@@ -4188,7 +4321,7 @@ type DailyCalendar struct {
 
 func (x *DailyCalendar) Reset() {
 	*x = DailyCalendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[59]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4200,7 +4333,7 @@ func (x *DailyCalendar) String() string {
 func (*DailyCalendar) ProtoMessage() {}
 
 func (x *DailyCalendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[59]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4213,7 +4346,7 @@ func (x *DailyCalendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DailyCalendar.ProtoReflect.Descriptor instead.
 func (*DailyCalendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{59}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DailyCalendar) GetStart() string {
@@ -4248,7 +4381,7 @@ type CronCalendar struct {
 
 func (x *CronCalendar) Reset() {
 	*x = CronCalendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[60]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4260,7 +4393,7 @@ func (x *CronCalendar) String() string {
 func (*CronCalendar) ProtoMessage() {}
 
 func (x *CronCalendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[60]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4273,7 +4406,7 @@ func (x *CronCalendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CronCalendar.ProtoReflect.Descriptor instead.
 func (*CronCalendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{60}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CronCalendar) GetExpression() string {
@@ -4313,7 +4446,7 @@ type Calendar struct {
 
 func (x *Calendar) Reset() {
 	*x = Calendar{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[61]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4458,7 @@ func (x *Calendar) String() string {
 func (*Calendar) ProtoMessage() {}
 
 func (x *Calendar) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[61]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4471,7 @@ func (x *Calendar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Calendar.ProtoReflect.Descriptor instead.
 func (*Calendar) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{61}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Calendar) GetName() string {
@@ -4496,7 +4629,7 @@ type CreateCalendarRequest struct {
 
 func (x *CreateCalendarRequest) Reset() {
 	*x = CreateCalendarRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[62]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4508,7 +4641,7 @@ func (x *CreateCalendarRequest) String() string {
 func (*CreateCalendarRequest) ProtoMessage() {}
 
 func (x *CreateCalendarRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[62]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4521,7 +4654,7 @@ func (x *CreateCalendarRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCalendarRequest.ProtoReflect.Descriptor instead.
 func (*CreateCalendarRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{62}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CreateCalendarRequest) GetCalendar() *Calendar {
@@ -4549,7 +4682,7 @@ type CreateCalendarResponse struct {
 
 func (x *CreateCalendarResponse) Reset() {
 	*x = CreateCalendarResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[63]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4561,7 +4694,7 @@ func (x *CreateCalendarResponse) String() string {
 func (*CreateCalendarResponse) ProtoMessage() {}
 
 func (x *CreateCalendarResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[63]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4574,7 +4707,7 @@ func (x *CreateCalendarResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCalendarResponse.ProtoReflect.Descriptor instead.
 func (*CreateCalendarResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{63}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CreateCalendarResponse) GetCalendar() *Calendar {
@@ -4595,7 +4728,7 @@ type GetCalendarRequest struct {
 
 func (x *GetCalendarRequest) Reset() {
 	*x = GetCalendarRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[64]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4607,7 +4740,7 @@ func (x *GetCalendarRequest) String() string {
 func (*GetCalendarRequest) ProtoMessage() {}
 
 func (x *GetCalendarRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[64]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4620,7 +4753,7 @@ func (x *GetCalendarRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCalendarRequest.ProtoReflect.Descriptor instead.
 func (*GetCalendarRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{64}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetCalendarRequest) GetName() string {
@@ -4641,7 +4774,7 @@ type GetCalendarResponse struct {
 
 func (x *GetCalendarResponse) Reset() {
 	*x = GetCalendarResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[65]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4653,7 +4786,7 @@ func (x *GetCalendarResponse) String() string {
 func (*GetCalendarResponse) ProtoMessage() {}
 
 func (x *GetCalendarResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[65]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4666,7 +4799,7 @@ func (x *GetCalendarResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCalendarResponse.ProtoReflect.Descriptor instead.
 func (*GetCalendarResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{65}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetCalendarResponse) GetCalendar() *Calendar {
@@ -4685,7 +4818,7 @@ type ListCalendarsRequest struct {
 
 func (x *ListCalendarsRequest) Reset() {
 	*x = ListCalendarsRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[66]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4697,7 +4830,7 @@ func (x *ListCalendarsRequest) String() string {
 func (*ListCalendarsRequest) ProtoMessage() {}
 
 func (x *ListCalendarsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[66]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4710,7 +4843,7 @@ func (x *ListCalendarsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCalendarsRequest.ProtoReflect.Descriptor instead.
 func (*ListCalendarsRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{66}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{68}
 }
 
 // ListCalendarsResponse lists calendars by name.
@@ -4724,7 +4857,7 @@ type ListCalendarsResponse struct {
 
 func (x *ListCalendarsResponse) Reset() {
 	*x = ListCalendarsResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[67]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4736,7 +4869,7 @@ func (x *ListCalendarsResponse) String() string {
 func (*ListCalendarsResponse) ProtoMessage() {}
 
 func (x *ListCalendarsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[67]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4749,7 +4882,7 @@ func (x *ListCalendarsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCalendarsResponse.ProtoReflect.Descriptor instead.
 func (*ListCalendarsResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{67}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListCalendarsResponse) GetCalendars() []*Calendar {
@@ -4770,7 +4903,7 @@ type DeleteCalendarRequest struct {
 
 func (x *DeleteCalendarRequest) Reset() {
 	*x = DeleteCalendarRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[68]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4782,7 +4915,7 @@ func (x *DeleteCalendarRequest) String() string {
 func (*DeleteCalendarRequest) ProtoMessage() {}
 
 func (x *DeleteCalendarRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[68]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4795,7 +4928,7 @@ func (x *DeleteCalendarRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCalendarRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCalendarRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{68}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *DeleteCalendarRequest) GetName() string {
@@ -4814,7 +4947,7 @@ type DeleteCalendarResponse struct {
 
 func (x *DeleteCalendarResponse) Reset() {
 	*x = DeleteCalendarResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[69]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4826,7 +4959,7 @@ func (x *DeleteCalendarResponse) String() string {
 func (*DeleteCalendarResponse) ProtoMessage() {}
 
 func (x *DeleteCalendarResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[69]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4839,7 +4972,7 @@ func (x *DeleteCalendarResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCalendarResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCalendarResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{69}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{71}
 }
 
 // Event is one step of a task's life as streamed to clients.
@@ -4871,20 +5004,23 @@ type Event struct {
 	Next *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=next,proto3" json:"next,omitempty"`
 	// count of fire times a MISFIRED event stands for.
 	Count int64 `protobuf:"varint,13,opt,name=count,proto3" json:"count,omitempty"`
-	// trigger index that fired the run (-1 when none).
+	// trigger index that fired the run (-1 when none), as Run.trigger.
 	Trigger int32 `protobuf:"varint,14,opt,name=trigger,proto3" json:"trigger,omitempty"`
 	// cursor resumes a watch after this event.
 	Cursor string `protobuf:"bytes,15,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	// fire_time is the scheduled time the run serves (FIRED, STARTED); unset
 	// for a manual run. STARTED's time minus fire_time is the run's fire lag.
-	FireTime      *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=fire_time,json=fireTime,proto3" json:"fire_time,omitempty"`
+	FireTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=fire_time,json=fireTime,proto3" json:"fire_time,omitempty"`
+	// trigger_name is the name of the trigger that fired the run (FIRED,
+	// STARTED), as Run.trigger_name.
+	TriggerName   string `protobuf:"bytes,17,opt,name=trigger_name,json=triggerName,proto3" json:"trigger_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[70]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +5032,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[70]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +5045,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{70}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Event) GetType() EventType {
@@ -5024,6 +5160,13 @@ func (x *Event) GetFireTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Event) GetTriggerName() string {
+	if x != nil {
+		return x.TriggerName
+	}
+	return ""
+}
+
 // WatchEventsRequest is a filter and a starting point. Empty filter fields
 // match everything.
 type WatchEventsRequest struct {
@@ -5046,7 +5189,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[71]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5058,7 +5201,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[71]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5071,7 +5214,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{71}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WatchEventsRequest) GetIdentity() string {
@@ -5127,7 +5270,7 @@ type WatchEventsResponse struct {
 
 func (x *WatchEventsResponse) Reset() {
 	*x = WatchEventsResponse{}
-	mi := &file_taskd_v1_taskd_proto_msgTypes[72]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5139,7 +5282,7 @@ func (x *WatchEventsResponse) String() string {
 func (*WatchEventsResponse) ProtoMessage() {}
 
 func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_taskd_v1_taskd_proto_msgTypes[72]
+	mi := &file_taskd_v1_taskd_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5152,7 +5295,7 @@ func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{72}
+	return file_taskd_v1_taskd_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WatchEventsResponse) GetEvents() []*Event {
@@ -5250,7 +5393,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\bmisfires\x18\x0e \x01(\x03R\bmisfires\x12\x18\n" +
 	"\awaiting\x18\x0f \x01(\tR\awaiting\x12?\n" +
 	"\rwaiting_since\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\fwaitingSince\x12%\n" +
-	"\x0ewaiting_reason\x18\x11 \x01(\tR\rwaitingReason\"\xe4\x03\n" +
+	"\x0ewaiting_reason\x18\x11 \x01(\tR\rwaitingReason\"\x8d\x04\n" +
 	"\x03Run\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -5268,7 +5411,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x06manual\x18\v \x01(\bR\x06manual\x12\x1a\n" +
 	"\brecovery\x18\f \x01(\bR\brecovery\x12\x18\n" +
 	"\atrigger\x18\r \x01(\x05R\atrigger\x12!\n" +
-	"\ftrigger_name\x18\x0e \x01(\tR\vtriggerName\"\xff\x01\n" +
+	"\ftrigger_name\x18\x0e \x01(\tR\vtriggerName\x12'\n" +
+	"\x0ftrigger_removed\x18\x0f \x01(\bR\x0etriggerRemoved\"\xff\x01\n" +
 	"\bIdentity\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x16\n" +
 	"\x06mapped\x18\x02 \x01(\bR\x06mapped\x12\x12\n" +
@@ -5352,14 +5496,20 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x11DrainNodeResponse\x12\"\n" +
 	"\x04node\x18\x01 \x01(\v2\x0e.taskd.v1.NodeR\x04node\"9\n" +
 	"\x11ListNodesResponse\x12$\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x0e.taskd.v1.NodeR\x05nodes\"\x8c\x01\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x0e.taskd.v1.NodeR\x05nodes\"\xeb\x01\n" +
 	"\x11UpdateTaskRequest\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12&\n" +
 	"\x04spec\x18\x03 \x01(\v2\x12.taskd.v1.TaskSpecR\x04spec\x12\x1a\n" +
-	"\brevision\x18\x04 \x01(\x03R\brevision\"8\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\x124\n" +
+	"\fadd_triggers\x18\x05 \x03(\v2\x11.taskd.v1.TriggerR\vaddTriggers\x12'\n" +
+	"\x0fremove_triggers\x18\x06 \x03(\tR\x0eremoveTriggers\"8\n" +
 	"\x12UpdateTaskResponse\x12\"\n" +
-	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"G\n" +
+	"\x04task\x18\x01 \x01(\v2\x0e.taskd.v1.TaskR\x04task\"H\n" +
+	"\x11DeleteTaskRequest\x12\x1a\n" +
+	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\"\x14\n" +
+	"\x12DeleteTaskResponse\"G\n" +
 	"\x10PauseTaskRequest\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\"7\n" +
@@ -5451,7 +5601,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\tcalendars\x18\x01 \x03(\v2\x12.taskd.v1.CalendarR\tcalendars\"+\n" +
 	"\x15DeleteCalendarRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x18\n" +
-	"\x16DeleteCalendarResponse\"\x84\x04\n" +
+	"\x16DeleteCalendarResponse\"\xa7\x04\n" +
 	"\x05Event\x12'\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x13.taskd.v1.EventTypeR\x04type\x12.\n" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
@@ -5470,7 +5620,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x05count\x18\r \x01(\x03R\x05count\x12\x18\n" +
 	"\atrigger\x18\x0e \x01(\x05R\atrigger\x12\x16\n" +
 	"\x06cursor\x18\x0f \x01(\tR\x06cursor\x127\n" +
-	"\tfire_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\bfireTime\"\xb4\x01\n" +
+	"\tfire_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\bfireTime\x12!\n" +
+	"\ftrigger_name\x18\x11 \x01(\tR\vtriggerName\"\xb4\x01\n" +
 	"\x12WatchEventsRequest\x12\x1a\n" +
 	"\bidentity\x18\x01 \x01(\tR\bidentity\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5534,7 +5685,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x12EVENT_TYPE_RESUMED\x10\x10\x12\x14\n" +
 	"\x10EVENT_TYPE_MOVED\x10\x11\x12\x19\n" +
 	"\x15EVENT_TYPE_HANDED_OFF\x10\x12\x12\x16\n" +
-	"\x12EVENT_TYPE_UPDATED\x10\x132\xf5\x0e\n" +
+	"\x12EVENT_TYPE_UPDATED\x10\x132\xbe\x0f\n" +
 	"\vTaskService\x12M\n" +
 	"\fScheduleTask\x12\x1d.taskd.v1.ScheduleTaskRequest\x1a\x1e.taskd.v1.ScheduleTaskResponse\x12P\n" +
 	"\rScheduleTasks\x12\x1e.taskd.v1.ScheduleTasksRequest\x1a\x1f.taskd.v1.ScheduleTasksResponse\x12>\n" +
@@ -5550,7 +5701,9 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\fMoveIdentity\x12\x1d.taskd.v1.MoveIdentityRequest\x1a\x1e.taskd.v1.MoveIdentityResponse\x12D\n" +
 	"\tDrainNode\x12\x1a.taskd.v1.DrainNodeRequest\x1a\x1b.taskd.v1.DrainNodeResponse\x12G\n" +
 	"\n" +
-	"UpdateTask\x12\x1b.taskd.v1.UpdateTaskRequest\x1a\x1c.taskd.v1.UpdateTaskResponse\x12D\n" +
+	"UpdateTask\x12\x1b.taskd.v1.UpdateTaskRequest\x1a\x1c.taskd.v1.UpdateTaskResponse\x12G\n" +
+	"\n" +
+	"DeleteTask\x12\x1b.taskd.v1.DeleteTaskRequest\x1a\x1c.taskd.v1.DeleteTaskResponse\x12D\n" +
 	"\tPauseTask\x12\x1a.taskd.v1.PauseTaskRequest\x1a\x1b.taskd.v1.PauseTaskResponse\x12G\n" +
 	"\n" +
 	"ResumeTask\x12\x1b.taskd.v1.ResumeTaskRequest\x1a\x1c.taskd.v1.ResumeTaskResponse\x12P\n" +
@@ -5583,7 +5736,7 @@ func file_taskd_v1_taskd_proto_rawDescGZIP() []byte {
 }
 
 var file_taskd_v1_taskd_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_taskd_v1_taskd_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_taskd_v1_taskd_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_taskd_v1_taskd_proto_goTypes = []any{
 	(Scope)(0),                      // 0: taskd.v1.Scope
 	(MisfirePolicy)(0),              // 1: taskd.v1.MisfirePolicy
@@ -5627,96 +5780,98 @@ var file_taskd_v1_taskd_proto_goTypes = []any{
 	(*ListNodesResponse)(nil),       // 39: taskd.v1.ListNodesResponse
 	(*UpdateTaskRequest)(nil),       // 40: taskd.v1.UpdateTaskRequest
 	(*UpdateTaskResponse)(nil),      // 41: taskd.v1.UpdateTaskResponse
-	(*PauseTaskRequest)(nil),        // 42: taskd.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),       // 43: taskd.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),       // 44: taskd.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),      // 45: taskd.v1.ResumeTaskResponse
-	(*Pause)(nil),                   // 46: taskd.v1.Pause
-	(*PauseIdentityRequest)(nil),    // 47: taskd.v1.PauseIdentityRequest
-	(*PauseIdentityResponse)(nil),   // 48: taskd.v1.PauseIdentityResponse
-	(*ResumeIdentityRequest)(nil),   // 49: taskd.v1.ResumeIdentityRequest
-	(*ResumeIdentityResponse)(nil),  // 50: taskd.v1.ResumeIdentityResponse
-	(*PauseKindRequest)(nil),        // 51: taskd.v1.PauseKindRequest
-	(*PauseKindResponse)(nil),       // 52: taskd.v1.PauseKindResponse
-	(*ResumeKindRequest)(nil),       // 53: taskd.v1.ResumeKindRequest
-	(*ResumeKindResponse)(nil),      // 54: taskd.v1.ResumeKindResponse
-	(*ListPausesRequest)(nil),       // 55: taskd.v1.ListPausesRequest
-	(*ListPausesResponse)(nil),      // 56: taskd.v1.ListPausesResponse
-	(*PreviewTriggersRequest)(nil),  // 57: taskd.v1.PreviewTriggersRequest
-	(*PreviewTriggersResponse)(nil), // 58: taskd.v1.PreviewTriggersResponse
-	(*PreviewFireTime)(nil),         // 59: taskd.v1.PreviewFireTime
-	(*Date)(nil),                    // 60: taskd.v1.Date
-	(*DatesCalendar)(nil),           // 61: taskd.v1.DatesCalendar
-	(*AnnualCalendar)(nil),          // 62: taskd.v1.AnnualCalendar
-	(*MonthlyCalendar)(nil),         // 63: taskd.v1.MonthlyCalendar
-	(*WeeklyCalendar)(nil),          // 64: taskd.v1.WeeklyCalendar
-	(*DailyCalendar)(nil),           // 65: taskd.v1.DailyCalendar
-	(*CronCalendar)(nil),            // 66: taskd.v1.CronCalendar
-	(*Calendar)(nil),                // 67: taskd.v1.Calendar
-	(*CreateCalendarRequest)(nil),   // 68: taskd.v1.CreateCalendarRequest
-	(*CreateCalendarResponse)(nil),  // 69: taskd.v1.CreateCalendarResponse
-	(*GetCalendarRequest)(nil),      // 70: taskd.v1.GetCalendarRequest
-	(*GetCalendarResponse)(nil),     // 71: taskd.v1.GetCalendarResponse
-	(*ListCalendarsRequest)(nil),    // 72: taskd.v1.ListCalendarsRequest
-	(*ListCalendarsResponse)(nil),   // 73: taskd.v1.ListCalendarsResponse
-	(*DeleteCalendarRequest)(nil),   // 74: taskd.v1.DeleteCalendarRequest
-	(*DeleteCalendarResponse)(nil),  // 75: taskd.v1.DeleteCalendarResponse
-	(*Event)(nil),                   // 76: taskd.v1.Event
-	(*WatchEventsRequest)(nil),      // 77: taskd.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),     // 78: taskd.v1.WatchEventsResponse
-	nil,                             // 79: taskd.v1.TaskSpec.LabelsEntry
-	nil,                             // 80: taskd.v1.ListTasksRequest.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 81: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),     // 82: google.protobuf.Duration
+	(*DeleteTaskRequest)(nil),       // 42: taskd.v1.DeleteTaskRequest
+	(*DeleteTaskResponse)(nil),      // 43: taskd.v1.DeleteTaskResponse
+	(*PauseTaskRequest)(nil),        // 44: taskd.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),       // 45: taskd.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),       // 46: taskd.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),      // 47: taskd.v1.ResumeTaskResponse
+	(*Pause)(nil),                   // 48: taskd.v1.Pause
+	(*PauseIdentityRequest)(nil),    // 49: taskd.v1.PauseIdentityRequest
+	(*PauseIdentityResponse)(nil),   // 50: taskd.v1.PauseIdentityResponse
+	(*ResumeIdentityRequest)(nil),   // 51: taskd.v1.ResumeIdentityRequest
+	(*ResumeIdentityResponse)(nil),  // 52: taskd.v1.ResumeIdentityResponse
+	(*PauseKindRequest)(nil),        // 53: taskd.v1.PauseKindRequest
+	(*PauseKindResponse)(nil),       // 54: taskd.v1.PauseKindResponse
+	(*ResumeKindRequest)(nil),       // 55: taskd.v1.ResumeKindRequest
+	(*ResumeKindResponse)(nil),      // 56: taskd.v1.ResumeKindResponse
+	(*ListPausesRequest)(nil),       // 57: taskd.v1.ListPausesRequest
+	(*ListPausesResponse)(nil),      // 58: taskd.v1.ListPausesResponse
+	(*PreviewTriggersRequest)(nil),  // 59: taskd.v1.PreviewTriggersRequest
+	(*PreviewTriggersResponse)(nil), // 60: taskd.v1.PreviewTriggersResponse
+	(*PreviewFireTime)(nil),         // 61: taskd.v1.PreviewFireTime
+	(*Date)(nil),                    // 62: taskd.v1.Date
+	(*DatesCalendar)(nil),           // 63: taskd.v1.DatesCalendar
+	(*AnnualCalendar)(nil),          // 64: taskd.v1.AnnualCalendar
+	(*MonthlyCalendar)(nil),         // 65: taskd.v1.MonthlyCalendar
+	(*WeeklyCalendar)(nil),          // 66: taskd.v1.WeeklyCalendar
+	(*DailyCalendar)(nil),           // 67: taskd.v1.DailyCalendar
+	(*CronCalendar)(nil),            // 68: taskd.v1.CronCalendar
+	(*Calendar)(nil),                // 69: taskd.v1.Calendar
+	(*CreateCalendarRequest)(nil),   // 70: taskd.v1.CreateCalendarRequest
+	(*CreateCalendarResponse)(nil),  // 71: taskd.v1.CreateCalendarResponse
+	(*GetCalendarRequest)(nil),      // 72: taskd.v1.GetCalendarRequest
+	(*GetCalendarResponse)(nil),     // 73: taskd.v1.GetCalendarResponse
+	(*ListCalendarsRequest)(nil),    // 74: taskd.v1.ListCalendarsRequest
+	(*ListCalendarsResponse)(nil),   // 75: taskd.v1.ListCalendarsResponse
+	(*DeleteCalendarRequest)(nil),   // 76: taskd.v1.DeleteCalendarRequest
+	(*DeleteCalendarResponse)(nil),  // 77: taskd.v1.DeleteCalendarResponse
+	(*Event)(nil),                   // 78: taskd.v1.Event
+	(*WatchEventsRequest)(nil),      // 79: taskd.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),     // 80: taskd.v1.WatchEventsResponse
+	nil,                             // 81: taskd.v1.TaskSpec.LabelsEntry
+	nil,                             // 82: taskd.v1.ListTasksRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 83: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),     // 84: google.protobuf.Duration
 }
 var file_taskd_v1_taskd_proto_depIdxs = []int32{
-	81,  // 0: taskd.v1.OnceTrigger.at:type_name -> google.protobuf.Timestamp
-	82,  // 1: taskd.v1.OnceTrigger.delay:type_name -> google.protobuf.Duration
-	81,  // 2: taskd.v1.PeriodicTrigger.start:type_name -> google.protobuf.Timestamp
-	82,  // 3: taskd.v1.PeriodicTrigger.interval:type_name -> google.protobuf.Duration
-	81,  // 4: taskd.v1.PeriodicTrigger.end:type_name -> google.protobuf.Timestamp
-	81,  // 5: taskd.v1.CronTrigger.start:type_name -> google.protobuf.Timestamp
-	81,  // 6: taskd.v1.CronTrigger.end:type_name -> google.protobuf.Timestamp
+	83,  // 0: taskd.v1.OnceTrigger.at:type_name -> google.protobuf.Timestamp
+	84,  // 1: taskd.v1.OnceTrigger.delay:type_name -> google.protobuf.Duration
+	83,  // 2: taskd.v1.PeriodicTrigger.start:type_name -> google.protobuf.Timestamp
+	84,  // 3: taskd.v1.PeriodicTrigger.interval:type_name -> google.protobuf.Duration
+	83,  // 4: taskd.v1.PeriodicTrigger.end:type_name -> google.protobuf.Timestamp
+	83,  // 5: taskd.v1.CronTrigger.start:type_name -> google.protobuf.Timestamp
+	83,  // 6: taskd.v1.CronTrigger.end:type_name -> google.protobuf.Timestamp
 	6,   // 7: taskd.v1.Trigger.once:type_name -> taskd.v1.OnceTrigger
 	7,   // 8: taskd.v1.Trigger.periodic:type_name -> taskd.v1.PeriodicTrigger
 	8,   // 9: taskd.v1.Trigger.cron:type_name -> taskd.v1.CronTrigger
 	9,   // 10: taskd.v1.Trigger.on_startup:type_name -> taskd.v1.OnStartupTrigger
 	1,   // 11: taskd.v1.Trigger.misfire:type_name -> taskd.v1.MisfirePolicy
-	82,  // 12: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
-	82,  // 13: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
+	84,  // 12: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
+	84,  // 13: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
 	10,  // 14: taskd.v1.TaskSpec.triggers:type_name -> taskd.v1.Trigger
 	0,   // 15: taskd.v1.TaskSpec.scope:type_name -> taskd.v1.Scope
 	1,   // 16: taskd.v1.TaskSpec.misfire:type_name -> taskd.v1.MisfirePolicy
 	11,  // 17: taskd.v1.TaskSpec.backoff:type_name -> taskd.v1.Backoff
-	82,  // 18: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
-	79,  // 19: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
+	84,  // 18: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
+	81,  // 19: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
 	3,   // 20: taskd.v1.RunSummary.outcome:type_name -> taskd.v1.Outcome
-	81,  // 21: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 22: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
+	83,  // 21: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 22: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
 	12,  // 23: taskd.v1.Task.spec:type_name -> taskd.v1.TaskSpec
 	2,   // 24: taskd.v1.Task.state:type_name -> taskd.v1.TaskState
-	81,  // 25: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	81,  // 26: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
+	83,  // 25: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	83,  // 26: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
 	13,  // 27: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
-	81,  // 28: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
-	81,  // 29: taskd.v1.Task.next_fire_times:type_name -> google.protobuf.Timestamp
-	81,  // 30: taskd.v1.Task.waiting_since:type_name -> google.protobuf.Timestamp
-	81,  // 31: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
-	81,  // 32: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 33: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	83,  // 28: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
+	83,  // 29: taskd.v1.Task.next_fire_times:type_name -> google.protobuf.Timestamp
+	83,  // 30: taskd.v1.Task.waiting_since:type_name -> google.protobuf.Timestamp
+	83,  // 31: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
+	83,  // 32: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 33: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
 	3,   // 34: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
-	81,  // 35: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
+	83,  // 35: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
 	4,   // 36: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
-	81,  // 37: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	81,  // 38: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
-	82,  // 39: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
+	83,  // 37: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 38: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
+	84,  // 39: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
 	12,  // 40: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
 	14,  // 41: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
 	12,  // 42: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
 	14,  // 43: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
 	14,  // 44: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
 	2,   // 45: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
-	80,  // 46: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
+	82,  // 46: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
 	14,  // 47: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
 	14,  // 48: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
 	14,  // 49: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
@@ -5726,91 +5881,94 @@ var file_taskd_v1_taskd_proto_depIdxs = []int32{
 	17,  // 53: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
 	17,  // 54: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
 	12,  // 55: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
-	14,  // 56: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 57: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 58: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
-	81,  // 59: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
-	46,  // 60: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
-	46,  // 61: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
-	46,  // 62: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
-	10,  // 63: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
-	81,  // 64: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
-	59,  // 65: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
-	81,  // 66: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
-	60,  // 67: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
-	60,  // 68: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
-	61,  // 69: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
-	62,  // 70: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
-	63,  // 71: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
-	64,  // 72: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
-	65,  // 73: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
-	66,  // 74: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
-	67,  // 75: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
-	67,  // 76: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	67,  // 77: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	67,  // 78: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
-	5,   // 79: taskd.v1.Event.type:type_name -> taskd.v1.EventType
-	81,  // 80: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,   // 81: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
-	81,  // 82: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
-	81,  // 83: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
-	5,   // 84: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
-	76,  // 85: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
-	18,  // 86: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
-	20,  // 87: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
-	22,  // 88: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
-	24,  // 89: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
-	26,  // 90: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
-	28,  // 91: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
-	30,  // 92: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
-	32,  // 93: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
-	34,  // 94: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
-	35,  // 95: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
-	37,  // 96: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
-	40,  // 97: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
-	42,  // 98: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
-	44,  // 99: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
-	47,  // 100: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
-	49,  // 101: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
-	51,  // 102: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
-	53,  // 103: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
-	55,  // 104: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
-	57,  // 105: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
-	68,  // 106: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
-	70,  // 107: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
-	72,  // 108: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
-	74,  // 109: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
-	77,  // 110: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
-	19,  // 111: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
-	21,  // 112: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
-	23,  // 113: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
-	25,  // 114: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
-	27,  // 115: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
-	29,  // 116: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
-	31,  // 117: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
-	33,  // 118: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
-	39,  // 119: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
-	36,  // 120: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
-	38,  // 121: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
-	41,  // 122: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
-	43,  // 123: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
-	45,  // 124: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
-	48,  // 125: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
-	50,  // 126: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
-	52,  // 127: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
-	54,  // 128: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
-	56,  // 129: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
-	58,  // 130: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
-	69,  // 131: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
-	71,  // 132: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
-	73,  // 133: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
-	75,  // 134: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
-	78,  // 135: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
-	111, // [111:136] is the sub-list for method output_type
-	86,  // [86:111] is the sub-list for method input_type
-	86,  // [86:86] is the sub-list for extension type_name
-	86,  // [86:86] is the sub-list for extension extendee
-	0,   // [0:86] is the sub-list for field type_name
+	10,  // 56: taskd.v1.UpdateTaskRequest.add_triggers:type_name -> taskd.v1.Trigger
+	14,  // 57: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 58: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 59: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
+	83,  // 60: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
+	48,  // 61: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
+	48,  // 62: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
+	48,  // 63: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
+	10,  // 64: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
+	83,  // 65: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
+	61,  // 66: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
+	83,  // 67: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
+	62,  // 68: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
+	62,  // 69: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
+	63,  // 70: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
+	64,  // 71: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
+	65,  // 72: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
+	66,  // 73: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
+	67,  // 74: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
+	68,  // 75: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
+	69,  // 76: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
+	69,  // 77: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	69,  // 78: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	69,  // 79: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
+	5,   // 80: taskd.v1.Event.type:type_name -> taskd.v1.EventType
+	83,  // 81: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,   // 82: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
+	83,  // 83: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
+	83,  // 84: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
+	5,   // 85: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
+	78,  // 86: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
+	18,  // 87: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
+	20,  // 88: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
+	22,  // 89: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
+	24,  // 90: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
+	26,  // 91: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
+	28,  // 92: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
+	30,  // 93: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
+	32,  // 94: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
+	34,  // 95: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
+	35,  // 96: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
+	37,  // 97: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
+	40,  // 98: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
+	42,  // 99: taskd.v1.TaskService.DeleteTask:input_type -> taskd.v1.DeleteTaskRequest
+	44,  // 100: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
+	46,  // 101: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
+	49,  // 102: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
+	51,  // 103: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
+	53,  // 104: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
+	55,  // 105: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
+	57,  // 106: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
+	59,  // 107: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
+	70,  // 108: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
+	72,  // 109: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
+	74,  // 110: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
+	76,  // 111: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
+	79,  // 112: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
+	19,  // 113: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
+	21,  // 114: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
+	23,  // 115: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
+	25,  // 116: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
+	27,  // 117: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
+	29,  // 118: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
+	31,  // 119: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
+	33,  // 120: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
+	39,  // 121: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
+	36,  // 122: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
+	38,  // 123: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
+	41,  // 124: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
+	43,  // 125: taskd.v1.TaskService.DeleteTask:output_type -> taskd.v1.DeleteTaskResponse
+	45,  // 126: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
+	47,  // 127: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
+	50,  // 128: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
+	52,  // 129: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
+	54,  // 130: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
+	56,  // 131: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
+	58,  // 132: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
+	60,  // 133: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
+	71,  // 134: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
+	73,  // 135: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
+	75,  // 136: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
+	77,  // 137: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
+	80,  // 138: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
+	113, // [113:139] is the sub-list for method output_type
+	87,  // [87:113] is the sub-list for method input_type
+	87,  // [87:87] is the sub-list for extension type_name
+	87,  // [87:87] is the sub-list for extension extendee
+	0,   // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_taskd_v1_taskd_proto_init() }
@@ -5825,7 +5983,7 @@ func file_taskd_v1_taskd_proto_init() {
 		(*Trigger_OnStartup)(nil),
 	}
 	file_taskd_v1_taskd_proto_msgTypes[6].OneofWrappers = []any{}
-	file_taskd_v1_taskd_proto_msgTypes[61].OneofWrappers = []any{
+	file_taskd_v1_taskd_proto_msgTypes[63].OneofWrappers = []any{
 		(*Calendar_Dates)(nil),
 		(*Calendar_Annual)(nil),
 		(*Calendar_Monthly)(nil),
@@ -5839,7 +5997,7 @@ func file_taskd_v1_taskd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_taskd_v1_taskd_proto_rawDesc), len(file_taskd_v1_taskd_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   75,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

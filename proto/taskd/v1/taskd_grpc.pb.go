@@ -35,6 +35,7 @@ const (
 	TaskService_MoveIdentity_FullMethodName    = "/taskd.v1.TaskService/MoveIdentity"
 	TaskService_DrainNode_FullMethodName       = "/taskd.v1.TaskService/DrainNode"
 	TaskService_UpdateTask_FullMethodName      = "/taskd.v1.TaskService/UpdateTask"
+	TaskService_DeleteTask_FullMethodName      = "/taskd.v1.TaskService/DeleteTask"
 	TaskService_PauseTask_FullMethodName       = "/taskd.v1.TaskService/PauseTask"
 	TaskService_ResumeTask_FullMethodName      = "/taskd.v1.TaskService/ResumeTask"
 	TaskService_PauseIdentity_FullMethodName   = "/taskd.v1.TaskService/PauseIdentity"
@@ -92,10 +93,17 @@ type TaskServiceClient interface {
 	// RUNNING nodes, then stops.
 	DrainNode(ctx context.Context, in *DrainNodeRequest, opts ...grpc.CallOption) (*DrainNodeResponse, error)
 	// UpdateTask replaces an existing task's triggers, calendars, payload,
-	// priority or retry settings, keeping its id, history and data. It is
-	// conditional on the revision the caller read (ABORTED if the task changed
-	// since); a run in flight finishes under the old spec.
+	// priority or retry settings, keeping its id, history and data; or (with
+	// add_triggers and remove_triggers instead of a spec) adds and removes
+	// triggers by name, leaving the others and their progress as they are.
+	// It is conditional on the revision the caller read (ABORTED if the task
+	// changed since); a run in flight finishes under the old spec.
 	UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*UpdateTaskResponse, error)
+	// DeleteTask removes a task in a final state (COMPLETED, DEAD, CANCELED)
+	// at once, with its run history, idempotency key and calendar references,
+	// instead of waiting for --retention. A task in another state is
+	// FAILED_PRECONDITION: cancel it first.
+	DeleteTask(ctx context.Context, in *DeleteTaskRequest, opts ...grpc.CallOption) (*DeleteTaskResponse, error)
 	// PauseTask stops a task from starting runs; its triggers are kept. What
 	// comes due while paused is handled on resume by its misfire policy.
 	PauseTask(ctx context.Context, in *PauseTaskRequest, opts ...grpc.CallOption) (*PauseTaskResponse, error)
@@ -252,6 +260,16 @@ func (c *taskServiceClient) UpdateTask(ctx context.Context, in *UpdateTaskReques
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateTaskResponse)
 	err := c.cc.Invoke(ctx, TaskService_UpdateTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) DeleteTask(ctx context.Context, in *DeleteTaskRequest, opts ...grpc.CallOption) (*DeleteTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteTaskResponse)
+	err := c.cc.Invoke(ctx, TaskService_DeleteTask_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -439,10 +457,17 @@ type TaskServiceServer interface {
 	// RUNNING nodes, then stops.
 	DrainNode(context.Context, *DrainNodeRequest) (*DrainNodeResponse, error)
 	// UpdateTask replaces an existing task's triggers, calendars, payload,
-	// priority or retry settings, keeping its id, history and data. It is
-	// conditional on the revision the caller read (ABORTED if the task changed
-	// since); a run in flight finishes under the old spec.
+	// priority or retry settings, keeping its id, history and data; or (with
+	// add_triggers and remove_triggers instead of a spec) adds and removes
+	// triggers by name, leaving the others and their progress as they are.
+	// It is conditional on the revision the caller read (ABORTED if the task
+	// changed since); a run in flight finishes under the old spec.
 	UpdateTask(context.Context, *UpdateTaskRequest) (*UpdateTaskResponse, error)
+	// DeleteTask removes a task in a final state (COMPLETED, DEAD, CANCELED)
+	// at once, with its run history, idempotency key and calendar references,
+	// instead of waiting for --retention. A task in another state is
+	// FAILED_PRECONDITION: cancel it first.
+	DeleteTask(context.Context, *DeleteTaskRequest) (*DeleteTaskResponse, error)
 	// PauseTask stops a task from starting runs; its triggers are kept. What
 	// comes due while paused is handled on resume by its misfire policy.
 	PauseTask(context.Context, *PauseTaskRequest) (*PauseTaskResponse, error)
@@ -520,6 +545,9 @@ func (UnimplementedTaskServiceServer) DrainNode(context.Context, *DrainNodeReque
 }
 func (UnimplementedTaskServiceServer) UpdateTask(context.Context, *UpdateTaskRequest) (*UpdateTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateTask not implemented")
+}
+func (UnimplementedTaskServiceServer) DeleteTask(context.Context, *DeleteTaskRequest) (*DeleteTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteTask not implemented")
 }
 func (UnimplementedTaskServiceServer) PauseTask(context.Context, *PauseTaskRequest) (*PauseTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PauseTask not implemented")
@@ -793,6 +821,24 @@ func _TaskService_UpdateTask_Handler(srv interface{}, ctx context.Context, dec f
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(TaskServiceServer).UpdateTask(ctx, req.(*UpdateTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_DeleteTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).DeleteTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_DeleteTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).DeleteTask(ctx, req.(*DeleteTaskRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1078,6 +1124,10 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateTask",
 			Handler:    _TaskService_UpdateTask_Handler,
+		},
+		{
+			MethodName: "DeleteTask",
+			Handler:    _TaskService_DeleteTask_Handler,
 		},
 		{
 			MethodName: "PauseTask",

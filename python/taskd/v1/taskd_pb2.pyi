@@ -178,6 +178,18 @@ class DeleteCalendarResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class DeleteTaskRequest(_message.Message):
+    __slots__ = ["identity", "task_id"]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    identity: str
+    task_id: str
+    def __init__(self, identity: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class DeleteTaskResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class DrainNodeRequest(_message.Message):
     __slots__ = ["node"]
     NODE_FIELD_NUMBER: _ClassVar[int]
@@ -191,7 +203,7 @@ class DrainNodeResponse(_message.Message):
     def __init__(self, node: _Optional[_Union[Node, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ["attempt", "count", "cursor", "fence", "fire_time", "identity", "kind", "message", "next", "node", "outcome", "run_number", "task_id", "time", "trigger", "type"]
+    __slots__ = ["attempt", "count", "cursor", "fence", "fire_time", "identity", "kind", "message", "next", "node", "outcome", "run_number", "task_id", "time", "trigger", "trigger_name", "type"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +219,7 @@ class Event(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_NAME_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     count: int
@@ -223,8 +236,9 @@ class Event(_message.Message):
     task_id: str
     time: _timestamp_pb2.Timestamp
     trigger: int
+    trigger_name: str
     type: EventType
-    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., node: _Optional[str] = ..., identity: _Optional[str] = ..., task_id: _Optional[str] = ..., kind: _Optional[str] = ..., run_number: _Optional[int] = ..., attempt: _Optional[int] = ..., fence: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., message: _Optional[str] = ..., next: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., trigger: _Optional[int] = ..., cursor: _Optional[str] = ..., fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    def __init__(self, type: _Optional[_Union[EventType, str]] = ..., time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., node: _Optional[str] = ..., identity: _Optional[str] = ..., task_id: _Optional[str] = ..., kind: _Optional[str] = ..., run_number: _Optional[int] = ..., attempt: _Optional[int] = ..., fence: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., message: _Optional[str] = ..., next: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., count: _Optional[int] = ..., trigger: _Optional[int] = ..., cursor: _Optional[str] = ..., fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trigger_name: _Optional[str] = ...) -> None: ...
 
 class GetCalendarRequest(_message.Message):
     __slots__ = ["name"]
@@ -539,7 +553,7 @@ class ResumeTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ["attempt", "ended_at", "fence", "fire_time", "manual", "message", "node", "outcome", "recovery", "run_number", "started_at", "task_id", "trigger", "trigger_name"]
+    __slots__ = ["attempt", "ended_at", "fence", "fire_time", "manual", "message", "node", "outcome", "recovery", "run_number", "started_at", "task_id", "trigger", "trigger_name", "trigger_removed"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
@@ -554,6 +568,7 @@ class Run(_message.Message):
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_NAME_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_REMOVED_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     ended_at: _timestamp_pb2.Timestamp
     fence: str
@@ -568,7 +583,8 @@ class Run(_message.Message):
     task_id: str
     trigger: int
     trigger_name: str
-    def __init__(self, task_id: _Optional[str] = ..., run_number: _Optional[int] = ..., attempt: _Optional[int] = ..., fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., node: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., message: _Optional[str] = ..., fence: _Optional[str] = ..., manual: bool = ..., recovery: bool = ..., trigger: _Optional[int] = ..., trigger_name: _Optional[str] = ...) -> None: ...
+    trigger_removed: bool
+    def __init__(self, task_id: _Optional[str] = ..., run_number: _Optional[int] = ..., attempt: _Optional[int] = ..., fire_time: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., node: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., message: _Optional[str] = ..., fence: _Optional[str] = ..., manual: bool = ..., recovery: bool = ..., trigger: _Optional[int] = ..., trigger_name: _Optional[str] = ..., trigger_removed: bool = ...) -> None: ...
 
 class RunSummary(_message.Message):
     __slots__ = ["ended_at", "message", "node", "outcome", "run_number", "started_at"]
@@ -726,16 +742,20 @@ class Trigger(_message.Message):
     def __init__(self, once: _Optional[_Union[OnceTrigger, _Mapping]] = ..., periodic: _Optional[_Union[PeriodicTrigger, _Mapping]] = ..., cron: _Optional[_Union[CronTrigger, _Mapping]] = ..., on_startup: _Optional[_Union[OnStartupTrigger, _Mapping]] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., name: _Optional[str] = ...) -> None: ...
 
 class UpdateTaskRequest(_message.Message):
-    __slots__ = ["identity", "revision", "spec", "task_id"]
+    __slots__ = ["add_triggers", "identity", "remove_triggers", "revision", "spec", "task_id"]
+    ADD_TRIGGERS_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_TRIGGERS_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    add_triggers: _containers.RepeatedCompositeFieldContainer[Trigger]
     identity: str
+    remove_triggers: _containers.RepeatedScalarFieldContainer[str]
     revision: int
     spec: TaskSpec
     task_id: str
-    def __init__(self, identity: _Optional[str] = ..., task_id: _Optional[str] = ..., spec: _Optional[_Union[TaskSpec, _Mapping]] = ..., revision: _Optional[int] = ...) -> None: ...
+    def __init__(self, identity: _Optional[str] = ..., task_id: _Optional[str] = ..., spec: _Optional[_Union[TaskSpec, _Mapping]] = ..., revision: _Optional[int] = ..., add_triggers: _Optional[_Iterable[_Union[Trigger, _Mapping]]] = ..., remove_triggers: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateTaskResponse(_message.Message):
     __slots__ = ["task"]

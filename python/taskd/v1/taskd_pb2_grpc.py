@@ -75,6 +75,11 @@ class TaskServiceStub(object):
         request_serializer=taskd_dot_v1_dot_taskd__pb2.UpdateTaskRequest.SerializeToString,
         response_deserializer=taskd_dot_v1_dot_taskd__pb2.UpdateTaskResponse.FromString,
         )
+    self.DeleteTask = channel.unary_unary(
+        '/taskd.v1.TaskService/DeleteTask',
+        request_serializer=taskd_dot_v1_dot_taskd__pb2.DeleteTaskRequest.SerializeToString,
+        response_deserializer=taskd_dot_v1_dot_taskd__pb2.DeleteTaskResponse.FromString,
+        )
     self.PauseTask = channel.unary_unary(
         '/taskd.v1.TaskService/PauseTask',
         request_serializer=taskd_dot_v1_dot_taskd__pb2.PauseTaskRequest.SerializeToString,
@@ -238,9 +243,21 @@ class TaskServiceServicer(object):
 
   def UpdateTask(self, request, context):
     """UpdateTask replaces an existing task's triggers, calendars, payload,
-    priority or retry settings, keeping its id, history and data. It is
-    conditional on the revision the caller read (ABORTED if the task changed
-    since); a run in flight finishes under the old spec.
+    priority or retry settings, keeping its id, history and data; or (with
+    add_triggers and remove_triggers instead of a spec) adds and removes
+    triggers by name, leaving the others and their progress as they are.
+    It is conditional on the revision the caller read (ABORTED if the task
+    changed since); a run in flight finishes under the old spec.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
+  def DeleteTask(self, request, context):
+    """DeleteTask removes a task in a final state (COMPLETED, DEAD, CANCELED)
+    at once, with its run history, idempotency key and calendar references,
+    instead of waiting for --retention. A task in another state is
+    FAILED_PRECONDITION: cancel it first.
     """
     context.set_code(grpc.StatusCode.UNIMPLEMENTED)
     context.set_details('Method not implemented!')
@@ -405,6 +422,11 @@ def add_TaskServiceServicer_to_server(servicer, server):
           servicer.UpdateTask,
           request_deserializer=taskd_dot_v1_dot_taskd__pb2.UpdateTaskRequest.FromString,
           response_serializer=taskd_dot_v1_dot_taskd__pb2.UpdateTaskResponse.SerializeToString,
+      ),
+      'DeleteTask': grpc.unary_unary_rpc_method_handler(
+          servicer.DeleteTask,
+          request_deserializer=taskd_dot_v1_dot_taskd__pb2.DeleteTaskRequest.FromString,
+          response_serializer=taskd_dot_v1_dot_taskd__pb2.DeleteTaskResponse.SerializeToString,
       ),
       'PauseTask': grpc.unary_unary_rpc_method_handler(
           servicer.PauseTask,

@@ -117,7 +117,10 @@ type RunMarker struct {
 	// attempt of the fire time.
 	Attempt int32 `protobuf:"varint,8,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// epoch of the identity mapping the run started under.
-	Epoch         int64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch int64 `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// trigger_name is the name of the trigger at index trigger when the run
+	// was fired (an update may move or remove it before the run ends).
+	TriggerName   string `protobuf:"bytes,10,opt,name=trigger_name,json=triggerName,proto3" json:"trigger_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -215,6 +218,13 @@ func (x *RunMarker) GetEpoch() int64 {
 	return 0
 }
 
+func (x *RunMarker) GetTriggerName() string {
+	if x != nil {
+		return x.TriggerName
+	}
+	return ""
+}
+
 // TaskRecord is a durable task as stored under its identity.
 type TaskRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -269,9 +279,16 @@ type TaskRecord struct {
 	// traceparent is the W3C trace context of the request that scheduled the
 	// task, so each run's span can link to it; empty when that request was
 	// not traced.
-	Traceparent   string `protobuf:"bytes,22,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Traceparent string `protobuf:"bytes,22,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// trigger_seq counts the triggers the task was ever given: the server
+	// names an unnamed one "#<trigger_seq>" and counts on, so a name is
+	// never given twice. 0 in a record of a release before names were
+	// given: its unnamed trigger i is then read as "#<i>".
+	TriggerSeq int64 `protobuf:"varint,23,opt,name=trigger_seq,json=triggerSeq,proto3" json:"trigger_seq,omitempty"`
+	// pending_trigger_name is the name of pending_trigger.
+	PendingTriggerName string `protobuf:"bytes,24,opt,name=pending_trigger_name,json=pendingTriggerName,proto3" json:"pending_trigger_name,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TaskRecord) Reset() {
@@ -454,6 +471,20 @@ func (x *TaskRecord) GetOverlapRuns() []string {
 func (x *TaskRecord) GetTraceparent() string {
 	if x != nil {
 		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *TaskRecord) GetTriggerSeq() int64 {
+	if x != nil {
+		return x.TriggerSeq
+	}
+	return 0
+}
+
+func (x *TaskRecord) GetPendingTriggerName() string {
+	if x != nil {
+		return x.PendingTriggerName
 	}
 	return ""
 }
@@ -1013,9 +1044,16 @@ type EveryNodeProgress struct {
 	// misfires counts this node's misfired fire times.
 	Misfires int64 `protobuf:"varint,12,opt,name=misfires,proto3" json:"misfires,omitempty"`
 	// spec_version is the shared record's spec_version the triggers follow.
-	SpecVersion   int64 `protobuf:"varint,13,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SpecVersion int64 `protobuf:"varint,13,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	// trigger_names are the names of the triggers the states of triggers
+	// follow, in the same order: after an update moved triggers, a state
+	// goes with its trigger's name. Empty in progress of an earlier release
+	// (states then follow the triggers by position).
+	TriggerNames []string `protobuf:"bytes,14,rep,name=trigger_names,json=triggerNames,proto3" json:"trigger_names,omitempty"`
+	// pending_trigger_name is the name of pending_trigger.
+	PendingTriggerName string `protobuf:"bytes,15,opt,name=pending_trigger_name,json=pendingTriggerName,proto3" json:"pending_trigger_name,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *EveryNodeProgress) Reset() {
@@ -1139,6 +1177,20 @@ func (x *EveryNodeProgress) GetSpecVersion() int64 {
 	return 0
 }
 
+func (x *EveryNodeProgress) GetTriggerNames() []string {
+	if x != nil {
+		return x.TriggerNames
+	}
+	return nil
+}
+
+func (x *EveryNodeProgress) GetPendingTriggerName() string {
+	if x != nil {
+		return x.PendingTriggerName
+	}
+	return ""
+}
+
 // TokenRecord is a bearer token stored in etcd (taskd.v1.TokenService).
 type TokenRecord struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1204,7 +1256,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x04next\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04next\x12\x14\n" +
 	"\x05fired\x18\x02 \x01(\x03R\x05fired\x129\n" +
 	"\n" +
-	"last_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tlastStart\"\xb6\x02\n" +
+	"last_start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tlastStart\"\xd9\x02\n" +
 	"\tRunMarker\x12\x1d\n" +
 	"\n" +
 	"run_number\x18\x01 \x01(\x03R\trunNumber\x12\x12\n" +
@@ -1216,7 +1268,9 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\atrigger\x18\x06 \x01(\x05R\atrigger\x12\x16\n" +
 	"\x06manual\x18\a \x01(\bR\x06manual\x12\x18\n" +
 	"\aattempt\x18\b \x01(\x05R\aattempt\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch\"\xd7\a\n" +
+	"\x05epoch\x18\t \x01(\x03R\x05epoch\x12!\n" +
+	"\ftrigger_name\x18\n" +
+	" \x01(\tR\vtriggerName\"\xaa\b\n" +
 	"\n" +
 	"TaskRecord\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
@@ -1244,7 +1298,10 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\fspec_version\x18\x13 \x01(\x03R\vspecVersion\x12)\n" +
 	"\x10trigger_versions\x18\x14 \x03(\x03R\x0ftriggerVersions\x12!\n" +
 	"\foverlap_runs\x18\x15 \x03(\tR\voverlapRuns\x12 \n" +
-	"\vtraceparent\x18\x16 \x01(\tR\vtraceparent\",\n" +
+	"\vtraceparent\x18\x16 \x01(\tR\vtraceparent\x12\x1f\n" +
+	"\vtrigger_seq\x18\x17 \x01(\x03R\n" +
+	"triggerSeq\x120\n" +
+	"\x14pending_trigger_name\x18\x18 \x01(\tR\x12pendingTriggerName\",\n" +
 	"\tRunRecord\x12\x1f\n" +
 	"\x03run\x18\x01 \x01(\v2\r.taskd.v1.RunR\x03run\"?\n" +
 	"\aMapping\x12\x12\n" +
@@ -1291,7 +1348,7 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	"\x06Status\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\bR\x06active\x120\n" +
-	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xdb\x04\n" +
+	"\x05since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xb2\x05\n" +
 	"\x11EveryNodeProgress\x128\n" +
 	"\btriggers\x18\x01 \x03(\v2\x1c.taskd.store.v1.TriggerStateR\btriggers\x12\x1b\n" +
 	"\trun_count\x18\x02 \x01(\x03R\brunCount\x12/\n" +
@@ -1307,7 +1364,9 @@ const file_taskd_store_v1_store_proto_rawDesc = "" +
 	" \x01(\v2\x19.taskd.store.v1.RunMarkerR\x0frecoveryPending\x12*\n" +
 	"\x11manual_served_rev\x18\v \x01(\x03R\x0fmanualServedRev\x12\x1a\n" +
 	"\bmisfires\x18\f \x01(\x03R\bmisfires\x12!\n" +
-	"\fspec_version\x18\r \x01(\x03R\vspecVersion\"Y\n" +
+	"\fspec_version\x18\r \x01(\x03R\vspecVersion\x12#\n" +
+	"\rtrigger_names\x18\x0e \x03(\tR\ftriggerNames\x120\n" +
+	"\x14pending_trigger_name\x18\x0f \x01(\tR\x12pendingTriggerName\"Y\n" +
 	"\vTokenRecord\x12%\n" +
 	"\x05token\x18\x01 \x01(\v2\x0f.taskd.v1.TokenR\x05token\x12#\n" +
 	"\rsecret_sha256\x18\x02 \x01(\fR\fsecretSha256B\xaf\x01\n" +

@@ -1,0 +1,157 @@
+package taskservice
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// EditTriggers adds triggers to a task and removes some of its triggers by
+// name (Quartz's scheduleJob of one more trigger and unscheduleJob of one),
+// in one write: the triggers it does not name keep their names, their
+// progress and their version, so they neither fire again nor skip a fire
+// time. An added trigger starts as on a newly scheduled task and is named
+// by the server if it has no name. The write is fenced like UpdateTask's
+// and, when wantRev is not 0, conditional on the task's revision
+// (ErrConflict). A run in flight finishes and is recorded under the
+// trigger that fired it, even if that trigger is removed; so does a fire
+// time of a removed trigger already being retried.
+//
+// Removing every trigger without adding one is refused
+// (ErrFailedPrecondition): a task ends by CancelTask, which says so in its
+// state, not by losing its triggers. Removing the triggers that still have
+// fire times while keeping ones that have none completes the task, as an
+// UpdateTask to such triggers would.
+func (n *Node) EditTriggers(ctx context.Context, id, taskID string, add []*taskdv1.Trigger, remove []string, wantRev int64) (*taskdv1.Task, error) {
+	if err := checkTriggerEdit(add, remove); err != nil {
+		return nil, err
+	}
+	var kind string
+	t, err := n.updateTaskAt(ctx, id, taskID, func(rec *storev1.TaskRecord, rev int64) error {
+		if wantRev != 0 && rev != wantRev {
+			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, ErrConflict)
+		}
+		if isFinal(rec.State) {
+			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
+		}
+		kind = rec.Spec.Kind
+		nameLegacyTriggers(rec)
+		return n.editTriggers(rec, add, remove, time.Now())
+	})
+	if err == nil {
+		n.emit(Event{Type: EventUpdated, Identity: id, TaskID: taskID, Kind: kind})
+	}
+	return t, err
+}
+
+// checkTriggerEdit checks what can be checked of an edit before the task
+// is read: each added trigger as a spec's, each name to remove.
+func checkTriggerEdit(add []*taskdv1.Trigger, remove []string) error {
+	if len(add) > MaxTriggers {
+		return invalid("add_triggers", "has %d triggers, the limit is %d", len(add), MaxTriggers)
+	}
+	if len(remove) > MaxTriggers {
+		return invalid("remove_triggers", "has %d names, the limit is %d (a task has at most %d triggers)", len(remove), MaxTriggers, MaxTriggers)
+	}
+	if err := validateTriggers("add_triggers", add); err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for i, name := range remove {
+		f := fmt.Sprintf("remove_triggers[%d]", i)
+		if name == "" {
+			return invalid(f, "is empty: give the name of a trigger of the task (GetTask shows them)")
+		}
+		if err := checkText(f, name, MaxTriggerNameLen, true); err != nil {
+			return err
+		}
+		if j, dup := seen[name]; dup {
+			return invalid(f, "%q is also remove_triggers[%d]", name, j)
+		}
+		seen[name] = i
+	}
+	return nil
+}
+
+// editTriggers applies an edit to rec, whose triggers all have names.
+func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, remove []string, now time.Time) error {
+	old := rec.Spec.Triggers
+	gone := make([]bool, len(old))
+	for i, name := range remove {
+		j := indexOfTrigger(old, name)
+		if j < 0 {
+			return invalid(fmt.Sprintf("remove_triggers[%d]", i), "task %s has no trigger %q; its triggers are %s",
+				rec.Id, name, strings.Join(labels(rec), ", "))
+		}
+		gone[j] = true
+	}
+	count := len(old) - len(remove) + len(add)
+	if count == 0 {
+		return fmt.Errorf("removing every trigger of task %s would leave it none: cancel it instead (CancelTask), or add a trigger in the same update: %w",
+			rec.Id, ErrFailedPrecondition)
+	}
+	if count > MaxTriggers {
+		return invalid("add_triggers", "the task would have %d triggers, the limit is %d", count, MaxTriggers)
+	}
+	used := map[string]bool{}
+	for j, t := range old {
+		if !gone[j] {
+			used[t.Name] = true
+		}
+	}
+	for i, t := range add {
+		f := fmt.Sprintf("add_triggers[%d].name", i)
+		if used[t.GetName()] {
+			return invalid(f, "%q is already the name of a trigger of the task (remove it in the same update to replace it)", t.Name)
+		}
+		if isServerName(t.GetName()) {
+			return invalid(f, "names beginning with %q are given by the server to unnamed triggers: leave the name empty, or choose another", serverNamePrefix)
+		}
+	}
+	// The added triggers are resolved and started as a new task's.
+	fresh := &storev1.TaskRecord{Spec: &taskdv1.TaskSpec{Triggers: make([]*taskdv1.Trigger, len(add))}}
+	for i, t := range add {
+		fresh.Spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
+	}
+	resolveTriggers(fresh.Spec, now)
+	initTriggers(fresh, n.calendarsOf(rec.Spec.Calendars))
+
+	version := rec.SpecVersion + 1
+	ts := make([]*taskdv1.Trigger, 0, count)
+	states := make([]*storev1.TriggerState, 0, count)
+	versions := make([]int64, 0, count)
+	for j, t := range old {
+		if gone[j] {
+			continue
+		}
+		st := &storev1.TriggerState{}
+		if j < len(rec.Triggers) {
+			st = rec.Triggers[j]
+		}
+		ts, states, versions = append(ts, t), append(states, st), append(versions, triggerVersion(rec, j))
+	}
+	for i, t := range fresh.Spec.Triggers {
+		if t.Name == "" {
+			t.Name = nextTriggerName(rec, used)
+		}
+		used[t.Name] = true
+		ts, states, versions = append(ts, t), append(states, fresh.Triggers[i]), append(versions, version)
+	}
+	spec := proto.Clone(rec.Spec).(*taskdv1.TaskSpec)
+	spec.Triggers = ts
+	if size := proto.Size(spec); size > MaxTaskBytes {
+		return invalid("add_triggers", "would make the task %d bytes encoded, the limit is %d", size, MaxTaskBytes)
+	}
+	rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = spec, states, versions, version
+	if rec.Running == nil {
+		rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
+		settle(rec, now)
+	}
+	return nil
+}

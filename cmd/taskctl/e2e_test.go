@@ -511,6 +511,7 @@ func TestAgainstNode(t *testing.T) {
 			"InvalidArgument: triggers[0].cron.time_zone")
 	})
 
+	t.Run("defaults in force", func(t *testing.T) { testDefaultsInForce(t, c) })
 	t.Run("calendars", func(t *testing.T) { testCalendars(t, c) })
 	// Last: it ends by compacting etcd's history.
 	t.Run("events", func(t *testing.T) { testEvents(t, c) })

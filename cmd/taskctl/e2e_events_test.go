@@ -268,6 +268,24 @@ func testEvents(t *testing.T, c *cluster) {
 			t.Errorf("cursor %s after %s", followed[i].cursor, followed[i-1].cursor)
 		}
 	}
+	// Runs due within the look-ahead are armed: their FIRED and STARTED
+	// lines come in the order of the writes, with their fire time as their
+	// time (so later than the lines after them), marked "armed"; no other
+	// line is.
+	armed := 0
+	for _, l := range followed {
+		if !strings.Contains(l.text, "  armed  ") {
+			continue
+		}
+		ts, _, _ := strings.Cut(l.text, "  ")
+		if (l.typ != "FIRED" && l.typ != "STARTED") || !strings.Contains(l.text, "  next "+ts+"  ") {
+			t.Errorf("line %q is marked armed: want only FIRED and STARTED whose time is their fire time", l.text)
+		}
+		armed++
+	}
+	if armed == 0 {
+		t.Errorf("no FIRED or STARTED line of a task firing every 100ms is marked armed:\n%s", out.String())
+	}
 	if last := followed[len(followed)-1]; last.typ != "FINALIZED" || len(succeeded) == 0 || succeeded[len(succeeded)-1].run != runs {
 		t.Fatalf("followed output ends with %q after %d SUCCEEDED lines, want FINALIZED after the SUCCEEDED of run %d", last.text, len(succeeded), runs)
 	}

@@ -111,6 +111,9 @@ func testCalendars(t *testing.T, c *cluster) {
 	// A calendar in use stays: a task lists weekend, weekend is based on
 	// cal-holidays.
 	c.fails(t, []string{"calendar", "delete", "weekend"}, "taskctl: calendar delete: FailedPrecondition: ", "task "+id)
+	if _, _, errOut := c.ctl(t, "calendar", "delete", "weekend"); errOut != `taskctl: calendar delete: FailedPrecondition: calendar "weekend" is in use by task `+id+" (and maybe others)\n" {
+		t.Errorf("calendar delete of a calendar in use: stderr %q, want the reason once", errOut)
+	}
 	c.fails(t, []string{"calendar", "delete", "cal-holidays"}, "FailedPrecondition: ", "calendar weekend")
 
 	// Once the task lists it no more, it goes; then its base.

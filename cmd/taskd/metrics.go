@@ -212,6 +212,8 @@ var (
 		"Due runs waiting for their kind's --limit on this node, by limited kind (also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
 	workerWaitDesc = prometheus.NewDesc("taskd_runs_waiting_for_worker",
 		"Due runs of kinds only remote workers serve that wait on this node for a worker with a free slot, by kind (holding no run slot, their starts not written; also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
+	eventStreamsDesc = prometheus.NewDesc("taskd_event_streams",
+		"WatchEvents streams this node's event watch feeds now (at most --max-event-streams); a stream from an old cursor counts once it has caught up.", nil, nil)
 	stateDesc = prometheus.NewDesc("taskd_node_state",
 		"1 for the node's life-cycle state (STARTING, RUNNING, DRAINING, STOPPED), 0 for the others.", []string{"state"}, nil)
 )
@@ -223,7 +225,7 @@ var nodeStates = []taskdv1.NodeState{
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc, eventStreamsDesc} {
 		ch <- d
 	}
 }
@@ -240,6 +242,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(queueDesc, float64(s.TimerQueue))
 	gauge(coldDesc, float64(s.Cold))
 	gauge(identitiesDesc, float64(s.Identities))
+	gauge(eventStreamsDesc, float64(c.node.EventStreams()))
 	if !s.LeaseRenewedAt.IsZero() {
 		gauge(leaseAgeDesc, time.Since(s.LeaseRenewedAt).Seconds())
 	}

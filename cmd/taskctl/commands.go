@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -661,6 +662,10 @@ func describeError(err error, opts *globalOptions) string {
 	msg := fmt.Sprintf("%s: %s", st.Code(), oneLine(st.Message()))
 	switch st.Code() {
 	case codes.Unavailable:
+		if client.MissingClientCertificate(err) {
+			msg += fmt.Sprintf(" (give --tls-cert FILE and --tls-key FILE, or %s and %s)", envTLSCert, envTLSKey)
+			break
+		}
 		if tlsProblem(st.Message()) {
 			msg += fmt.Sprintf(" (TLS with %s failed: check --tls-ca, --tls-cert and --tls-key, or %s, %s and %s)",
 				opts.addr, envTLSCA, envTLSCert, envTLSKey)

@@ -111,6 +111,9 @@ func testCalendars(t *testing.T, c *cluster) {
 	// A calendar in use stays: a task lists weekend, weekend is based on
 	// cal-holidays.
 	c.fails(t, []string{"calendar", "delete", "weekend"}, "taskctl: calendar delete: FailedPrecondition: ", "task "+id)
+	if _, _, errOut := c.ctl(t, "calendar", "delete", "weekend"); errOut != `taskctl: calendar delete: FailedPrecondition: calendar "weekend" is in use by task `+id+" (and maybe others)\n" {
+		t.Errorf("calendar delete of a calendar in use: stderr %q, want the reason once", errOut)
+	}
 	c.fails(t, []string{"calendar", "delete", "cal-holidays"}, "FailedPrecondition: ", "calendar weekend")
 
 	// Once the task lists it no more, it goes; then its base.
@@ -267,6 +270,24 @@ func testEvents(t *testing.T, c *cluster) {
 		if !cursorAfter(t, followed[i].cursor, followed[i-1].cursor) {
 			t.Errorf("cursor %s after %s", followed[i].cursor, followed[i-1].cursor)
 		}
+	}
+	// Runs due within the look-ahead are armed: their FIRED and STARTED
+	// lines come in the order of the writes, with their fire time as their
+	// time (so later than the lines after them), marked "armed"; no other
+	// line is.
+	armed := 0
+	for _, l := range followed {
+		if !strings.Contains(l.text, "  armed  ") {
+			continue
+		}
+		ts, _, _ := strings.Cut(l.text, "  ")
+		if (l.typ != "FIRED" && l.typ != "STARTED") || !strings.Contains(l.text, "  next "+ts+"  ") {
+			t.Errorf("line %q is marked armed: want only FIRED and STARTED whose time is their fire time", l.text)
+		}
+		armed++
+	}
+	if armed == 0 {
+		t.Errorf("no FIRED or STARTED line of a task firing every 100ms is marked armed:\n%s", out.String())
 	}
 	if last := followed[len(followed)-1]; last.typ != "FINALIZED" || len(succeeded) == 0 || succeeded[len(succeeded)-1].run != runs {
 		t.Fatalf("followed output ends with %q after %d SUCCEEDED lines, want FINALIZED after the SUCCEEDED of run %d", last.text, len(succeeded), runs)

@@ -512,6 +512,7 @@ func TestAgainstNode(t *testing.T) {
 			"InvalidArgument: triggers[0].cron.time_zone")
 	})
 
+	t.Run("defaults in force", func(t *testing.T) { testDefaultsInForce(t, c) })
 	t.Run("calendars", func(t *testing.T) { testCalendars(t, c) })
 	t.Run("trigger add and remove, delete", func(t *testing.T) { testTriggersAndDelete(t, c) })
 	// Last: it ends by compacting etcd's history.

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/taskd/taskd/internal/eventview"
 	"github.com/taskd/taskd/internal/resume"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -326,8 +327,9 @@ const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // formatEvent renders an event on one line: time (UTC, milliseconds),
 // type, identity, task, then what the event has of run number, attempt,
-// node, kind (of a kind pause), outcome, next fire time, count and
-// message, and last the cursor to resume after it.
+// node, kind (of a kind pause), outcome, next fire time, "armed" (a run
+// armed ahead of its fire time, internal/eventview), count and message,
+// and last the cursor to resume after it.
 func formatEvent(ev *taskdv1.Event) string {
 	at := "-"
 	if ev.GetTime() != nil {
@@ -352,6 +354,12 @@ func formatEvent(ev *taskdv1.Event) string {
 	}
 	if ev.GetNext() != nil {
 		parts = append(parts, "next "+ev.GetNext().AsTime().UTC().Format(eventTimeLayout))
+	}
+	if eventview.Armed(ev) {
+		// Written up to --look-ahead before its time: lines stay in the
+		// order of the cluster's writes, and this one says why its time is
+		// later than the next line's.
+		parts = append(parts, "armed")
 	}
 	if ev.GetCount() > 0 {
 		parts = append(parts, "count "+strconv.FormatInt(ev.GetCount(), 10))

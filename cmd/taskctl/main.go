@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/taskd/taskd/internal/buildinfo"
@@ -118,7 +117,9 @@ func (e *env) dial() (*grpc.ClientConn, error) {
 		if err != nil {
 			return nil, usagef("TLS: %v", err)
 		}
-		creds = credentials.NewTLS(c)
+		// client.TLSCredentials: an error then says when the node asked
+		// for a client certificate that was not given.
+		creds = client.TLSCredentials(c)
 	}
 	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if e.opts.token != "" {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/specdefaults"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -294,18 +295,12 @@ func writeTaskDetail(w io.Writer, t *taskdv1.Task) error {
 	field("Attempt", strconv.Itoa(int(t.GetAttempt())))
 	field("Last run", describeRunSummary(t.GetLastRun()))
 	field("Priority", strconv.Itoa(int(spec.GetPriority())))
-	maxAttempts := "default"
-	if spec.GetMaxAttempts() > 0 {
-		maxAttempts = strconv.Itoa(int(spec.GetMaxAttempts()))
-	}
-	field("Max attempts", maxAttempts)
-	timeout := "default"
-	if spec.GetTimeout() != nil {
-		timeout = formatDuration(spec.GetTimeout())
-	}
-	field("Timeout", timeout)
-	field("Backoff", describeBackoff(spec.GetBackoff()))
-	field("Misfire", misfireName(spec.GetMisfire()))
+	// The values in force, the node's defaults marked (defaults.go).
+	set := specdefaults.Of(spec)
+	field("Max attempts", strconv.Itoa(int(set.MaxAttempts))+defaultMark(set.MaxAttemptsDefault))
+	field("Timeout", humanDuration(set.Timeout)+defaultMark(set.TimeoutDefault))
+	field("Backoff", describeBackoff(set))
+	field("Misfire", describeMisfire(spec))
 	field("Calendars", strings.Join(spec.GetCalendars(), ","))
 	field("Recovery", yesNo(spec.RequestsRecovery == nil || spec.GetRequestsRecovery()))
 	field("Allow overlap", yesNo(spec.GetAllowOverlap()))
@@ -415,21 +410,6 @@ func writeIdentityTable(w io.Writer, id *taskdv1.Identity) error {
 	row(tw, id.GetIdentity(), yesNo(id.GetMapped()), id.GetNode(), strconv.FormatInt(id.GetEpoch(), 10),
 		strconv.FormatInt(id.GetTaskCount(), 10), status)
 	return tw.Flush()
-}
-
-// describeBackoff renders a task's retry backoff as INITIAL,MAX, "default"
-// standing for a part the server fills in.
-func describeBackoff(b *taskdv1.Backoff) string {
-	if b.GetInitial() == nil && b.GetMax() == nil {
-		return "default"
-	}
-	part := func(d *durationpb.Duration) string {
-		if d == nil {
-			return "default"
-		}
-		return formatDuration(d)
-	}
-	return part(b.GetInitial()) + "," + part(b.GetMax())
 }
 
 // writePausesTable writes identity and kind pauses as a table: what is

@@ -214,6 +214,8 @@ var (
 		"Due runs of kinds only remote workers serve that wait on this node for a worker with a free slot, by kind (holding no run slot, their starts not written; also counted in taskd_tasks{state=\"due\"}).", []string{"kind"}, nil)
 	unservedDesc = prometheus.NewDesc("taskd_runs_waiting_unserved",
 		"Those of taskd_runs_waiting_for_worker whose kind nothing on this node serves now: no handler and no connected worker of the kind, by kind (0 for a --kinds kind none of whose runs waits). Logged once as it begins and once as it ends.", []string{"kind"}, nil)
+	eventStreamsDesc = prometheus.NewDesc("taskd_event_streams",
+		"WatchEvents streams this node's event watch feeds now (at most --max-event-streams); a stream from an old cursor counts once it has caught up.", nil, nil)
 	stateDesc = prometheus.NewDesc("taskd_node_state",
 		"1 for the node's life-cycle state (STARTING, RUNNING, DRAINING, STOPPED), 0 for the others.", []string{"state"}, nil)
 )
@@ -225,7 +227,7 @@ var nodeStates = []taskdv1.NodeState{
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc, unservedDesc} {
+	for _, d := range []*prometheus.Desc{tasksDesc, queueDesc, coldDesc, identitiesDesc, leaseAgeDesc, fencedDesc, stateDesc, limitWaitDesc, workerWaitDesc, unservedDesc, eventStreamsDesc} {
 		ch <- d
 	}
 }
@@ -242,6 +244,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(queueDesc, float64(s.TimerQueue))
 	gauge(coldDesc, float64(s.Cold))
 	gauge(identitiesDesc, float64(s.Identities))
+	gauge(eventStreamsDesc, float64(c.node.EventStreams()))
 	if !s.LeaseRenewedAt.IsZero() {
 		gauge(leaseAgeDesc, time.Since(s.LeaseRenewedAt).Seconds())
 	}

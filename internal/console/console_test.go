@@ -331,8 +331,11 @@ func TestPages(t *testing.T) {
 	n.get(t, readToken, "/ui/tasks?"+strings.ReplaceAll(next, "&amp;", "&")).want(t, "second page", 200, once.GetId(), "First page")
 
 	n.get(t, readToken, "/ui/task?identity=bob&id="+once.GetId()).want(t, "task", 200,
-		"payload of bob", `id="runs"`, `data-run="1"`, "st-success", "once", "<time datetime=")
-	n.get(t, readToken, "/ui/task?identity=alice&id="+every.GetId()).want(t, "periodic task", 200, "every 1h0m0s", "team=core")
+		"payload of bob", `id="runs"`, `data-run="1"`, "st-success", "once", "<time datetime=", "<dd>FIRE_ONCE_NOW (default for once)</dd>")
+	// The settings the task leaves unset show the node's values, marked.
+	n.get(t, readToken, "/ui/task?identity=alice&id="+every.GetId()).want(t, "periodic task", 200, "every 1h0m0s", "team=core",
+		"max attempts 25 (default), backoff 1s (default) to 10m0s (default), timeout 5m0s (default)",
+		"<dd>SKIP (default for periodic)</dd>")
 	if strings.Contains(n.get(t, readToken, "/ui/tasks").body, "tag waiting") {
 		t.Fatal("the tasks page shows a waiting badge while no run waits")
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/taskd/taskd/internal/eventview"
 	"github.com/taskd/taskd/internal/resume"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -67,6 +68,10 @@ type liveEvent struct {
 	Message  string `json:"message,omitempty"`
 	Next     string `json:"next,omitempty"`
 	Count    int64  `json:"count,omitempty"`
+	// Armed marks the FIRED and STARTED of a run armed ahead of its fire
+	// time (internal/eventview): the page keeps the stream's order and
+	// says why this row's time is later than the rows above it.
+	Armed bool `json:"armed,omitempty"`
 }
 
 func toLive(ev *taskdv1.Event) liveEvent {
@@ -74,6 +79,7 @@ func toLive(ev *taskdv1.Event) liveEvent {
 		Type: strings.TrimPrefix(ev.GetType().String(), "EVENT_TYPE_"), Time: ev.GetTime().AsTime().UTC().Format(time.RFC3339Nano),
 		Node: ev.GetNode(), Identity: ev.GetIdentity(), TaskID: ev.GetTaskId(), Kind: ev.GetKind(), Run: ev.GetRunNumber(),
 		Attempt: ev.GetAttempt(), Fence: ev.GetFence(), Message: ev.GetMessage(), Count: ev.GetCount(),
+		Armed: eventview.Armed(ev),
 	}
 	if ev.GetOutcome() != taskdv1.Outcome_OUTCOME_UNSPECIFIED {
 		l.Outcome = strings.TrimPrefix(ev.GetOutcome().String(), "OUTCOME_")

@@ -73,16 +73,11 @@ var funcs = template.FuncMap{
 	"final": func(s taskdv1.TaskState) bool {
 		return s == taskdv1.TaskState_TASK_STATE_COMPLETED || s == taskdv1.TaskState_TASK_STATE_DEAD || s == taskdv1.TaskState_TASK_STATE_CANCELED
 	},
-	"nodeState": func(s taskdv1.NodeState) string { return strings.TrimPrefix(s.String(), "NODE_STATE_") },
-	"outcome":   func(o taskdv1.Outcome) string { return strings.TrimPrefix(o.String(), "OUTCOME_") },
-	"scope":     func(s taskdv1.Scope) string { return strings.TrimPrefix(s.String(), "SCOPE_") },
-	"misfire": func(m taskdv1.MisfirePolicy) string {
-		if m == taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED {
-			return "default of each trigger's kind"
-		}
-		return strings.TrimPrefix(m.String(), "MISFIRE_POLICY_")
-	},
-	"dur":        dur,
+	"nodeState":  func(s taskdv1.NodeState) string { return strings.TrimPrefix(s.String(), "NODE_STATE_") },
+	"outcome":    func(o taskdv1.Outcome) string { return strings.TrimPrefix(o.String(), "OUTCOME_") },
+	"scope":      func(s taskdv1.Scope) string { return strings.TrimPrefix(s.String(), "SCOPE_") },
+	"misfire":    misfireInForce,
+	"retries":    retries,
 	"lease":      leaseLeft,
 	"bytes":      showBytes,
 	"trigger":    describeTrigger,
@@ -148,14 +143,6 @@ func stateClass(v fmt.Stringer) string {
 		s = strings.TrimPrefix(s, p)
 	}
 	return "st-" + strings.ToLower(s)
-}
-
-// dur shows a duration; "default" when unset.
-func dur(d *durationpb.Duration) string {
-	if d == nil {
-		return "default"
-	}
-	return d.AsDuration().String()
 }
 
 // leaseLeft is a node's lease time left; "-" when unknown (expired).

@@ -35,6 +35,9 @@ type Client struct {
 	o   options
 	// dial are the options of every connection, also a Worker's to each node.
 	dial []grpc.DialOption
+	// tlsCreds are the TLS credentials, nil in plain text: New's error
+	// names the client-certificate problem they saw.
+	tlsCreds *certCreds
 }
 
 // Defaults of the options.
@@ -106,14 +109,16 @@ func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, erro
 		return nil, err
 	}
 	creds := insecure.NewCredentials()
+	var tlsCreds *certCreds
 	if o.tls != nil {
-		creds = credentials.NewTLS(o.tls)
+		tlsCreds = TLSCredentials(o.tls).(*certCreds)
+		creds = tlsCreds
 	}
 	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.dialOptions...)
 	if o.token != "" {
 		dial = append(dial, grpc.WithPerRPCCredentials(bearer(o.token)))
 	}
-	c := &Client{endpoints: endpoints, o: o, dial: dial}
+	c := &Client{endpoints: endpoints, o: o, dial: dial, tlsCreds: tlsCreds}
 	for _, ep := range endpoints {
 		conn, err := grpc.NewClient(ep, dial...)
 		if err != nil {
@@ -182,8 +187,13 @@ func (c *Client) waitReady(ctx context.Context) error {
 		}
 	}
 	if first < 0 {
-		return &Error{Op: "New", Code: codes.Unavailable, Attempts: 1,
-			Message: fmt.Sprintf("no endpoint answered within %v: %s", c.o.dialTimeout, strings.Join(c.endpoints, ", "))}
+		msg := fmt.Sprintf("no endpoint answered within %v: %s", c.o.dialTimeout, strings.Join(c.endpoints, ", "))
+		if c.tlsCreds != nil {
+			if p := c.tlsCreds.lastProblem(); p != "" {
+				msg += "; last TLS problem: " + p
+			}
+		}
+		return &Error{Op: "New", Code: codes.Unavailable, Attempts: 1, Message: msg}
 	}
 	c.cur.Store(uint32(first))
 	return nil

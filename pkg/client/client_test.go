@@ -444,6 +444,53 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// A node that requires client certificates, dialled without one: New's
+// error says the node asked for one and none was given
+// (MissingClientCertificate), whichever of "certificate required", "broken
+// pipe" or "EOF" the refused connection showed; with the certificate, calls
+// work, and a failure of another kind does not claim the certificate is
+// missing.
+func TestTLSClientCertificate(t *testing.T) {
+	ca, err := devcerts.NewCA("test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := func(cn string, o devcerts.LeafOptions) tls.Certificate {
+		leaf, err := ca.Issue(cn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert
+	}
+	serverCert := pair("node", devcerts.LeafOptions{IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	clientCert := pair("app", devcerts.LeafOptions{Client: true})
+	trust := x509.NewCertPool()
+	trust.AppendCertsFromPEM(ca.CertPEM)
+	etcd := tst.StartEtcd(t)
+	s := startNode(t, etcd.Client(t), "n1", grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{serverCert}, ClientCAs: trust, ClientAuth: tls.RequireAndVerifyClientCert,
+	})))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 5 { // which error the client sees first is a race
+		_, err := client.New(ctx, []string{s.addr}, client.WithTLS(&tls.Config{RootCAs: trust}), client.WithDialTimeout(time.Second))
+		if !errors.Is(err, client.ErrUnavailable) || !client.MissingClientCertificate(err) {
+			t.Fatalf("New without a client certificate: %v, want UNAVAILABLE saying none was given", err)
+		}
+	}
+	c := dial(t, []string{s.addr}, client.WithTLS(&tls.Config{RootCAs: trust, Certificates: []tls.Certificate{clientCert}}))
+	if _, _, err := c.Schedule(ctx, later("mtls")); err != nil {
+		t.Fatalf("Schedule with a client certificate: %v", err)
+	}
+	if _, err := client.New(ctx, []string{s.addr}, client.WithDialTimeout(time.Second)); err == nil || client.MissingClientCertificate(err) {
+		t.Fatalf("New in plain text: %v, want an error that does not blame a client certificate", err)
+	}
+}
+
 // A loop body slower than the events come: the node ends the stream
 // (RESOURCE_EXHAUSTED with the cursor to resume from) rather than buffer
 // for it, and Events goes on from that cursor: it yields the same events as

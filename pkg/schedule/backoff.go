@@ -1,11 +1,15 @@
 package schedule
 
-import "time"
+import (
+	"time"
+
+	"github.com/taskd/taskd/internal/specdefaults"
+)
 
 // Defaults of taskd.v1.Backoff.
 const (
-	DefaultBackoffInitial = time.Second
-	DefaultBackoffMax     = 10 * time.Minute
+	DefaultBackoffInitial = specdefaults.BackoffInitial
+	DefaultBackoffMax     = specdefaults.BackoffMax
 )
 
 // Backoff is the wait before retry number attempt (1 for the first retry):

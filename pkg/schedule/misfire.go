@@ -3,18 +3,14 @@ package schedule
 import (
 	"time"
 
+	"github.com/taskd/taskd/internal/specdefaults"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // DefaultPolicy is the misfire policy of a trigger kind (contract §4.4):
 // FIRE_ONCE_NOW for once and on-start-up triggers, SKIP for recurring ones
 // (periodic and cron: periods missed during downtime are not caught up).
-func DefaultPolicy(t *taskdv1.Trigger) taskdv1.MisfirePolicy {
-	if t.GetPeriodic() != nil || t.GetCron() != nil {
-		return taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP
-	}
-	return taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW
-}
+func DefaultPolicy(t *taskdv1.Trigger) taskdv1.MisfirePolicy { return specdefaults.Misfire(t) }
 
 // Policy is the misfire policy trigger t follows: its own, else the task's
 // (taskPolicy), else its kind's default. A value this version does not know

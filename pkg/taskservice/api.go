@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -52,11 +53,11 @@ func toStatus(err error) error {
 	case errors.Is(err, ErrNotFound):
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrFailedPrecondition):
-		return status.Error(codes.FailedPrecondition, err.Error())
+		return status.Error(codes.FailedPrecondition, withoutSentinel(err, ErrFailedPrecondition))
 	case errors.Is(err, ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, ErrAlreadyExists):
-		return status.Error(codes.AlreadyExists, err.Error())
+		return status.Error(codes.AlreadyExists, withoutSentinel(err, ErrAlreadyExists))
 	case errors.Is(err, ErrTooLarge):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, ErrTooManyStreams):
@@ -65,6 +66,14 @@ func toStatus(err error) error {
 		return status.Error(codes.Unavailable, err.Error()+"; retry with the same idempotency key to be sure of one task")
 	}
 	return etcdstatus.Of(err)
+}
+
+// withoutSentinel is err's message without the ": failed precondition" or
+// ": already exists" its sentinel ends it with: the status code says that,
+// and the rest is a whole sentence ("calendar "x" is in use by task T"),
+// so a client that prints code and message says it once.
+func withoutSentinel(err, sentinel error) string {
+	return strings.TrimSuffix(err.Error(), ": "+sentinel.Error())
 }
 
 func checkIdentity(field, id string) error {

@@ -73,8 +73,11 @@ func TestCalendarLifecycle(t *testing.T) {
 	}
 	task := h.schedule(&taskdv1.TaskSpec{Identity: "cal", Kind: "rec", Scope: taskdv1.Scope_SCOPE_IDENTITY,
 		Triggers: []*taskdv1.Trigger{after(time.Hour)}, Calendars: []string{"holidays"}})
-	if _, err := c.DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: "holidays"}); status.Code(err) != codes.FailedPrecondition || !contains(err.Error(), task.Id) {
-		t.Fatalf("delete a calendar a task uses: %v, want FAILED_PRECONDITION naming the task", err)
+	// The message is the sentence alone: the code already says "failed
+	// precondition", and a client printing both says it once.
+	_, err = c.DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: "holidays"})
+	if want := `calendar "holidays" is in use by task ` + task.Id + ` (and maybe others)`; status.Code(err) != codes.FailedPrecondition || status.Convert(err).Message() != want {
+		t.Fatalf("delete a calendar a task uses: %v, want FAILED_PRECONDITION %q", err, want)
 	}
 	if _, err := c.DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: "weekend"}); status.Code(err) != codes.FailedPrecondition || !contains(err.Error(), "holidays") {
 		t.Fatalf("delete a base calendar: %v, want FAILED_PRECONDITION naming holidays", err)

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/taskd/taskd/internal/specdefaults"
 )
 
 // DefaultEventBuffer is Config.EventBuffer's default: 1 MiB, some 7000
@@ -158,7 +160,7 @@ func (c *Config) setDefaults() error {
 	def(&c.LeaseTTL, 10*time.Second)
 	def(&c.MisfireThreshold, 60*time.Second)
 	def(&c.Retention, 24*time.Hour)
-	def(&c.DefaultTimeout, 5*time.Minute)
+	def(&c.DefaultTimeout, specdefaults.Timeout)
 	def(&c.EtcdTimeout, 5*time.Second)
 	def(&c.HandoffPeriod, 500*time.Millisecond)
 	def(&c.HandoffStart, 2500*time.Millisecond)

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/specdefaults"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -16,7 +17,7 @@ import (
 // record (and the clock's reading) to the next record. The node applies
 // them and commits the result in a fenced Txn.
 
-const defaultMaxAttempts = 25
+const defaultMaxAttempts = specdefaults.MaxAttempts
 
 func isFinal(s taskdv1.TaskState) bool {
 	return s == taskdv1.TaskState_TASK_STATE_COMPLETED || s == taskdv1.TaskState_TASK_STATE_DEAD ||
@@ -424,7 +425,7 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 
 func maxBackoff(d time.Duration) time.Duration {
 	if d <= 0 {
-		return 10 * time.Minute
+		return specdefaults.BackoffMax
 	}
 	return d
 }

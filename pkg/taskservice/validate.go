@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/specdefaults"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/schedule"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -77,7 +78,7 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 		return invalid(field+".misfire", "unknown value %d", s.Misfire)
 	}
 	if s.MaxAttempts < 0 || s.MaxAttempts > MaxAttemptsLimit {
-		return invalid(field+".max_attempts", "is %d, must be 0 (default 25) to %d", s.MaxAttempts, MaxAttemptsLimit)
+		return invalid(field+".max_attempts", "is %d, must be 0 (default %d) to %d", s.MaxAttempts, specdefaults.MaxAttempts, MaxAttemptsLimit)
 	}
 	if b := s.Backoff; b != nil {
 		if err := checkDuration(field+".backoff.initial", b.Initial, 0, 24*time.Hour); err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -74,6 +75,9 @@ type Authorizer struct {
 	file    atomic.Pointer[map[string]*Token]
 	stored  *Follower
 	streams streamRegistry
+	// fileGone remembers the file's tokens that reloads removed, to tell
+	// their holders (revoked.go).
+	fileGone goneSet
 }
 
 // NewAuthorizer returns an authorizer over the file's tokens and, when
@@ -93,6 +97,9 @@ func NewAuthorizer(file map[string]*Token, stored *Follower) *Authorizer {
 func (a *Authorizer) SetFile(tokens map[string]*Token) {
 	if tokens == nil {
 		tokens = map[string]*Token{}
+	}
+	if before := a.file.Load(); before != nil {
+		a.fileGone.update(*before, tokens, goneFromFile, time.Now())
 	}
 	a.file.Store(&tokens)
 	a.recheck()
@@ -129,7 +136,9 @@ func (a *Authorizer) lookup(id string) (*Token, error) {
 
 // Authenticate finds the token of the call's "authorization: Bearer
 // ID.SECRET" metadata: UNAUTHENTICATED without one, or for an unknown id or
-// a wrong secret.
+// a wrong secret, with one message for both so that ids cannot be probed;
+// a token this node saw revoked or removed from its file, presented with
+// its secret, is told so (revoked.go).
 func (a *Authorizer) Authenticate(ctx context.Context) (*Token, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get("authorization")
@@ -146,16 +155,34 @@ func (a *Authorizer) Authenticate(ctx context.Context) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t == nil {
+	want := t
+	if want == nil {
 		// Same work as for a known id, so that timing does not tell ids.
-		var zero [sha256.Size]byte
-		subtle.ConstantTimeCompare(sum[:], zero[:])
-		return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
+		want = &Token{}
 	}
-	if subtle.ConstantTimeCompare(sum[:], t.Hash[:]) != 1 {
-		return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
+	if subtle.ConstantTimeCompare(sum[:], want.Hash[:]) != 1 || t == nil {
+		return nil, status.Error(codes.Unauthenticated, a.rejection(id, sum))
 	}
 	return t, nil
+}
+
+// rejection is the message of a refused token: why it is gone when this
+// node saw the very token (id and secret) go, else the one message for an
+// unknown id and a wrong secret. Both lookups are made every time.
+func (a *Authorizer) rejection(id string, sum [sha256.Size]byte) string {
+	g, fromFile := a.fileGone.find(id, sum)
+	var stored gone
+	var wasStored bool
+	if a.stored != nil {
+		stored, wasStored = a.stored.gone.find(id, sum)
+	}
+	switch {
+	case fromFile:
+		return g.message()
+	case wasStored:
+		return stored.message()
+	}
+	return genericRejected
 }
 
 // requestIdentities returns the identities a request names, and whether

@@ -33,6 +33,9 @@ type Follower struct {
 	seen    int64
 	changed chan struct{} // closed and replaced whenever seen grows
 	hooks   []func()      // called after each change is applied
+	// gone remembers the tokens this follower saw deleted, to tell their
+	// holders (revoked.go).
+	gone goneSet
 }
 
 // onChange has fn called after each change of the tokens is applied, on
@@ -48,6 +51,10 @@ func (f *Follower) onChange(fn func()) {
 // every change up to rev is applied.
 func (f *Follower) apply(tokens map[string]*Token, rev int64) {
 	f.mu.Lock()
+	if f.loaded {
+		// A deletion seen by a watch, or a token missing from a new list.
+		f.gone.update(f.tokens, tokens, goneRevoked, time.Now())
+	}
 	f.tokens = tokens
 	f.loaded = true
 	hooks := f.hooks

@@ -113,7 +113,19 @@ function liveEvents(table) {
       tr.className = "fresh";
       tr.dataset.type = e.type;
       tr.dataset.task = e.task_id || "";
-      cell(tr, timeHTML(e.time));
+      const when = cell(tr, timeHTML(e.time));
+      if (e.armed) {
+        // Rows stay in the order of the cluster's writes (the stream's):
+        // an armed run's start is written up to the look-ahead before its
+        // fire time, which is its time, so it can be later than the rows
+        // written after it, above.
+        tr.dataset.armed = "true";
+        const tag = document.createElement("span");
+        tag.className = "tag";
+        tag.textContent = "armed";
+        tag.title = "written ahead of its fire time (--look-ahead); the handler is called at this time";
+        when.append(" ", tag);
+      }
       cell(tr, badge(e.type));
       cell(tr, e.identity ? link("/ui/identities?identity=" + encodeURIComponent(e.identity), e.identity) : "");
       cell(tr, e.task_id ? link("/ui/task?identity=" + encodeURIComponent(e.identity) + "&id=" + encodeURIComponent(e.task_id), e.task_id) : "", "mono");

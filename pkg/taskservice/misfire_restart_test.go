@@ -99,3 +99,25 @@ func TestMisfirePoliciesAfterDowntime(t *testing.T) {
 		})
 	}
 }
+
+// TestNewTaskWithAPastStartIsNotCaughtUp: a task scheduled with a start
+// before the node's dispatch start is no take-over (nobody held it while
+// those fire times passed): its five past fire times, all within the
+// threshold, are late by the threshold's rule and each runs, in order,
+// although they came before the node began dispatching.
+func TestNewTaskWithAPastStartIsNotCaughtUp(t *testing.T) {
+	h := newHarness(t, nil) // the default threshold, 60s
+	iv := 100 * time.Millisecond
+	start := h.node.Node.DispatchStart().Add(-6 * iv).Truncate(time.Millisecond)
+	task := h.schedule(spec("past", "rec", every(start, iv, 5)))
+	h.waitState("past", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	calls := h.rec.of(task.Id)
+	if len(calls) != 5 {
+		t.Fatalf("%d runs of the 5 fire times before the dispatch start, want each run: %+v", len(calls), calls)
+	}
+	for k, c := range calls {
+		if !c.Fire.Equal(start.Add(time.Duration(k) * iv)) {
+			t.Fatalf("run %d serves %v, want %v", k, c.Fire, start.Add(time.Duration(k)*iv))
+		}
+	}
+}

@@ -17,17 +17,20 @@ import (
 // (schedule.Due).
 //
 // A fire time counts as caught up when it comes before the task was taken
-// here: before the node began dispatching (a restart), or before the
-// instant the node noted in the task's entry when it took the task with a
-// fire time already past. The node notes it where a task's record comes to
-// it (takeLocked: a load from etcd at its start, an adoption or a move's
-// pick-up, a handoff, a task scheduled here) and where a pause lets an
-// entry held back past its fire time go (queueAtLocked). Only entries with
-// a past fire time pay for the note, in their out-of-line fields.
+// here: before the node began dispatching (a restart; for tasks created
+// before it), or before the instant the node noted in the task's entry
+// when it took the task with a fire time already past. The node notes it
+// where an identity's tasks come to a new owner (installTasks with a newer
+// epoch, calling takeLocked: the load at its start, an adoption, a move's
+// pick-up) and where a pause lets an entry held back past its fire time go
+// (queueAtLocked). A task scheduled here or handed over while the identity
+// stays here is not taken over: its past fire times (a start given in the
+// past) are late by the threshold's rule. Only entries with a past fire
+// time pay for the note, in their out-of-line fields.
 
-// takeLocked queues e, whose record (e.rec) this node has just been given,
-// and notes the take-over when one of its triggers' fire times has
-// already come. n.mu held.
+// takeLocked queues e, whose record (e.rec) this node has just loaded as
+// the identity's new owner, and notes the take-over when one of its
+// triggers' fire times has already come. n.mu held.
 func (n *Node) takeLocked(e *entry) {
 	if rec := e.rec; rec != nil && !e.running {
 		now := time.Now()

@@ -614,7 +614,8 @@ func parseDurationFlag(name, v string, positive bool) (time.Duration, bool, erro
 // Every error is a usageError naming the flag.
 //
 // The triggers are those of buildTriggers; with no trigger flag at all, the
-// task has one OnceTrigger that fires now.
+// request has none and the server gives the task its default trigger
+// (once, now), the same for every client.
 func buildScheduleRequest(o scheduleOptions, now time.Time) (*taskdv1.ScheduleTaskRequest, error) {
 	if err := requireFlag("identity", o.Identity); err != nil {
 		return nil, err
@@ -636,9 +637,6 @@ func buildScheduleRequest(o scheduleOptions, now time.Time) (*taskdv1.ScheduleTa
 	triggers, err := buildTriggers(o.triggerOptions, now)
 	if err != nil {
 		return nil, err
-	}
-	if len(triggers) == 0 {
-		triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}}
 	}
 	spec.Triggers = triggers
 	if err := applySpecOptions(spec, o.specOptions, func(string) bool { return true }); err != nil {

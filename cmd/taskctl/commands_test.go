@@ -86,9 +86,11 @@ func TestBuildScheduleRequest(t *testing.T) {
 		args []string
 		want *taskdv1.ScheduleTaskRequest
 	}{
-		{"once now", []string{"--scope", "identity"}, spec(id, once(&taskdv1.OnceTrigger{}))},
-		{"scope every-node", []string{"--scope", "every-node"}, spec(taskdv1.Scope_SCOPE_EVERY_NODE, once(&taskdv1.OnceTrigger{}))},
-		{"scope upper case", []string{"--scope", "EVERY_NODE"}, spec(taskdv1.Scope_SCOPE_EVERY_NODE, once(&taskdv1.OnceTrigger{}))},
+		// No trigger flag: no trigger in the request; the server gives the
+		// task its default (once, now).
+		{"once now", []string{"--scope", "identity"}, spec(id, nil)},
+		{"scope every-node", []string{"--scope", "every-node"}, spec(taskdv1.Scope_SCOPE_EVERY_NODE, nil)},
+		{"scope upper case", []string{"--scope", "EVERY_NODE"}, spec(taskdv1.Scope_SCOPE_EVERY_NODE, nil)},
 		{"once delay", []string{"--scope", "identity", "--delay", "90s"},
 			spec(id, once(&taskdv1.OnceTrigger{Delay: durationpb.New(90 * time.Second)}))},
 		{"once zero delay", []string{"--scope", "identity", "--delay", "0s"},
@@ -114,18 +116,18 @@ func TestBuildScheduleRequest(t *testing.T) {
 		{"every with at sets start", []string{"--scope", "identity", "--at", "2026-05-01T00:00:00Z", "--every", "1m"},
 			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Minute), Start: ts("2026-05-01T00:00:00Z")}))},
 		{"labels", []string{"--scope", "identity", "--label", "team=core", "--label", "expr=a=b", "--label", "empty="},
-			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+			spec(id, nil, func(s *taskdv1.TaskSpec) {
 				s.Labels = map[string]string{"team": "core", "expr": "a=b", "empty": ""}
 			})},
 		{"payload and data", []string{"--scope", "identity", "--payload", "hello", "--data", "state"},
-			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+			spec(id, nil, func(s *taskdv1.TaskSpec) {
 				s.Payload, s.Data = []byte("hello"), []byte("state")
 			})},
 		{"payload file", []string{"--scope", "identity", "--payload-file", payloadFile},
-			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) { s.Payload = []byte("from\x00file") })},
+			spec(id, nil, func(s *taskdv1.TaskSpec) { s.Payload = []byte("from\x00file") })},
 		{"settings", []string{"--scope", "identity", "--non-durable", "--priority", "-5", "--max-attempts", "3",
 			"--timeout-task", "30s", "--no-recovery", "--allow-overlap", "--idempotency-key", "k1"},
-			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+			spec(id, nil, func(s *taskdv1.TaskSpec) {
 				s.NonDurable, s.Priority, s.MaxAttempts = true, -5, 3
 				s.Timeout = durationpb.New(30 * time.Second)
 				s.RequestsRecovery = proto.Bool(false)
@@ -157,11 +159,11 @@ func TestBuildScheduleRequest(t *testing.T) {
 				s.Calendars = []string{"holidays", "weekends"}
 			})},
 		{"backoff initial only", []string{"--scope", "identity", "--backoff", "250ms"},
-			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) {
+			spec(id, nil, func(s *taskdv1.TaskSpec) {
 				s.Backoff = &taskdv1.Backoff{Initial: durationpb.New(250 * time.Millisecond)}
 			})},
 		{"misfire enum name", []string{"--scope", "identity", "--misfire", "MISFIRE_POLICY_SKIP"},
-			spec(id, once(&taskdv1.OnceTrigger{}), func(s *taskdv1.TaskSpec) { s.Misfire = taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP })},
+			spec(id, nil, func(s *taskdv1.TaskSpec) { s.Misfire = taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseSchedule(t, tc.args...)

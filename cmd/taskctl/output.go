@@ -428,8 +428,10 @@ func writePausesTable(w io.Writer, pauses []*taskdv1.Pause) error {
 }
 
 // writeFireTimes writes one line per fire time: the time in its trigger's
-// zone, then in UTC, both RFC 3339; withTrigger adds the index of the
-// trigger that makes it.
+// zone, then in UTC, both RFC 3339, to the second or, for a time between
+// seconds (a periodic trigger started from now), to the millisecond
+// (fireTimeLayout); withTrigger adds the index of the trigger that makes
+// it. The exact instants are in the JSON output.
 func writeFireTimes(w io.Writer, fts []*taskdv1.PreviewFireTime, withTrigger bool) error {
 	for _, ft := range fts {
 		at := ft.GetAt().AsTime()
@@ -439,7 +441,8 @@ func writeFireTimes(w io.Writer, fts []*taskdv1.PreviewFireTime, withTrigger boo
 		if l, err := time.Parse(time.RFC3339, ft.GetLocal()); err == nil {
 			local = at.In(l.Location())
 		}
-		line := local.Format(time.RFC3339Nano) + "  " + at.UTC().Format(time.RFC3339Nano)
+		layout := fireTimeLayout(at)
+		line := local.Format(layout) + "  " + at.UTC().Format(layout)
 		if withTrigger {
 			line += fmt.Sprintf("  trigger %d", ft.GetTrigger())
 		}
@@ -448,4 +451,15 @@ func writeFireTimes(w io.Writer, fts []*taskdv1.PreviewFireTime, withTrigger boo
 		}
 	}
 	return nil
+}
+
+// fireTimeLayout is the layout a fire time is shown in: RFC 3339 to the
+// second when it falls on one, else with milliseconds (always three
+// digits, so the times of one trigger line up); the nanoseconds of a
+// start taken from the clock say nothing to a reader.
+func fireTimeLayout(at time.Time) string {
+	if at.Nanosecond() == 0 {
+		return time.RFC3339
+	}
+	return "2006-01-02T15:04:05.000Z07:00"
 }

@@ -321,17 +321,21 @@ func TestWriteFireTimes(t *testing.T) {
 		{At: ts("2026-12-01T01:30:00Z"), Local: "2026-12-01T02:30:00+01:00"},
 		{At: timestamppb.New(time.Date(2026, 7, 1, 0, 30, 0, 250e6, time.UTC)), Local: "2026-07-01T02:30:00+02:00", Trigger: 1},
 		{At: ts("2026-12-02T01:30:00Z")}, // no local time: UTC twice
+		// A periodic trigger started from the clock: to the millisecond.
+		{At: timestamppb.New(time.Date(2026, 12, 2, 1, 23, 38, 451426139, time.UTC)), Local: "2026-12-02T01:23:38Z"},
 	}
 	for _, tc := range []struct {
 		withTrigger bool
 		want        string
 	}{
 		{false, "2026-12-01T02:30:00+01:00  2026-12-01T01:30:00Z\n" +
-			"2026-07-01T02:30:00.25+02:00  2026-07-01T00:30:00.25Z\n" +
-			"2026-12-02T01:30:00Z  2026-12-02T01:30:00Z\n"},
+			"2026-07-01T02:30:00.250+02:00  2026-07-01T00:30:00.250Z\n" +
+			"2026-12-02T01:30:00Z  2026-12-02T01:30:00Z\n" +
+			"2026-12-02T01:23:38.451Z  2026-12-02T01:23:38.451Z\n"},
 		{true, "2026-12-01T02:30:00+01:00  2026-12-01T01:30:00Z  trigger 0\n" +
-			"2026-07-01T02:30:00.25+02:00  2026-07-01T00:30:00.25Z  trigger 1\n" +
-			"2026-12-02T01:30:00Z  2026-12-02T01:30:00Z  trigger 0\n"},
+			"2026-07-01T02:30:00.250+02:00  2026-07-01T00:30:00.250Z  trigger 1\n" +
+			"2026-12-02T01:30:00Z  2026-12-02T01:30:00Z  trigger 0\n" +
+			"2026-12-02T01:23:38.451Z  2026-12-02T01:23:38.451Z  trigger 0\n"},
 	} {
 		var b bytes.Buffer
 		if err := writeFireTimes(&b, fts, tc.withTrigger); err != nil {
@@ -345,7 +349,7 @@ func TestWriteFireTimes(t *testing.T) {
 	if err := writeFireTimesJSON(&b, fts); err != nil {
 		t.Fatal(err)
 	}
-	want := "[\n  \"2026-12-01T01:30:00Z\",\n  \"2026-07-01T00:30:00.25Z\",\n  \"2026-12-02T01:30:00Z\"\n]\n"
+	want := "[\n  \"2026-12-01T01:30:00Z\",\n  \"2026-07-01T00:30:00.25Z\",\n  \"2026-12-02T01:30:00Z\",\n  \"2026-12-02T01:23:38.451426139Z\"\n]\n"
 	if b.String() != want {
 		t.Errorf("JSON:\n%s\nwant\n%s", b.String(), want)
 	}

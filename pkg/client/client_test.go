@@ -353,9 +353,9 @@ func TestBadInputNamesTheField(t *testing.T) {
 		t.Errorf("ScheduleMany of %d: %v", client.MaxBatch+1, err)
 	}
 	spec := later("bad")
-	spec.Triggers = nil
-	if _, _, err := c.Schedule(ctx, spec); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "task.triggers") {
-		t.Errorf("Schedule without triggers: %v", err)
+	spec.Scope = ""
+	if _, _, err := c.Schedule(ctx, spec); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "task.scope") {
+		t.Errorf("Schedule without a scope: %v", err)
 	}
 	if _, err := c.Get(ctx, "bad", "01m8mx19rx1hj7mgnxe477btw0"); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("Get of a missing task: %v, want NOT_FOUND", err)

@@ -121,8 +121,9 @@ type Backoff struct {
 	Initial, Max time.Duration
 }
 
-// TaskSpec is what a client asks for. Identity, Kind, Scope and at least
-// one trigger are required; the server names any field it refuses.
+// TaskSpec is what a client asks for. Identity, Kind and Scope are
+// required; with no Triggers the server gives the task its default, one
+// once trigger due now (as Now). The server names any field it refuses.
 type TaskSpec struct {
 	Identity string
 	Kind     string

@@ -292,7 +292,7 @@ var options = []*option{
 	},
 	{
 		name: "misfire-threshold", arg: "DURATION", def: "60s",
-		help:  "lateness after which a fire time has misfired, > 0",
+		help:  "lateness after which a fire time has misfired, > 0 (several fire times a take-over, restart or resume finds past follow the misfire policy whatever it is)",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.MisfireThreshold }),
 		check: func(c Config) error { return checkPositive(c.MisfireThreshold) },
 	},

@@ -44,14 +44,17 @@ type Plan struct {
 	// Misfired counts fire times resolved by the misfire policy without a
 	// run of their own (at most maxMissedCount).
 	Misfired int64
-	// Late is true when the fire time misfired.
+	// Late is true when the fire time misfired: it was more than the
+	// threshold late, or (CatchUp) one of several that a take-over found
+	// past.
 	Late bool
 }
 
 // Due plans trigger t's fire time due (its progress), which has come: due
-// is at or before now. A fire time that starts within threshold of it runs
-// as usual; later than that it has misfired and the trigger's policy (see
-// Policy; taskPolicy is the task's) decides:
+// is at or before now, on a node that held the task when due came (see
+// CatchUp for one that took it since). A fire time that starts within
+// threshold of it runs as usual; later than that it has misfired and the
+// trigger's policy (see Policy; taskPolicy is the task's) decides:
 // SKIP goes on with the first fire time after now, FIRE_ONCE_NOW runs the
 // first missed one and goes on after now, FIRE_ALL runs the missed ones one
 // by one, the oldest dropped beyond maxCatchUp (at least 1).
@@ -61,6 +64,37 @@ func Due(t *taskdv1.Trigger, due, now time.Time, threshold time.Duration,
 		next, ok := Next(t, due, cals)
 		return Plan{Run: true, Fire: due, Next: next, NextOK: ok}
 	}
+	return misfire(t, due, now, taskPolicy, maxCatchUp, cals)
+}
+
+// CatchUp plans trigger t's fire time due, which has come, on a node that
+// took the task after due passed: it loaded it at its start, adopted it
+// from an owner that died, received it in a move, or found it resumed from
+// a pause. The fire times from due to now passed while no node could run
+// them, and the threshold, which judges how late a running node starts a
+// fire time, does not replay them:
+//
+//   - one fire time past (due, the next one is after now) is lateness, as
+//     for Due: it runs if it is at most threshold late, else misfires;
+//   - several past: they follow the policy whatever the threshold says.
+//     SKIP runs none of them and goes on with the first fire time after
+//     now; FIRE_ONCE_NOW runs one, the first missed (due), for all of them
+//     and goes on after now; FIRE_ALL runs them one by one, the newest
+//     maxCatchUp (at least 1) of them, the older dropped.
+//
+// So SKIP and FIRE_ONCE_NOW never run more than one fire time of those a
+// take-over finds past, and only FIRE_ALL replays them.
+func CatchUp(t *taskdv1.Trigger, due, now time.Time, threshold time.Duration,
+	taskPolicy taskdv1.MisfirePolicy, maxCatchUp int, cals Exclusions) Plan {
+	if second, ok := Next(t, due, cals); !ok || second.After(now) {
+		return Due(t, due, now, threshold, taskPolicy, maxCatchUp, cals)
+	}
+	return misfire(t, due, now, taskPolicy, maxCatchUp, cals)
+}
+
+// misfire is the plan of the policy for the fire times of t from due to
+// now, which have misfired.
+func misfire(t *taskdv1.Trigger, due, now time.Time, taskPolicy taskdv1.MisfirePolicy, maxCatchUp int, cals Exclusions) Plan {
 	afterNow, afterNowOK := Next(t, now, cals)
 	missed := countBetween(t, due, now, cals) // fire times in [due, now]
 	switch Policy(t, taskPolicy) {

@@ -199,7 +199,6 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 		{"unknown scope", func(s *taskdv1.TaskSpec) { s.Scope = 99 }, codes.InvalidArgument, "task.scope", ""},
 		{"payload too large", func(s *taskdv1.TaskSpec) { s.Payload = make([]byte, 256<<10+1) }, codes.InvalidArgument, "task.payload", ""},
 		{"data too large", func(s *taskdv1.TaskSpec) { s.Data = make([]byte, 256<<10+1) }, codes.InvalidArgument, "task.data", ""},
-		{"no triggers", func(s *taskdv1.TaskSpec) { s.Triggers = nil }, codes.InvalidArgument, "task.triggers", ""},
 		{"17 triggers", func(s *taskdv1.TaskSpec) {
 			s.Triggers = nil
 			for range 17 {

@@ -438,14 +438,6 @@ func (n *Node) reschedLocked(e *entry) {
 	n.kick()
 }
 
-// queueAtLocked puts e in the timer queue at at, no longer parked; purge
-// says at is the end of its retention, not a fire time. n.mu held.
-func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
-	delete(n.pauses.parked, e)
-	e.purge = purge
-	n.queue.set(e, at)
-}
-
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -495,7 +487,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	now := time.Now()
 	var tm timing
 	if cur != nil {
-		tm = n.timingLocked(cur, now)
+		tm = n.entryTimingLocked(e, cur, now)
 	}
 	if cur == nil {
 		e.running = false
@@ -517,7 +509,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		return nil, nil
 	}
 	if at.After(now) {
-		tm = n.timingLocked(cur, at) // armed: planned as of its fire time
+		tm = n.entryTimingLocked(e, cur, at) // armed: planned as of its fire time
 	}
 	if st.durable && snap.epoch < n.registeredRev {
 		// Owned under an epoch from before this node's current registration
@@ -1094,6 +1086,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	if epoch < st.epoch {
 		return // a newer adoption already happened
 	}
+	adopted := epoch > st.epoch // loaded by a new owner: at start, adoption, a move
 	st.epoch = epoch
 	seen := make(map[string]bool, len(stored))
 	for _, s := range stored {
@@ -1136,7 +1129,11 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 			n.touchLocked(e)
 			continue
 		}
-		n.reschedLocked(e)
+		if adopted {
+			n.takeLocked(e) // what passed while the identity moved is caught up
+		} else {
+			n.reschedLocked(e)
+		}
 	}
 	if loadRev > 0 {
 		for e := range st.tasks.all() {

@@ -1,6 +1,7 @@
 package taskservice_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,19 +11,29 @@ import (
 )
 
 // TestMisfirePoliciesAfterDowntime restarts the only node after it was
-// down across several fire times of a periodic task (threshold 150ms,
-// interval 100ms) and checks what each policy does with the missed ones:
-// SKIP runs none of them, FIRE_ONCE_NOW runs one (the oldest missed) at
-// once, FIRE_ALL runs the newest --max-catch-up of them, in order. After
-// that the task is back on its grid.
+// down across ten fire times of a periodic task (interval 100ms) and
+// checks what each policy does with the missed ones: SKIP runs none of
+// them, FIRE_ONCE_NOW runs one (the oldest missed) at once, FIRE_ALL runs
+// the newest --max-catch-up of them, in order. After that the task is back
+// on its grid. It does so with a threshold shorter than the downtime
+// (150ms) and with the default one (60s), which the downtime does not
+// reach: downtime is caught up by the policy, not replayed by the
+// threshold (takeover.go).
 func TestMisfirePoliciesAfterDowntime(t *testing.T) {
-	for _, policy := range []taskdv1.MisfirePolicy{
-		taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP,
-		taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW,
-		taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL,
+	for _, tc := range []struct {
+		threshold time.Duration
+		policy    taskdv1.MisfirePolicy
+	}{
+		{150 * time.Millisecond, taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP},
+		{150 * time.Millisecond, taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW},
+		{150 * time.Millisecond, taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL},
+		{time.Minute, taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP},
+		{time.Minute, taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW},
+		{time.Minute, taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL},
 	} {
-		t.Run(policy.String(), func(t *testing.T) {
-			mod := func(c *taskservice.Config) { c.MisfireThreshold = 150 * time.Millisecond; c.MaxCatchUp = 3 }
+		policy := tc.policy
+		t.Run(fmt.Sprintf("threshold %v/%v", tc.threshold, policy), func(t *testing.T) {
+			mod := func(c *taskservice.Config) { c.MisfireThreshold = tc.threshold; c.MaxCatchUp = 3 }
 			c := newCluster(t, []string{"a"}, mod)
 			iv := 100 * time.Millisecond
 			start := time.Now().Add(iv).Truncate(time.Millisecond)
@@ -86,5 +97,27 @@ func TestMisfirePoliciesAfterDowntime(t *testing.T) {
 				t.Fatalf("misfires not counted on the task")
 			}
 		})
+	}
+}
+
+// TestNewTaskWithAPastStartIsNotCaughtUp: a task scheduled with a start
+// before the node's dispatch start is no take-over (nobody held it while
+// those fire times passed): its five past fire times, all within the
+// threshold, are late by the threshold's rule and each runs, in order,
+// although they came before the node began dispatching.
+func TestNewTaskWithAPastStartIsNotCaughtUp(t *testing.T) {
+	h := newHarness(t, nil) // the default threshold, 60s
+	iv := 100 * time.Millisecond
+	start := h.node.Node.DispatchStart().Add(-6 * iv).Truncate(time.Millisecond)
+	task := h.schedule(spec("past", "rec", every(start, iv, 5)))
+	h.waitState("past", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	calls := h.rec.of(task.Id)
+	if len(calls) != 5 {
+		t.Fatalf("%d runs of the 5 fire times before the dispatch start, want each run: %+v", len(calls), calls)
+	}
+	for k, c := range calls {
+		if !c.Fire.Equal(start.Add(time.Duration(k) * iv)) {
+			t.Fatalf("run %d serves %v, want %v", k, c.Fire, start.Add(time.Duration(k)*iv))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package taskservice_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -26,10 +27,21 @@ func waitPast(t *testing.T, at time.Time) {
 // task keeps its trigger but starts no run; it shows PAUSED; on resume the
 // fire times that came due meanwhile go through its misfire policy:
 // FIRE_ONCE_NOW runs one of them at once, SKIP none (a MISFIRED event).
+// So it is whether the pause was longer than the threshold (100ms) or not
+// (60s): what came due while paused is caught up, not replayed.
 func TestPausedTaskRunsNothingAndResumesByItsMisfirePolicy(t *testing.T) {
-	for _, policy := range []taskdv1.MisfirePolicy{taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW, taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP} {
-		t.Run(policy.String(), func(t *testing.T) {
-			h := newHarness(t, func(c *taskservice.Config) { c.MisfireThreshold = 100 * time.Millisecond })
+	for _, tc := range []struct {
+		threshold time.Duration
+		policy    taskdv1.MisfirePolicy
+	}{
+		{100 * time.Millisecond, taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW},
+		{100 * time.Millisecond, taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP},
+		{time.Minute, taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW},
+		{time.Minute, taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP},
+	} {
+		policy := tc.policy
+		t.Run(fmt.Sprintf("threshold %v/%v", tc.threshold, policy), func(t *testing.T) {
+			h := newHarness(t, func(c *taskservice.Config) { c.MisfireThreshold = tc.threshold })
 			iv := 50 * time.Millisecond
 			s := spec("p", "rec", every(time.Now().Add(iv), iv, 0))
 			s.Misfire = policy

@@ -63,6 +63,20 @@ func (n *Node) parkLocked(e *entry) {
 	n.pauses.parked[e] = struct{}{}
 }
 
+// queueAtLocked puts e in the timer queue at at, no longer parked; purge
+// says at is the end of its retention, not a fire time. An entry a pause
+// held back past its fire time is taken again (takeover.go): what came due
+// while it was paused is caught up by its misfire policy. n.mu held.
+func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
+	_, parked := n.pauses.parked[e]
+	delete(n.pauses.parked, e)
+	e.purge = purge
+	n.queue.set(e, at)
+	if now := time.Now(); parked && !purge && !at.After(now) {
+		e.extra().takenAt = instantOf(now)
+	}
+}
+
 // unparkLocked puts every parked entry back: each checks again which
 // pauses still hold it.
 func (n *Node) unparkLocked() {

@@ -48,7 +48,9 @@ func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger,
 	for i, t := range triggers {
 		spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
 	}
-	resolveTriggers(spec, from)
+	if err := resolveTriggers("triggers", spec, from); err != nil {
+		return nil, err
+	}
 	next := make([]time.Time, len(triggers))
 	ok := make([]bool, len(triggers))
 	zones := make([]*time.Location, len(triggers))

@@ -141,6 +141,9 @@ type entryExtra struct {
 	// recheckAt is when its marker is looked at again.
 	awaitSince instant
 	recheckAt  instant
+	// takenAt is when this node took the task with a fire time already
+	// past (takeover.go): fire times before it are caught up.
+	takenAt instant
 	// token is the token of its kind's limit the entry holds until its
 	// start (limits.go).
 	token *kindLimit

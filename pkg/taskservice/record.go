@@ -40,6 +40,10 @@ type timing struct {
 	threshold     time.Duration
 	maxCatchUp    int
 	cals          schedule.Exclusions // nil: the task lists no calendar
+	// takenAt is when this node took the task, or began dispatching if
+	// later: fire times before it are caught up (takeover.go). Zero for
+	// plans of views.
+	takenAt time.Time
 }
 
 // initTriggers sets the trigger states of a new record: each trigger's
@@ -227,7 +231,7 @@ func planStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm timing
 			settle(rec, now)
 			return p
 		}
-		plan := schedule.Due(tr, due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
+		plan := planDue(tr, due, rec.Spec.Misfire, tm)
 		advanceTrigger(rec, i, plan, now)
 		p.misfired = plan.Misfired
 		if !plan.Run {

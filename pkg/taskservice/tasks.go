@@ -39,6 +39,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 	known := func(k string) bool { return kinds[k] || n.servesKind(k) }
 	now := time.Now()
 	recs := make([]*storev1.TaskRecord, len(specs))
+	specs = withDefaultTrigger(specs)
 	for i, s := range specs {
 		f := field
 		if len(specs) > 1 || field == "tasks" {
@@ -50,7 +51,11 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		if err := checkServerNames(f+".triggers", s.Triggers, nil); err != nil {
 			return nil, err
 		}
-		recs[i] = n.newRecord(s, now)
+		rec, err := n.newRecord(f, s, now)
+		if err != nil {
+			return nil, err
+		}
+		recs[i] = rec
 		recs[i].Traceparent = TraceParent(ctx)
 	}
 	out := make([]Scheduled, len(specs))
@@ -324,16 +329,18 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 	}
 }
 
-// newRecord resolves a spec into a new task record: delays become times,
-// a periodic start defaults to one interval from now, a cron start to now,
-// recovery defaults on, an unnamed trigger is named by its index.
-func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord {
+// newRecord resolves a validated spec into a new task record: its
+// triggers as resolveTriggers makes them (an error names the field under
+// field), recovery on by default, an unnamed trigger named by its index.
+func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*storev1.TaskRecord, error) {
 	spec := proto.Clone(s).(*taskdv1.TaskSpec)
 	if spec.RequestsRecovery == nil {
 		t := true
 		spec.RequestsRecovery = &t
 	}
-	resolveTriggers(spec, now)
+	if err := resolveTriggers(field+".triggers", spec, now); err != nil {
+		return nil, err
+	}
 	rec := &storev1.TaskRecord{
 		Id:        n.ids.New(),
 		Spec:      spec,
@@ -343,30 +350,7 @@ func (n *Node) newRecord(s *taskdv1.TaskSpec, now time.Time) *storev1.TaskRecord
 	nameNewTriggers(rec)
 	initTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
 	settle(rec, now)
-	return rec
-}
-
-// resolveTriggers makes a spec's triggers absolute as of now: delays
-// become times, a periodic start defaults to one interval from now, a cron
-// start to now (a cron trigger has no past).
-func resolveTriggers(spec *taskdv1.TaskSpec, now time.Time) {
-	for _, t := range spec.Triggers {
-		switch k := t.Kind.(type) {
-		case *taskdv1.Trigger_Once:
-			if k.Once.At == nil {
-				k.Once.At = timestamppb.New(now.Add(k.Once.GetDelay().AsDuration()))
-			}
-			k.Once.Delay = nil
-		case *taskdv1.Trigger_Periodic:
-			if k.Periodic.Start == nil {
-				k.Periodic.Start = timestamppb.New(now.Add(k.Periodic.Interval.AsDuration()))
-			}
-		case *taskdv1.Trigger_Cron:
-			if k.Cron.Start == nil {
-				k.Cron.Start = timestamppb.New(now)
-			}
-		}
-	}
+	return rec, nil
 }
 
 // resolveIdempotent answers, from etcd, the tasks whose idempotency key is

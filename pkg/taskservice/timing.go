@@ -24,3 +24,16 @@ func (n *Node) timing(rec *storev1.TaskRecord, now time.Time) timing {
 	defer n.mu.Unlock()
 	return n.timingLocked(rec, now)
 }
+
+// entryTimingLocked is timingLocked for a start of e: with the instant
+// before which e's fire times are caught up (takeover.go), the later of
+// e's take-over and, for a task created before it, this node's dispatch
+// start. n.mu held.
+func (n *Node) entryTimingLocked(e *entry, rec *storev1.TaskRecord, now time.Time) timing {
+	tm := n.timingLocked(rec, now)
+	tm.takenAt = e.ex().takenAt.time()
+	if rec.GetCreatedAt().AsTime().Before(n.dispatchStart) {
+		tm.takenAt = maxTime(tm.takenAt, n.dispatchStart)
+	}
+	return tm
+}

@@ -119,7 +119,9 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	for i, t := range add {
 		fresh.Spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
 	}
-	resolveTriggers(fresh.Spec, now)
+	if err := resolveTriggers("add_triggers", fresh.Spec, now); err != nil {
+		return err
+	}
 	initTriggers(fresh, n.calendarsOf(rec.Spec.Calendars))
 
 	version := rec.SpecVersion + 1

@@ -64,7 +64,10 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 			return err
 		}
 		now := time.Now()
-		fresh := n.newRecord(spec, now) // resolves delays and starts as for a new task
+		fresh, err := n.newRecord("spec", spec, now) // resolves delays and starts as for a new task
+		if err != nil {
+			return err
+		}
 		next := fresh.Spec
 		if spec.Data == nil {
 			next.Data = old.Data

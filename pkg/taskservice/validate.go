@@ -66,7 +66,9 @@ func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(st
 		return invalid(field+".data", "is %d bytes, the limit is %d", len(s.Data), n.cfg.MaxPayload)
 	}
 	if len(s.Triggers) == 0 {
-		return invalid(field+".triggers", "needs at least one trigger")
+		// Schedule gave a spec without triggers the default one
+		// (withDefaultTrigger): this is an update, which replaces them all.
+		return invalid(field+".triggers", "needs at least one trigger: an update replaces the task's triggers (send its own to keep them)")
 	}
 	if len(s.Triggers) > MaxTriggers {
 		return invalid(field+".triggers", "has %d triggers, the limit is %d", len(s.Triggers), MaxTriggers)

@@ -923,7 +923,9 @@ type TaskSpec struct {
 	Payload []byte `protobuf:"bytes,3,opt,name=payload,proto3" json:"payload,omitempty"`
 	// data is the task's persistent data, replaceable by its handler.
 	Data []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
-	// triggers make the fire times; at least one, at most 16.
+	// triggers make the fire times; at most 16. None: ScheduleTask and
+	// ScheduleTasks give the task one once trigger due now; UpdateTask needs
+	// at least one (it replaces them all).
 	Triggers []*Trigger `protobuf:"bytes,5,rep,name=triggers,proto3" json:"triggers,omitempty"`
 	// non_durable tasks are never persisted (contract §2.7); durable is the default.
 	NonDurable bool `protobuf:"varint,6,opt,name=non_durable,json=nonDurable,proto3" json:"non_durable,omitempty"`

@@ -167,38 +167,42 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	}
 	defer ui.Close()
 	node, err := taskservice.New(taskservice.Config{
-		Name:             cfg.Name,
-		Replace:          cfg.Replace,
-		Client:           cli,
-		Prefix:           cfg.Prefix,
-		Address:          advertisedAddress(cfg.Advertise, lis.Addr()),
-		PeerTLS:          tlsSrv.peer,
-		Handlers:         handlers,
-		Remote:           pool,
-		Listeners:        []taskservice.Listener{metrics.observe, runLog.observe, pool.Observe, ui.listener()},
-		Observer:         metrics.observer(),
-		Logger:           log,
-		TracerProvider:   tracer.provider(),
-		LeaseTTL:         cfg.LeaseTTL,
-		MisfireThreshold: cfg.MisfireThreshold,
-		MaxCatchUp:       cfg.MaxCatchUp,
-		MaxOverlap:       cfg.MaxOverlap,
-		History:          cfg.History,
-		Retention:        cfg.Retention,
-		MaxPayload:       cfg.MaxPayload,
-		EventBuffer:      cfg.EventBuffer,
-		MaxEventStreams:  cfg.MaxEventStreams,
-		Workers:          cfg.Workers,
-		KindLimits:       cfg.LimitsByKind(),
-		MaxTxnOps:        maxTxnOps,
-		MaxRequestBytes:  maxRequestBytes,
-		HandoffPeriod:    cfg.HandoffPeriod,
-		HandoffStart:     orNone(cfg.HandoffStart),
-		VoteDelay:        orNone(cfg.VoteDelay),
-		RemoveDelay:      orNone(cfg.RemoveDelay),
-		DrainTimeout:     orNone(cfg.DrainTimeout),
-		LookAhead:        orNone(cfg.LookAhead),
-		ColdAfter:        orNone(cfg.ColdAfter),
+		Name:               cfg.Name,
+		Replace:            cfg.Replace,
+		Client:             cli,
+		Prefix:             cfg.Prefix,
+		Address:            advertisedAddress(cfg.Advertise, lis.Addr()),
+		PeerTLS:            tlsSrv.peer,
+		Handlers:           handlers,
+		Remote:             pool,
+		Listeners:          []taskservice.Listener{metrics.observe, runLog.observe, pool.Observe, ui.listener()},
+		Observer:           metrics.observer(),
+		Logger:             log,
+		TracerProvider:     tracer.provider(),
+		LeaseTTL:           cfg.LeaseTTL,
+		MisfireThreshold:   cfg.MisfireThreshold,
+		MaxCatchUp:         cfg.MaxCatchUp,
+		MaxOverlap:         cfg.MaxOverlap,
+		History:            cfg.History,
+		Retention:          cfg.Retention,
+		MaxPayload:         cfg.MaxPayload,
+		EventBuffer:        cfg.EventBuffer,
+		MaxEventStreams:    cfg.MaxEventStreams,
+		Workers:            cfg.Workers,
+		KindLimits:         cfg.LimitsByKind(),
+		MaxTxnOps:          maxTxnOps,
+		MaxRequestBytes:    maxRequestBytes,
+		HandoffPeriod:      cfg.HandoffPeriod,
+		HandoffStart:       orNone(cfg.HandoffStart),
+		VoteDelay:          orNone(cfg.VoteDelay),
+		RemoveDelay:        orNone(cfg.RemoveDelay),
+		DrainTimeout:       orNone(cfg.DrainTimeout),
+		DisableRebalance:   !cfg.Rebalance,
+		RebalanceInterval:  cfg.RebalanceInterval,
+		RebalanceRate:      cfg.RebalanceRate,
+		RebalanceTolerance: orNoPercent(cfg.RebalanceTolerance),
+		LookAhead:          orNone(cfg.LookAhead),
+		ColdAfter:          orNone(cfg.ColdAfter),
 	})
 	if err != nil {
 		closeListeners()
@@ -384,6 +388,15 @@ func (f *healthFollower) follow(ctx context.Context, period time.Duration) {
 			return
 		}
 	}
+}
+
+// orNoPercent maps an explicit 0% to the library's "none" (negative); the
+// library reads zero as "default".
+func orNoPercent(p int) int {
+	if p == 0 {
+		return -1
+	}
+	return p
 }
 
 // orNone maps an explicit zero delay to the library's "none" (negative);

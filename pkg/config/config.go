@@ -112,6 +112,19 @@ type Config struct {
 	// DrainTimeout is how long draining waits for in-flight runs
 	// (--drain-timeout).
 	DrainTimeout time.Duration
+	// Rebalance lets the placement leader move identities to the least
+	// loaded RUNNING nodes until the spread is even (--rebalance).
+	Rebalance bool
+	// RebalanceInterval is how often the leader compares the nodes'
+	// identity counts (--rebalance-interval).
+	RebalanceInterval time.Duration
+	// RebalanceRate is the most identities moved per interval
+	// (--rebalance-rate).
+	RebalanceRate int
+	// RebalanceTolerance is the spread of identity counts tolerated, in
+	// percent of the mean count (--rebalance-tolerance); at least one
+	// identity.
+	RebalanceTolerance int
 	// LookAhead is how long before its fire time a run may be armed
 	// (--look-ahead); 0 = none.
 	LookAhead time.Duration
@@ -206,35 +219,39 @@ func Default() Config {
 		name = ""
 	}
 	return Config{
-		Name:             name,
-		DataDir:          "./taskd-data",
-		EtcdListen:       "http://127.0.0.1:2379",
-		Prefix:           "/taskd/",
-		Listen:           "127.0.0.1:7420",
-		HTTP:             "127.0.0.1:7421",
-		Console:          true,
-		LeaseTTL:         10 * time.Second,
-		HandoffPeriod:    500 * time.Millisecond,
-		HandoffStart:     2500 * time.Millisecond,
-		VoteDelay:        5000 * time.Millisecond,
-		WorkerHeartbeat:  5 * time.Second,
-		MaxWorkerStreams: 1024,
-		MaxEventStreams:  256,
-		RemoveDelay:      5000 * time.Millisecond,
-		MisfireThreshold: 60 * time.Second,
-		DrainTimeout:     30 * time.Second,
-		LookAhead:        time.Second,
-		ColdAfter:        2 * time.Minute,
-		MaxPayload:       256 << 10,
-		EventBuffer:      1 << 20,
-		History:          20,
-		Retention:        24 * time.Hour,
-		MaxCatchUp:       100,
-		MaxOverlap:       4,
-		Workers:          128,
-		LogLevel:         "info",
-		LogFormat:        "text",
-		LogSummary:       time.Minute,
+		Name:               name,
+		DataDir:            "./taskd-data",
+		EtcdListen:         "http://127.0.0.1:2379",
+		Prefix:             "/taskd/",
+		Listen:             "127.0.0.1:7420",
+		HTTP:               "127.0.0.1:7421",
+		Console:            true,
+		LeaseTTL:           10 * time.Second,
+		HandoffPeriod:      500 * time.Millisecond,
+		HandoffStart:       2500 * time.Millisecond,
+		VoteDelay:          5000 * time.Millisecond,
+		WorkerHeartbeat:    5 * time.Second,
+		MaxWorkerStreams:   1024,
+		MaxEventStreams:    256,
+		RemoveDelay:        5000 * time.Millisecond,
+		MisfireThreshold:   60 * time.Second,
+		DrainTimeout:       30 * time.Second,
+		Rebalance:          true,
+		RebalanceInterval:  10 * time.Second,
+		RebalanceRate:      50,
+		RebalanceTolerance: 10,
+		LookAhead:          time.Second,
+		ColdAfter:          2 * time.Minute,
+		MaxPayload:         256 << 10,
+		EventBuffer:        1 << 20,
+		History:            20,
+		Retention:          24 * time.Hour,
+		MaxCatchUp:         100,
+		MaxOverlap:         4,
+		Workers:            128,
+		LogLevel:           "info",
+		LogFormat:          "text",
+		LogSummary:         time.Minute,
 	}
 }
 

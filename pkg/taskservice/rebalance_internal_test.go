@@ -1,0 +1,79 @@
+package taskservice
+
+import (
+	"fmt"
+	"testing"
+)
+
+// planned renders a plan as "from>to:count" per source and target.
+func planned(plan []rebalanceMoves) string {
+	s := ""
+	for _, p := range plan {
+		counts := map[string]int{}
+		var order []string
+		for _, c := range p.to {
+			if counts[c.name] == 0 {
+				order = append(order, c.name)
+			}
+			counts[c.name]++
+		}
+		for _, to := range order {
+			s += fmt.Sprintf("%s>%s:%d ", p.from.name, to, counts[to])
+		}
+	}
+	return s
+}
+
+// TestPlanRebalance checks the plans of one round: from the most to the
+// least loaded, at most rate moves, none once the spread is within the
+// tolerance (at least one identity), loads of the candidates unchanged.
+func TestPlanRebalance(t *testing.T) {
+	nodes := func(loads ...int64) []*candidate {
+		var cs []*candidate
+		for i, l := range loads {
+			cs = append(cs, &candidate{name: string(rune('a' + i)), load: l})
+		}
+		return cs
+	}
+	tests := []struct {
+		name      string
+		live      []*candidate
+		rate, tol int
+		want      string
+	}{
+		{"one node", nodes(100), 50, 10, ""},
+		{"empty", nodes(0, 0), 50, 10, ""},
+		{"within the slack of one", nodes(3, 2), 50, 0, ""},
+		{"two apart, no tolerance", nodes(3, 1), 50, 0, "a>b:1 "},
+		{"a joining node, rate-bound", nodes(100, 0), 10, 10, "a>b:10 "},
+		{"a joining node, to the tolerance", nodes(100, 0), 50, 10, "a>b:48 "},
+		{"within 10% of the mean", nodes(52, 48), 50, 10, ""},
+		{"just over 10% of the mean", nodes(53, 47), 50, 10, "a>b:1 "},
+		{"one of three joins", nodes(30, 30, 0), 50, 10, "a>c:10 b>c:9 "},
+		{"ties by name", nodes(10, 10, 0, 0), 2, 0, "a>c:1 b>d:1 "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := make([]int64, len(tc.live))
+			for i, c := range tc.live {
+				before[i] = c.load
+			}
+			plan := planRebalance(tc.live, tc.rate, tc.tol)
+			if got := planned(plan); got != tc.want {
+				t.Errorf("plan %q, want %q", got, tc.want)
+			}
+			moves := 0
+			for _, p := range plan {
+				moves += len(p.to)
+			}
+			if moves > tc.rate {
+				t.Errorf("%d moves planned, rate %d", moves, tc.rate)
+			}
+			for i, c := range tc.live {
+				if c.load != before[i] {
+					t.Errorf("node %s's load changed from %d to %d", c.name, before[i], c.load)
+				}
+			}
+		})
+	}
+}

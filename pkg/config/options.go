@@ -49,12 +49,14 @@ const (
 	maxWorkerStreams = 65536
 	// maxEventStreams: each stream may hold --event-buffer for its reader.
 	maxEventStreams = 65536
-	// maxRebalanceRate: each move is a few etcd operations of the leader.
-	maxRebalanceRate = 10000
-	envPrefix        = "TASKD_"
-	configOptName    = "config"
-	logLevelChoice   = "trace, debug, info, warn, error"
+	envPrefix       = "TASKD_"
+	configOptName   = "config"
+	logLevelChoice  = "trace, debug, info, warn, error"
 )
+
+// maxRebalanceRate bounds --rebalance-rate: each move is a few etcd
+// operations of the leader's.
+const maxRebalanceRate = 10000
 
 // options is the table of every option, in the order of the help.
 var options = []*option{

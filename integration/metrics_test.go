@@ -150,6 +150,7 @@ func TestMetricsLogsAndPprof(t *testing.T) {
 		{"taskd_misfired_fire_times_total", nil, 0},
 		{"taskd_handoffs_total", nil, 0},
 		{"taskd_identity_moves_total", nil, 0},
+		{"taskd_rebalance_moves_total", nil, 0},
 		{"taskd_run_duration_seconds", []string{"kind", "ok", "outcome", "SUCCESS"}, 1},
 		{"taskd_run_duration_seconds", []string{"kind", "flaky", "outcome", "ERROR"}, 1},
 		{"taskd_run_duration_seconds", []string{"kind", "flaky", "outcome", "SUCCESS"}, 1},

@@ -200,6 +200,12 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 		DrainTimeout:     orNone(cfg.DrainTimeout),
 		LookAhead:        orNone(cfg.LookAhead),
 		ColdAfter:        orNone(cfg.ColdAfter),
+
+		// Rebalancing: only the placement leader's settings count.
+		DisableRebalance:   !cfg.Rebalance,
+		RebalanceInterval:  cfg.RebalanceInterval,
+		RebalanceRate:      cfg.RebalanceRate,
+		RebalanceTolerance: orNoPercent(cfg.RebalanceTolerance),
 	})
 	if err != nil {
 		closeListeners()
@@ -385,6 +391,15 @@ func (f *healthFollower) follow(ctx context.Context, period time.Duration) {
 			return
 		}
 	}
+}
+
+// orNoPercent maps an explicit 0% to the library's "none" (negative); the
+// library reads zero as "default".
+func orNoPercent(p int) int {
+	if p == 0 {
+		return -1
+	}
+	return p
 }
 
 // orNone maps an explicit zero delay to the library's "none" (negative);

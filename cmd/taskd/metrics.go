@@ -43,6 +43,7 @@ type metrics struct {
 	handoffs    prometheus.Counter
 	handoffTime prometheus.Histogram
 	moves       prometheus.Counter
+	rebalanced  prometheus.Counter
 	dropped     prometheus.Counter
 	retries     prometheus.Counter
 	dead        prometheus.Counter
@@ -84,6 +85,9 @@ func newMetrics() *metrics {
 		}),
 		moves: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "taskd_identity_moves_total", Help: "Identities that left this node (moved away or unmapped; MOVED events).",
+		}),
+		rebalanced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "taskd_rebalance_moves_total", Help: "Identities this node, as the placement leader, moved from the most to the least loaded RUNNING node (--rebalance).",
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "taskd_dropped_commits_total", Help: "Run results not committed because the run's fence failed (the identity's owner settled the run; DROPPED).",
@@ -147,11 +151,13 @@ func (m *metrics) observe(ev taskservice.Event) {
 	}
 }
 
-// observer is the node's observer: Txn sizes and handoff times.
+// observer is the node's observer: Txn sizes, handoff times and the
+// leader's rebalancing moves.
 func (m *metrics) observer() taskservice.Observer {
 	return taskservice.Observer{
-		TxnItems:     func(items int) { m.txnItems.Observe(float64(items)) },
-		HandoffTaken: func(took time.Duration) { m.handoffTime.Observe(took.Seconds()) },
+		TxnItems:       func(items int) { m.txnItems.Observe(float64(items)) },
+		HandoffTaken:   func(took time.Duration) { m.handoffTime.Observe(took.Seconds()) },
+		RebalanceMoves: func(moves int) { m.rebalanced.Add(float64(moves)) },
 	}
 }
 
@@ -184,7 +190,7 @@ func (m *metrics) registry(node *taskservice.Node, gs *grpc.Server) *prometheus.
 	m.grpcServer.InitializeMetrics(gs)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m.runs, m.events, m.misfires, m.runDuration, m.fireLag, m.queueWait, m.handoffs, m.handoffTime,
-		m.moves, m.dropped, m.retries, m.dead, m.txnItems, m.etcdTime, m.etcdErrors, m.grpcServer,
+		m.moves, m.rebalanced, m.dropped, m.retries, m.dead, m.txnItems, m.etcdTime, m.etcdErrors, m.grpcServer,
 		&nodeCollector{node: node},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

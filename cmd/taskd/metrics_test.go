@@ -41,7 +41,8 @@ func TestMetricsCountMisfiresAndOutcomes(t *testing.T) {
 // Each event feeds its metric: durations by kind and outcome for runs
 // started here, the fire lag of starts with a fire time, the queue wait of
 // every start by kind, handoffs, moves,
-// retries, dropped commits and DEAD tasks.
+// retries, dropped commits and DEAD tasks; the observer's Txn sizes,
+// handoff times and rebalancing moves.
 func TestMetricsFromEvents(t *testing.T) {
 	m := newMetrics()
 	fire := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -66,6 +67,8 @@ func TestMetricsFromEvents(t *testing.T) {
 	obs.TxnItems(3)
 	obs.TxnItems(1)
 	obs.HandoffTaken(5 * time.Millisecond)
+	obs.RebalanceMoves(7)
+	obs.RebalanceMoves(3)
 	for _, c := range []struct {
 		name string
 		c    prometheus.Collector
@@ -94,6 +97,7 @@ func TestMetricsFromEvents(t *testing.T) {
 		{"dropped", m.dropped, 1},
 		{"handoffs", m.handoffs, 2},
 		{"moves", m.moves, 1},
+		{"rebalance moves", m.rebalanced, 10},
 		{"INTERRUPTED runs", m.runs.WithLabelValues("INTERRUPTED"), 1},
 	} {
 		if got := testutil.ToFloat64(c.c); got != c.want {

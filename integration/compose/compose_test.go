@@ -103,6 +103,11 @@ func TestCompose(t *testing.T) {
 		victim, failover.Round(100*time.Millisecond), countOwners(owners)[victim], leaseTTL)
 	c.docker(ctx, "start", c.container(ctx, victim))
 	c.waitRunning(ctx, victim)
+	// It came back with none of its identities (the others hold them):
+	// rebalancing gives it its share again.
+	share := c.waitShare(ctx, victim)
+	t.Logf("FIGURE rebalancing after docker start %s: %s until it owned its share again (%v; --rebalance-interval 10s)",
+		victim, share.Round(100*time.Millisecond), countOwners(c.owners(ctx, "taskd-1")))
 
 	// docker kill then start at once, within the lease: the new process
 	// finds its previous incarnation dead at its advertised address and
@@ -442,6 +447,32 @@ func countOwners(owners map[string]string) map[string]int {
 		n[o]++
 	}
 	return n
+}
+
+// waitShare waits until node owns identities again and the three nodes'
+// counts differ by at most the rebalancing tolerance (10% of the mean, at
+// least one); it returns how long that took.
+func (c *cluster) waitShare(ctx context.Context, node string) time.Duration {
+	c.t.Helper()
+	slack := max(identities*10/100/len(nodeNames), 1)
+	return c.poll(ctx, node+" owns its share of the identities again", func(ctx context.Context) (bool, error) {
+		counts := map[string]int{}
+		for i := 0; i < identities; i++ {
+			resp, err := c.clients["taskd-1"].GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: identity(i)})
+			if err != nil {
+				return false, err
+			}
+			counts[resp.GetIdentity().GetNode()]++
+		}
+		lo, hi := identities, 0
+		for _, n := range nodeNames {
+			lo, hi = min(lo, counts[n]), max(hi, counts[n])
+		}
+		if counts[node] == 0 || hi-lo > slack {
+			return false, fmt.Errorf("identities per node %v: want each within %d of the others", counts, slack)
+		}
+		return true, nil
+	})
 }
 
 // waitMoved waits until none of the identities owners gave to node is

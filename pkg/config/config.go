@@ -116,6 +116,19 @@ type Config struct {
 	// DrainTimeout is how long draining waits for in-flight runs
 	// (--drain-timeout).
 	DrainTimeout time.Duration
+	// Rebalance lets the placement leader move identities to the least
+	// loaded RUNNING nodes until the spread is even (--rebalance).
+	Rebalance bool
+	// RebalanceInterval is how often the leader compares the nodes'
+	// identity counts (--rebalance-interval).
+	RebalanceInterval time.Duration
+	// RebalanceRate is the most identities moved per interval
+	// (--rebalance-rate).
+	RebalanceRate int
+	// RebalanceTolerance is the spread of identity counts tolerated, in
+	// percent of the mean count (--rebalance-tolerance); at least one
+	// identity.
+	RebalanceTolerance int
 	// LookAhead is how long before its fire time a run may be armed
 	// (--look-ahead); 0 = none.
 	LookAhead time.Duration
@@ -239,6 +252,11 @@ func Default() Config {
 		LogLevel:         "info",
 		LogFormat:        "text",
 		LogSummary:       time.Minute,
+
+		Rebalance:          true,
+		RebalanceInterval:  10 * time.Second,
+		RebalanceRate:      50,
+		RebalanceTolerance: 10,
 	}
 }
 

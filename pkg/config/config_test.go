@@ -82,6 +82,11 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		LogLevel:         "info",
 		LogFormat:        "text",
 		LogSummary:       time.Minute,
+
+		Rebalance:          true,
+		RebalanceInterval:  10 * time.Second,
+		RebalanceRate:      50,
+		RebalanceTolerance: 10,
 	}
 	if got := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Default() = %+v\nwant %+v", got, want)
@@ -190,6 +195,11 @@ var samples = map[string]struct {
 	"webhook": {"hook=https://example.com/x", func(c *Config) {
 		c.Webhook = []KindTarget{{"hook", "https://example.com/x"}}
 	}},
+
+	"rebalance":           {"false", func(c *Config) { c.Rebalance = false }},
+	"rebalance-interval":  {"1m", func(c *Config) { c.RebalanceInterval = time.Minute }},
+	"rebalance-rate":      {"500", func(c *Config) { c.RebalanceRate = 500 }},
+	"rebalance-tolerance": {"25%", func(c *Config) { c.RebalanceTolerance = 25 }},
 }
 
 // samplePartners holds the flags an option's sample needs set as well: a
@@ -561,6 +571,17 @@ func TestValidate(t *testing.T) {
 		{"misfire-threshold 0", func(c *Config) { c.MisfireThreshold = 0 }, "--misfire-threshold"},
 		{"drain-timeout 0", func(c *Config) { c.DrainTimeout = 0 }, ""},
 		{"drain-timeout negative", func(c *Config) { c.DrainTimeout = -time.Second }, "--drain-timeout"},
+		{"rebalance-interval 0", func(c *Config) { c.RebalanceInterval = 0 }, "--rebalance-interval"},
+		{"rebalance-interval 1s", func(c *Config) { c.RebalanceInterval = time.Second }, ""},
+		{"rebalance-interval under 1s", func(c *Config) { c.RebalanceInterval = time.Second - 1 }, "--rebalance-interval"},
+		{"rebalance-rate 1", func(c *Config) { c.RebalanceRate = 1 }, ""},
+		{"rebalance-rate 10000", func(c *Config) { c.RebalanceRate = 10000 }, ""},
+		{"rebalance-rate 0", func(c *Config) { c.RebalanceRate = 0 }, "--rebalance-rate"},
+		{"rebalance-rate 10001", func(c *Config) { c.RebalanceRate = 10001 }, "--rebalance-rate"},
+		{"rebalance-tolerance 0", func(c *Config) { c.RebalanceTolerance = 0 }, ""},
+		{"rebalance-tolerance 100", func(c *Config) { c.RebalanceTolerance = 100 }, ""},
+		{"rebalance-tolerance negative", func(c *Config) { c.RebalanceTolerance = -1 }, "--rebalance-tolerance"},
+		{"rebalance-tolerance 101", func(c *Config) { c.RebalanceTolerance = 101 }, "--rebalance-tolerance"},
 		{"look-ahead 0", func(c *Config) { c.LookAhead = 0 }, ""},
 		{"look-ahead negative", func(c *Config) { c.LookAhead = -time.Second }, "--look-ahead"},
 		{"cold-after 0", func(c *Config) { c.ColdAfter = 0 }, ""},
@@ -685,6 +706,10 @@ func TestInvalidValue(t *testing.T) {
 		{"limit not a number", nil, []string{"TASKD_LIMIT=report=two"}, "", []string{`invalid value "report=two" for --limit`, "TASKD_LIMIT", "whole number"}},
 		{"limit fraction", nil, nil, "limit = report=1.5\n", []string{`invalid value "report=1.5" for --limit`, "line 1"}},
 		{"webhook without =", nil, nil, "webhook = http://x\n", []string{`invalid value "http://x" for --webhook`, "line 1", "KIND=URL"}},
+		{"percentage without %", []string{"--rebalance-tolerance=10"}, nil, "", []string{`invalid value "10" for --rebalance-tolerance`, "percentage"}},
+		{"percentage fraction", nil, []string{"TASKD_REBALANCE_TOLERANCE=2.5%"}, "", []string{`invalid value "2.5%" for --rebalance-tolerance`, "TASKD_REBALANCE_TOLERANCE"}},
+		{"percentage too big", []string{"--rebalance-tolerance=101%"}, nil, "", []string{"--rebalance-tolerance: ", "100"}},
+		{"bool", []string{"--rebalance=maybe"}, nil, "", []string{`invalid value "maybe" for --rebalance`, "true or false"}},
 		{"overridden bad file value still fails", []string{"--lease-ttl=5s"}, nil, "lease-ttl = abc\n", []string{`invalid value "abc" for --lease-ttl`}},
 	}
 	for _, tc := range tests {

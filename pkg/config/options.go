@@ -57,6 +57,10 @@ const (
 	logLevelChoice  = "trace, debug, info, warn, error"
 )
 
+// maxRebalanceRate bounds --rebalance-rate: each move is a few etcd
+// operations of the leader's.
+const maxRebalanceRate = 10000
+
 // options is the table of every option, in the order of the help.
 var options = []*option{
 	{
@@ -301,6 +305,30 @@ var options = []*option{
 		help:  "when draining (SIGTERM, DrainNode), how long identities with runs in flight wait before they are handed over anyway",
 		set:   durationSetter(func(c *Config) *time.Duration { return &c.DrainTimeout }),
 		check: func(c Config) error { return checkNonNegative(c.DrainTimeout) },
+	},
+	{
+		name: "rebalance", arg: "", def: "true", boolean: true,
+		help: "the placement leader moves identities from the most to the least loaded RUNNING node, a few at a time, until the spread is within --rebalance-tolerance " +
+			"(a node that joins gets its share); --rebalance=false moves them only on MoveIdentity, draining and death; --rebalance alone means true",
+		set: boolSetter(func(c *Config) *bool { return &c.Rebalance }),
+	},
+	{
+		name: "rebalance-interval", arg: "DURATION", def: "10s",
+		help:  "how often the placement leader compares the RUNNING nodes' identity counts, 1s to 1h",
+		set:   durationSetter(func(c *Config) *time.Duration { return &c.RebalanceInterval }),
+		check: func(c Config) error { return checkDurationRange(c.RebalanceInterval, time.Second, time.Hour) },
+	},
+	{
+		name: "rebalance-rate", arg: "N", def: "50",
+		help:  "the most identities rebalancing moves per --rebalance-interval, 1 to 10000",
+		set:   intSetter(func(c *Config) *int { return &c.RebalanceRate }),
+		check: func(c Config) error { return checkRange(c.RebalanceRate, 1, maxRebalanceRate) },
+	},
+	{
+		name: "rebalance-tolerance", arg: "PERCENT", def: "10%",
+		help:  "rebalancing stops once the most and the least loaded RUNNING node differ by at most this percentage of the mean identity count (and at least one identity), 0% to 100%",
+		set:   percentSetter(func(c *Config) *int { return &c.RebalanceTolerance }),
+		check: func(c Config) error { return checkRange(c.RebalanceTolerance, 0, 100) },
 	},
 	{
 		name: "look-ahead", arg: "DURATION", def: "1s",

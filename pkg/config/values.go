@@ -46,6 +46,35 @@ func intSetter(field func(*Config) *int) func(*Config, string) error {
 	}
 }
 
+// boolSetter stores true or false into the field.
+func boolSetter(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("not true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+// percentSetter stores a whole percentage, written with its % sign
+// ("10%"), into the field.
+func percentSetter(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		num, ok := strings.CutSuffix(v, "%")
+		if !ok {
+			return errors.New("not a percentage: want a whole number and %, e.g. 10%")
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil {
+			return errors.New("not a percentage: want a whole number and %, e.g. 10%")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
 // kindTargetSetter appends one KIND=TARGET entry to the field.
 func kindTargetSetter(field func(*Config) *[]KindTarget, want string) func(*Config, string) error {
 	return func(c *Config, v string) error {
@@ -341,6 +370,17 @@ func checkPositive(d time.Duration) error {
 func checkNonNegative(d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%v must not be negative", d)
+	}
+	return nil
+}
+
+// checkDurationRange requires lo <= d <= hi.
+func checkDurationRange(d, lo, hi time.Duration) error {
+	if d < lo {
+		return fmt.Errorf("%v is below the minimum of %v", d, lo)
+	}
+	if d > hi {
+		return fmt.Errorf("%v is above the maximum of %v", d, hi)
 	}
 	return nil
 }

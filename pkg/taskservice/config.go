@@ -102,6 +102,18 @@ type Config struct {
 	VoteDelay     time.Duration // status vote delay; default 5s
 	RemoveDelay   time.Duration // unmapping delay of an inactive identity; default 5s
 	DrainTimeout  time.Duration // wait for runs in flight when draining; default 30s
+	// Rebalancing (rebalance.go): every RebalanceInterval (default 10s)
+	// the placement leader compares the identity counts of the RUNNING
+	// nodes and, while the most and the least loaded differ by more than
+	// RebalanceTolerance percent of the mean (default 10; at least one
+	// identity; negative means 0%), moves identities from the one to the
+	// other, at most RebalanceRate (default 50) per interval, each a
+	// planned move. DisableRebalance turns it off: identities then move
+	// only on MoveIdentity, draining and a node's death.
+	DisableRebalance   bool
+	RebalanceInterval  time.Duration
+	RebalanceRate      int
+	RebalanceTolerance int
 	// LookAhead is how long before its fire time a run may be armed: its
 	// start written, its handler then called at the fire time (see
 	// docs/architecture.md, "Look-ahead"). Default 1s.
@@ -128,6 +140,14 @@ type Config struct {
 	// diagnosis, and for the test that proves polling is enough).
 	DisableHandoffWatch bool
 }
+
+// The rebalancing defaults (Config.RebalanceInterval, RebalanceRate,
+// RebalanceTolerance).
+const (
+	DefaultRebalanceInterval  = 10 * time.Second
+	DefaultRebalanceRate      = 50
+	DefaultRebalanceTolerance = 10
+)
 
 // DefaultMaxRequestBytes is etcd's default --max-request-bytes.
 const DefaultMaxRequestBytes = 1536 << 10
@@ -168,6 +188,21 @@ func (c *Config) setDefaults() error {
 	def(&c.RemoveDelay, 5*time.Second)
 	def(&c.DrainTimeout, 30*time.Second)
 	def(&c.LookAhead, time.Second)
+	def(&c.RebalanceInterval, DefaultRebalanceInterval)
+	if c.RebalanceInterval <= 0 {
+		return fmt.Errorf("taskservice: RebalanceInterval must be positive")
+	}
+	if c.RebalanceRate <= 0 {
+		c.RebalanceRate = DefaultRebalanceRate
+	}
+	switch {
+	case c.RebalanceTolerance == 0:
+		c.RebalanceTolerance = DefaultRebalanceTolerance
+	case c.RebalanceTolerance < 0:
+		c.RebalanceTolerance = 0
+	case c.RebalanceTolerance > 100:
+		return fmt.Errorf("taskservice: RebalanceTolerance %d%% is over 100%%", c.RebalanceTolerance)
+	}
 	def(&c.ColdAfter, 2*time.Minute)
 	if c.LeaseTTL < 2*time.Second {
 		return fmt.Errorf("taskservice: LeaseTTL %s is below etcd's minimum of 2s", c.LeaseTTL)

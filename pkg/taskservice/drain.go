@@ -19,8 +19,10 @@ import (
 // once on its new owner), the others as their runs finish, and after
 // DrainTimeout the rest regardless (their runs in flight will be DROPPED
 // and run again by the new owner). With no other RUNNING node the
-// identities stay mapped to this node's name for its next start. Then the
-// node stops. ctx bounds the whole drain.
+// identities stay mapped to this node's name for its next start, and the
+// node stops once its runs in flight have ended (within DrainTimeout):
+// Stop waits for them, renewing the lease meanwhile. ctx bounds the whole
+// drain.
 func (n *Node) Drain(ctx context.Context) error {
 	n.mu.Lock()
 	if !n.started || n.stopped || n.draining {

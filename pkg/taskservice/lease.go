@@ -27,6 +27,10 @@ import (
 // errReplaced reports that another incarnation took over the node's name.
 var errReplaced = errors.New("replaced by a newer incarnation of the same name")
 
+// errRegistrationGone reports that the node's record is no longer under
+// its lease: the lease lapsed, or another incarnation wrote the record.
+var errRegistrationGone = errors.New("the record is no longer under this node's lease")
+
 // register grants a lease and writes the node's record under it. A record
 // left by an earlier incarnation of the same name is replaced and its lease
 // revoked at once, so nothing waits for it to expire, unless that
@@ -144,7 +148,7 @@ func (n *Node) publish(ctx context.Context) error {
 		return fmt.Errorf("publish node %s: %w", n.cfg.Name, err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("publish node %s: the record is no longer under this node's lease", n.cfg.Name)
+		return fmt.Errorf("publish node %s: %w", n.cfg.Name, errRegistrationGone)
 	}
 	return nil
 }
@@ -153,7 +157,9 @@ func (n *Node) publish(ctx context.Context) error {
 // for a while makes the node stop starting runs (leaseFresh); a lease that
 // etcd no longer knows makes it forget its identities and register again.
 // If another incarnation of the same name registered meanwhile, the node
-// stops: it was replaced.
+// stops: it was replaced. It runs until Stop has seen the last run's outcome
+// committed (Node.keeper); a lease lost while the node stops is not taken
+// again.
 func (n *Node) leaseLoop(ctx context.Context) {
 	every := n.cfg.LeaseTTL / 4
 	timer := time.NewTimer(every)
@@ -193,6 +199,13 @@ func (n *Node) leaseLoop(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
+			if n.life.Err() != nil {
+				// Stopping: the runs still in flight can no longer commit;
+				// they are cancelled, and nothing registers again.
+				n.log.Warn("node lease lost while stopping; cancelling the runs in flight")
+				n.fence()
+				return
+			}
 			n.log.Warn("node lease lost; forgetting identities and registering again")
 			n.fence()
 			if err := n.rejoin(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
@@ -40,9 +41,15 @@ type Node struct {
 	stopLife   context.CancelFunc
 	runCtx     context.Context
 	cancelRuns context.CancelCauseFunc
-	// loops are the node's long-lived loops (lease, dispatch, watches...),
+	// loops are the node's long-lived loops (dispatch, watches...),
 	// stopped by Stop before it waits for the runs.
 	loops *startstop.Group
+	// keeper renews the node's lease (leaseLoop). Stop ends it last, once
+	// the runs in flight have ended and their outcomes are committed: a
+	// lease left to lapse while Stop waits for a long run would let the
+	// placement leader hand the identities on (a second execution) and
+	// would leave the final writes no registration to write to.
+	keeper *startstop.Group
 	// detached are the goroutines that stop the node from inside (a drain
 	// asked for through the control key, a node that was replaced): Stop
 	// waits for the loops, so they cannot be loops. Stop cancels the group
@@ -162,6 +169,7 @@ func New(cfg Config) (*Node, error) {
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
+	n.keeper = startstop.New(context.Background(), n.log, 2*cfg.EtcdTimeout)
 	n.detached = startstop.New(context.Background(), n.log, 0)
 	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
 	n.hub = newEventHub(n)
@@ -237,7 +245,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
-	n.loops.Go("lease", n.leaseLoop)
+	n.keeper.Go("lease", n.leaseLoop)
 	// Calendars and pauses are known before any task is queued.
 	var calRev int64
 	if err := n.startStep(ctx, "load calendars", func() (err error) {
@@ -328,7 +336,11 @@ func (n *Node) ownedCount() int {
 // Stop stops dispatching, waits for runs in flight until ctx is done, then
 // cancels them (they end INTERRUPTED and, with requests_recovery, run again
 // on the next start), marks the node STOPPED and revokes its lease. The
-// identities stay mapped to the node's name for its next start.
+// identities stay mapped to the node's name for its next start. The lease
+// is renewed until the runs have ended and their outcomes are committed. A
+// registration already gone when the node marks itself STOPPED (its lease
+// lapsed, or a newer incarnation took the name) is not an error: the
+// record and the lease that Stop would remove are gone already.
 func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	if n.stopped {
@@ -349,6 +361,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.releaseQueuedReservations()
 	n.disarmAll(errNodeStopping)
 
+	n.log.Debug("stopping: waiting for the runs in flight")
 	done := make(chan struct{})
 	go func() { n.runs.Wait(); close(done) }()
 	select {
@@ -361,6 +374,8 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.cancelRuns(errNodeStopping)
 	n.batch.wait()
 	n.checks.wait()
+	// Nothing commits any more: the lease may go.
+	n.keeper.Stop()
 	if !wasStarted {
 		return nil
 	}
@@ -372,13 +387,21 @@ func (n *Node) Stop(ctx context.Context) error {
 	// The final writes are made even if ctx (the wait for runs) is over,
 	// each bounded by EtcdTimeout.
 	bg := context.WithoutCancel(ctx)
-	if err := n.publish(bg); err != nil {
+	gone := false
+	if err := n.publish(bg); errors.Is(err, errRegistrationGone) {
+		gone = true
+	} else if err != nil {
 		errs = append(errs, err)
 	}
 	cctx, cancel := n.etcdCtx(bg)
 	defer cancel()
-	if _, err := n.cli.Revoke(cctx, lease); err != nil {
+	if _, err := n.cli.Revoke(cctx, lease); errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		gone = true
+	} else if err != nil {
 		errs = append(errs, fmt.Errorf("revoke node lease: %w", err))
+	}
+	if gone {
+		n.log.Warn("stop: the registration was gone already (the lease lapsed or the name was taken over)")
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)

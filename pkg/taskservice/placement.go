@@ -22,7 +22,7 @@ import (
 
 // This file moves identities between nodes (contract §3.1-3.2): explicit
 // moves, the placement leader's reassignment of a dead node's identities,
-// and (drain.go) draining. Every move is one Txn: the identity's epoch
+// (drain.go) draining and (rebalance.go) rebalancing. Every move is one Txn: the identity's epoch
 // compare, the new mapping (a new epoch), the ownership index, and a
 // handoff entry in the new owner's area.
 
@@ -30,6 +30,7 @@ import (
 type candidate struct {
 	name, inc string
 	lease     int64 // the registration's lease: the Txn compares it
+	rev       int64 // the registration's revision (it changes with the state)
 	state     taskdv1.NodeState
 	load      int64
 }
@@ -57,7 +58,8 @@ func (n *Node) candidates(ctx context.Context) ([]*candidate, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &candidate{name: rec.Name, inc: rec.Incarnation, lease: kv.Lease, state: rec.State, load: load})
+		out = append(out, &candidate{name: rec.Name, inc: rec.Incarnation, lease: kv.Lease, rev: kv.ModRevision,
+			state: rec.State, load: load})
 	}
 	return out, nil
 }
@@ -192,7 +194,8 @@ func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead str
 
 // placementLoop campaigns to be the placement leader and, while leader,
 // reassigns the identities of dead nodes (contract §3.1, §5.4's counterpart
-// for a node that does not come back).
+// for a node that does not come back) and rebalances the RUNNING nodes
+// (rebalance.go).
 func (n *Node) placementLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		n.mu.Lock()
@@ -231,16 +234,27 @@ func (n *Node) lead(ctx context.Context, l identity.Leadership) {
 		n.watchNodeDeaths(ctx, sweep)
 	}()
 	ticker := time.NewTicker(n.cfg.LeaseTTL)
-	for ctx.Err() == nil {
-		if err := n.sweep(ctx, l); err != nil && ctx.Err() == nil {
-			n.log.Warn("placement sweep failed", "error", err)
+	rebalance, stopRebalance := n.rebalanceTicks()
+	rb := newRebalancer()
+	for skipSweep := false; ctx.Err() == nil; {
+		if !skipSweep {
+			if err := n.sweep(ctx, l); err != nil && ctx.Err() == nil {
+				n.log.Warn("placement sweep failed", "error", err)
+			}
 		}
+		skipSweep = false
 		select {
 		case <-sweep:
 		case <-ticker.C:
+		case <-rebalance:
+			// In turn with the sweeps: a dead node's identities are
+			// reassigned before the spread is looked at.
+			n.rebalanceRound(ctx, l, rb)
+			skipSweep = true
 		case <-ctx.Done():
 		}
 	}
+	stopRebalance()
 	ticker.Stop()
 	cancel()
 	wg.Wait()

@@ -123,6 +123,17 @@ type Observer struct {
 	// HandoffTaken is told how long taking one handoff entry took (loading
 	// the identity or task it names), for each entry taken without error.
 	HandoffTaken func(took time.Duration)
+	// RebalanceMoves is told, on the placement leader, how many identities
+	// each rebalancing round moved (rebalance.go), for every round that
+	// moved some.
+	RebalanceMoves func(moves int)
+}
+
+// observeRebalance reports a rebalancing round's moves to the observer.
+func (o Observer) observeRebalance(moves int) {
+	if o.RebalanceMoves != nil && moves > 0 {
+		o.RebalanceMoves(moves)
+	}
 }
 
 // observeTxn reports a Txn of items writes to the observer.

@@ -1,0 +1,107 @@
+package taskservice
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// planned renders a plan as "from>to:count" per source and target.
+func planned(plan []rebalanceMoves) string {
+	s := ""
+	for _, p := range plan {
+		counts := map[string]int{}
+		var order []string
+		for _, c := range p.to {
+			if counts[c.name] == 0 {
+				order = append(order, c.name)
+			}
+			counts[c.name]++
+		}
+		for _, to := range order {
+			s += fmt.Sprintf("%s>%s:%d ", p.from.name, to, counts[to])
+		}
+	}
+	return s
+}
+
+// TestPlanRebalance checks the plans of one round: from the most to the
+// least loaded, at most rate moves, none once the spread is within the
+// tolerance (at least one identity), loads of the candidates unchanged.
+func TestPlanRebalance(t *testing.T) {
+	nodes := func(loads ...int64) []*candidate {
+		var cs []*candidate
+		for i, l := range loads {
+			cs = append(cs, &candidate{name: string(rune('a' + i)), load: l})
+		}
+		return cs
+	}
+	tests := []struct {
+		name      string
+		live      []*candidate
+		rate, tol int
+		want      string
+	}{
+		{"one node", nodes(100), 50, 10, ""},
+		{"empty", nodes(0, 0), 50, 10, ""},
+		{"within the slack of one", nodes(3, 2), 50, 0, ""},
+		{"two apart, no tolerance", nodes(3, 1), 50, 0, "a>b:1 "},
+		{"a joining node, rate-bound", nodes(100, 0), 10, 10, "a>b:10 "},
+		{"a joining node, to the tolerance", nodes(100, 0), 50, 10, "a>b:48 "},
+		{"within 10% of the mean", nodes(52, 48), 50, 10, ""},
+		{"just over 10% of the mean", nodes(53, 47), 50, 10, "a>b:1 "},
+		{"one of three joins", nodes(30, 30, 0), 50, 10, "a>c:10 b>c:9 "},
+		{"ties by name", nodes(10, 10, 0, 0), 2, 0, "a>c:1 b>d:1 "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := make([]int64, len(tc.live))
+			for i, c := range tc.live {
+				before[i] = c.load
+			}
+			plan := planRebalance(tc.live, tc.rate, tc.tol)
+			if got := planned(plan); got != tc.want {
+				t.Errorf("plan %q, want %q", got, tc.want)
+			}
+			moves := 0
+			for _, p := range plan {
+				moves += len(p.to)
+			}
+			if moves > tc.rate {
+				t.Errorf("%d moves planned, rate %d", moves, tc.rate)
+			}
+			for i, c := range tc.live {
+				if c.load != before[i] {
+					t.Errorf("node %s's load changed from %d to %d", c.name, before[i], c.load)
+				}
+			}
+		})
+	}
+}
+
+// TestRebalanceDefaults checks the library's rebalancing defaults and
+// refusals: zero takes the default, a negative tolerance means 0%.
+func TestRebalanceDefaults(t *testing.T) {
+	base := func(mod func(*Config)) (Config, error) {
+		c := Config{Name: "n", Client: &clientv3.Client{}}
+		mod(&c)
+		err := c.setDefaults()
+		return c, err
+	}
+	c, err := base(func(*Config) {})
+	if err != nil || c.DisableRebalance || c.RebalanceInterval != 10*time.Second || c.RebalanceRate != 50 || c.RebalanceTolerance != 10 {
+		t.Errorf("defaults: %v, interval %s, rate %d, tolerance %d, disabled %v", err, c.RebalanceInterval,
+			c.RebalanceRate, c.RebalanceTolerance, c.DisableRebalance)
+	}
+	if c, err := base(func(c *Config) { c.RebalanceTolerance = -1 }); err != nil || c.RebalanceTolerance != 0 {
+		t.Errorf("negative tolerance: %v, %d, want 0", err, c.RebalanceTolerance)
+	}
+	if _, err := base(func(c *Config) { c.RebalanceTolerance = 101 }); err == nil {
+		t.Error("a tolerance over 100% was accepted")
+	}
+	if _, err := base(func(c *Config) { c.RebalanceInterval = -time.Second }); err == nil {
+		t.Error("a negative rebalance interval was accepted")
+	}
+}

@@ -466,10 +466,10 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 // start writes the run marker of a due entry of any scope (fenced as its
 // scope requires) and returns the function that launches its run (which
 // then holds the slot), or nil. The rules every start keeps, whatever the
-// scope: nothing starts while the node is draining or cannot prove its
-// lease is live; a record that still carries a run marker is never started
-// over (the marker is resolved first); a run never starts before its fire
-// time; one task has at most one run in flight on this node.
+// scope: nothing starts while the node drains, its lease is not proven, or
+// the identity is leaving; a record that still carries a run marker is never
+// started over (the marker is resolved first); a run never starts before its
+// fire time; one task has at most one run in flight on this node.
 //
 // With ahead > 0 the start is written up to ahead before the fire time
 // and planned as of the fire time: the run is armed (arming.go) and
@@ -477,7 +477,7 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	n.mu.Lock()
 	st := e.ident
-	if e.gone || st.lost || n.draining || !n.leaseFreshLocked() {
+	if e.gone || st.lost || st.leaving || n.draining || !n.leaseFreshLocked() {
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
@@ -177,29 +178,39 @@ func (n *Node) recheckOwned(ctx context.Context, from identity.Owner) (left bool
 // errNoTarget reports that no other node can take identities.
 var errNoTarget = errors.New("no other RUNNING node to take them")
 
-// controlLoop watches this node's control key: a DrainNode request from
-// any node lands there. Each list reads the key and acts on a request found
-// in it.
+// controlLoop watches this node's control area: a DrainNode request from
+// any node, and the placement leader's rebalancing requests
+// (rebalancerequest.go), land there. Each list reads the area and acts on
+// the requests found in it.
 func (n *Node) controlLoop(ctx context.Context) {
-	key := n.controlKey(n.cfg.Name)
-	n.follow(ctx, "control key", etcdwatch.Follower{
-		Key: key,
+	area := n.cfg.Prefix + "control/" + n.cfg.Name + "/"
+	act := func(ctx context.Context, kv *mvccpb.KeyValue) {
+		switch string(kv.Key) {
+		case n.controlKey(n.cfg.Name):
+			n.drainRequested(ctx, string(kv.Value), kv.ModRevision)
+		case n.rebalanceKey(n.cfg.Name):
+			n.rebalanceRequested(ctx, string(kv.Value), kv.ModRevision)
+		}
+	}
+	n.follow(ctx, "control area", etcdwatch.Follower{
+		Key:     area,
+		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		List: func(ctx context.Context) (int64, error) {
 			cctx, cancel := n.etcdCtx(ctx)
-			resp, err := n.cli.Get(cctx, key)
+			resp, err := n.cli.Get(cctx, area, clientv3.WithPrefix())
 			cancel()
 			if err != nil {
 				return 0, err
 			}
-			if len(resp.Kvs) > 0 {
-				n.drainRequested(ctx, string(resp.Kvs[0].Value), resp.Kvs[0].ModRevision)
+			for _, kv := range resp.Kvs {
+				act(ctx, kv)
 			}
 			return resp.Header.Revision, nil
 		},
 		Events: func(ctx context.Context, evs []*clientv3.Event) {
 			for _, ev := range evs {
 				if ev.Type == clientv3.EventTypePut {
-					n.drainRequested(ctx, string(ev.Kv.Value), ev.Kv.ModRevision)
+					act(ctx, ev.Kv)
 				}
 			}
 		},

@@ -95,9 +95,13 @@ type Node struct {
 	hub      *eventHub // the one watch of the event streams (eventhub.go)
 	batch    *batcher
 	checks   *batcher
-	draining bool                  // no run starts; identities are being handed away
-	pauses   pauseSet              // identity and kind pauses in force (pauses.go)
-	limits   map[string]*kindLimit // per-kind concurrency limits (limits.go); read-only map
+	draining bool     // no run starts; identities are being handed away
+	pauses   pauseSet // identity and kind pauses in force (pauses.go)
+	// rebalancedAway holds the identities this node moved away serving
+	// rebalancing requests, until when they stay if they come back
+	// (rebalancerequest.go). Used by the control loop only.
+	rebalancedAway map[string]time.Time
+	limits         map[string]*kindLimit // per-kind concurrency limits (limits.go); read-only map
 	// workerQs are the entries waiting for a remote worker, by kind
 	// (workerwait.go).
 	workerQs map[string]*workerQueue
@@ -127,31 +131,32 @@ func New(cfg Config) (*Node, error) {
 	var inc [8]byte
 	_, _ = rand.Read(inc[:])
 	n := &Node{
-		cfg:          cfg,
-		cli:          cfg.Client,
-		keys:         pending.NewKeys(cfg.Prefix),
-		store:        pending.NewStore(cfg.Client, pending.NewKeys(cfg.Prefix)),
-		idmap:        identity.NewMap(cfg.Client, identity.NewKeys(cfg.Prefix)),
-		ids:          pending.NewIDSource(),
-		incarnation:  hex.EncodeToString(inc[:]),
-		nodesPrefix:  cfg.Prefix + "nodes/",
-		state:        taskdv1.NodeState_NODE_STATE_STARTING,
-		idents:       map[string]*identState{},
-		local:        map[string]*identState{},
-		every:        map[string]*identState{},
-		remoteOwners: map[string]identity.Owner{},
-		flights:      map[taskRef]*flight{},
-		armedRuns:    map[*armedRun]struct{}{},
-		repairWake:   make(chan struct{}, 1),
-		leaseWake:    make(chan struct{}, 1),
-		wake:         make(chan struct{}, 1),
-		thawWake:     make(chan struct{}, 1),
-		slots:        make(chan struct{}, cfg.Workers),
-		pauses:       newPauseSet(),
-		limits:       newKindLimits(cfg.KindLimits),
-		workerQs:     map[string]*workerQueue{},
-		unserved:     map[string]*unservedKind{},
-		declared:     map[string]bool{},
+		cfg:            cfg,
+		cli:            cfg.Client,
+		keys:           pending.NewKeys(cfg.Prefix),
+		store:          pending.NewStore(cfg.Client, pending.NewKeys(cfg.Prefix)),
+		idmap:          identity.NewMap(cfg.Client, identity.NewKeys(cfg.Prefix)),
+		ids:            pending.NewIDSource(),
+		incarnation:    hex.EncodeToString(inc[:]),
+		nodesPrefix:    cfg.Prefix + "nodes/",
+		state:          taskdv1.NodeState_NODE_STATE_STARTING,
+		idents:         map[string]*identState{},
+		local:          map[string]*identState{},
+		every:          map[string]*identState{},
+		remoteOwners:   map[string]identity.Owner{},
+		flights:        map[taskRef]*flight{},
+		armedRuns:      map[*armedRun]struct{}{},
+		repairWake:     make(chan struct{}, 1),
+		leaseWake:      make(chan struct{}, 1),
+		wake:           make(chan struct{}, 1),
+		thawWake:       make(chan struct{}, 1),
+		slots:          make(chan struct{}, cfg.Workers),
+		pauses:         newPauseSet(),
+		rebalancedAway: map[string]time.Time{},
+		limits:         newKindLimits(cfg.KindLimits),
+		workerQs:       map[string]*workerQueue{},
+		unserved:       map[string]*unservedKind{},
+		declared:       map[string]bool{},
 	}
 	for _, k := range cfg.DeclaredKinds {
 		n.declared[k] = true

@@ -22,9 +22,10 @@ import (
 
 // This file moves identities between nodes (contract §3.1-3.2): explicit
 // moves, the placement leader's reassignment of a dead node's identities,
-// (drain.go) draining and (rebalance.go) rebalancing. Every move is one Txn: the identity's epoch
-// compare, the new mapping (a new epoch), the ownership index, and a
-// handoff entry in the new owner's area.
+// (drain.go) draining and (rebalance.go, rebalancerequest.go) rebalancing.
+// Every move is one Txn: the identity's epoch compare, the new mapping (a
+// new epoch), the ownership index, and a handoff entry in the new owner's
+// area.
 
 // candidate is a node that can take identities.
 type candidate struct {
@@ -97,8 +98,18 @@ type move struct {
 // commitMoves carries out moves in one Txn, with extra compares; ok is
 // false (nothing written) if any compare failed.
 func (n *Node) commitMoves(ctx context.Context, moves []move, extra ...clientv3.Cmp) (rev int64, ok bool, err error) {
+	resp, err := n.commitMovesTxn(ctx, moves, extra, nil, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	return resp.Header.Revision, resp.Succeeded, nil
+}
+
+// commitMovesTxn is commitMoves with operations of the caller's own: then
+// written with the moves, orElse read when a compare failed.
+func (n *Node) commitMovesTxn(ctx context.Context, moves []move, extra []clientv3.Cmp, then, orElse []clientv3.Op) (*clientv3.TxnResponse, error) {
 	cmps := append([]clientv3.Cmp(nil), extra...)
-	var ops []clientv3.Op
+	ops := append([]clientv3.Op(nil), then...)
 	targets := map[string]bool{}
 	for _, m := range moves {
 		if m.from.Mapped {
@@ -113,17 +124,17 @@ func (n *Node) commitMoves(ctx context.Context, moves []move, extra ...clientv3.
 		ops = append(ops, n.idmap.AssignOps(m.from.Identity, m.from.Node, m.to.name, m.to.inc)...)
 		op, err := n.handoffOp(m.to.name, m.from.Identity, "*")
 		if err != nil {
-			return 0, false, err
+			return nil, err
 		}
 		ops = append(ops, op)
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Else(orElse...).Commit()
 	if err != nil {
-		return 0, false, fmt.Errorf("move identities: %w", err)
+		return nil, fmt.Errorf("move identities: %w", err)
 	}
-	return resp.Header.Revision, resp.Succeeded, nil
+	return resp, nil
 }
 
 // movesPerTxn is how many moves fit in one Txn (4 operations each).
@@ -235,7 +246,6 @@ func (n *Node) lead(ctx context.Context, l identity.Leadership) {
 	}()
 	ticker := time.NewTicker(n.cfg.LeaseTTL)
 	rebalance, stopRebalance := n.rebalanceTicks()
-	rb := newRebalancer()
 	for skipSweep := false; ctx.Err() == nil; {
 		if !skipSweep {
 			if err := n.sweep(ctx, l); err != nil && ctx.Err() == nil {
@@ -249,7 +259,7 @@ func (n *Node) lead(ctx context.Context, l identity.Leadership) {
 		case <-rebalance:
 			// In turn with the sweeps: a dead node's identities are
 			// reassigned before the spread is looked at.
-			n.rebalanceRound(ctx, l, rb)
+			n.rebalanceRound(ctx, l)
 			skipSweep = true
 		case <-ctx.Done():
 		}

@@ -19,6 +19,9 @@ type identState struct {
 	durable bool
 	every   bool // the EVERY_NODE tasks of the identity (not owned: run here)
 	lost    bool
+	// leaving marks an identity chosen to move away (rebalancerequest.go):
+	// none of its runs starts until its move is made or given up.
+	leaving bool
 	tasks   taskSet
 	// run holds the identity's start queues and run slots while it has
 	// due work or runs (r); nil otherwise, which is most of the time for

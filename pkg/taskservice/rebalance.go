@@ -3,61 +3,44 @@ package taskservice
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 )
 
-// This file is the placement leader's rebalancing (contract §3.1): a node
-// that joins (or comes back empty after its identities went to the others)
-// gets its share, gradually. Every Config.RebalanceInterval the leader
-// counts the identities of each RUNNING node and, while the most and the
-// least loaded differ by more than the tolerance, plans moves from the one
-// to the other.
+// This file is the placement leader's side of rebalancing (contract §3.1):
+// a node that joins (or comes back empty after its identities went to the
+// others) gets its share, gradually. Every Config.RebalanceInterval the
+// leader counts the identities of each RUNNING node and, while the most and
+// the least loaded differ by more than the tolerance, plans moves from the
+// one to the other. It plans counts only: which identities move is the
+// source node's choice (rebalancerequest.go), since only the owner knows
+// which of its identities have a run in flight.
 //
 // Guarantees:
-//   - At most Config.RebalanceRate identities move per round, one round per
-//     interval: a cluster scaled out settles over several rounds, never in
-//     one burst.
-//   - Only RUNNING nodes give or take identities. Each move is one Txn
-//     fenced on the identity's epoch, on the leadership, and on the target's
-//     registration as it was read (same lease, same revision: still
-//     RUNNING, same incarnation).
-//   - Every move is a planned move (commitMoves, as MoveIdentity and
-//     draining): the old owner's runs in flight go on and their results
-//     reach the new owner, which waits for them (up to DrainTimeout)
-//     instead of running their fire times again.
-//   - An identity is not moved while a move of it may still be in flight:
-//     not if this leadership moved it within the cool-down
-//     (DrainTimeout + RebalanceInterval), nor while a handoff entry for it
-//     waits in its owner's area. Identities of the leader's own node with
-//     a run in flight (or armed) stay where they are: that much the leader
-//     knows without a read; another node's are taken in index order.
-//   - A round reads the registrations with one count per node, and per
-//     source only about twice as many index keys and mappings as it moves:
-//     its cost follows the moves, not the number of identities.
+//   - At most Config.RebalanceRate identities are asked for per round, one
+//     round per interval, and a source holds at most one request (a new
+//     one replaces one not served): a cluster scaled out settles over
+//     several rounds, never in one burst.
+//   - Only RUNNING nodes give or take identities. A request is written
+//     only while this node leads, the source's registration is as counted,
+//     and the source's previous request is as it was before the counts
+//     were read (so counts that a request being served has made stale
+//     never plan a second request on top of it). It names each target's
+//     registration as read, which the source's moves compare.
+//   - The owner never moves an identity with a run in flight, armed or due
+//     within the look-ahead, nor one whose handoff is still waiting, nor
+//     one it moved away and got back within the cool-down
+//     (DrainTimeout + RebalanceInterval): a rebalancing move never makes a
+//     second execution of a run, whatever the run's length.
+//   - A round reads the registrations with one count per node and the keys
+//     of the control area: its cost follows the nodes, not the number of
+//     identities.
 //   - Moves stop once the spread is within the tolerance: tolerance percent
 //     of the mean count, and never less than one identity, so that counts
 //     one apart are never shuffled back and forth.
-
-// rebalancer is the state of rebalancing for one leadership.
-type rebalancer struct {
-	// resting holds the identities this leadership moved, until when they
-	// may move again.
-	resting map[string]time.Time
-	// cursor is, per source node, the index key after which the next
-	// round looks for identities to move, so that ones skipped (busy,
-	// resting) do not hold the same place every round.
-	cursor map[string]string
-}
-
-func newRebalancer() *rebalancer {
-	return &rebalancer{resting: map[string]time.Time{}, cursor: map[string]string{}}
-}
 
 // rebalanceTicks returns the channel of rebalancing rounds, nil (never
 // ready) when rebalancing is off, and the function that stops it.
@@ -69,62 +52,83 @@ func (n *Node) rebalanceTicks() (<-chan time.Time, func()) {
 	return t.C, t.Stop
 }
 
-// rebalanceRound runs one round and reports it.
-func (n *Node) rebalanceRound(ctx context.Context, l identity.Leadership, rb *rebalancer) {
-	moved, err := n.rebalance(ctx, l, rb)
-	if err != nil && ctx.Err() == nil {
-		n.log.Warn("rebalancing round failed", "moved", moved, "error", err)
+// rebalanceRound runs one round and logs a failure.
+func (n *Node) rebalanceRound(ctx context.Context, l identity.Leadership) {
+	if err := n.rebalance(ctx, l); err != nil && ctx.Err() == nil {
+		n.log.Warn("rebalancing round failed", "error", err)
 	}
-	n.cfg.Observer.observeRebalance(moved)
 }
 
-// rebalance plans and carries out one round's moves; it returns how many
-// identities moved.
-func (n *Node) rebalance(ctx context.Context, l identity.Leadership, rb *rebalancer) (int, error) {
+// rebalance plans one round's moves and writes them as requests into the
+// sources' control areas.
+func (n *Node) rebalance(ctx context.Context, l identity.Leadership) error {
+	// The requests standing before the counts are read: a request written
+	// over one of them only if it did not change meanwhile (moves of it
+	// served after this read would make the counts stale).
+	standing, err := n.standingRequests(ctx)
+	if err != nil {
+		return err
+	}
 	cs, err := n.candidates(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	live := running(cs, "")
 	plan := planRebalance(live, n.cfg.RebalanceRate, n.cfg.RebalanceTolerance)
-	if len(plan) == 0 {
-		return 0, nil
-	}
-	now := time.Now()
-	for id, until := range rb.resting {
-		if now.After(until) {
-			delete(rb.resting, id)
-		}
-	}
-	rest := now.Add(n.cfg.DrainTimeout + n.cfg.RebalanceInterval)
-	before := spreadOf(live)
-	total := 0
+	asked := 0
 	for _, p := range plan {
-		owners, err := n.rebalanceChoice(ctx, p.from, len(p.to), rb)
+		req := newRebalanceRequest(p, l.Rev, n.cfg.Name)
+		ok, err := n.putRebalanceRequest(ctx, l, p.from, req, standing[p.from.name])
 		if err != nil {
-			return total, err
+			return err
 		}
-		moves := make([]move, len(owners))
-		for i, o := range owners {
-			moves[i] = move{from: o, to: p.to[i]}
-		}
-		done, err := n.commitRebalance(ctx, l, moves)
-		for _, m := range done {
-			rb.resting[m.from.Identity] = rest
-			if m.from.Node == n.cfg.Name {
-				n.identityLeft(m.from.Identity, m.rev) // at once, not at the watch's pace
-			}
-		}
-		total += len(done)
-		if err != nil {
-			return total, err
+		if ok {
+			asked += req.total()
 		}
 	}
-	if total > 0 {
-		n.log.Info("rebalanced identities", "moved", total, "spread_before", before,
-			"nodes", len(live), "rate", n.cfg.RebalanceRate)
+	if asked > 0 {
+		n.log.Debug("asked for rebalancing moves", "identities", asked, "sources", len(plan),
+			"spread", spreadOf(live), "nodes", len(live), "rate", n.cfg.RebalanceRate)
 	}
-	return total, nil
+	return nil
+}
+
+// standingRequests reads the mod revisions of the rebalancing requests in
+// the control areas, by node.
+func (n *Node) standingRequests(ctx context.Context) (map[string]int64, error) {
+	prefix := n.cfg.Prefix + "control/"
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("list the control areas: %w", err)
+	}
+	out := map[string]int64{}
+	for _, kv := range resp.Kvs {
+		node, ok := rebalanceKeyNode(prefix, string(kv.Key))
+		if ok {
+			out[node] = kv.ModRevision
+		}
+	}
+	return out, nil
+}
+
+// putRebalanceRequest writes req into from's control area, under from's
+// lease (a request dies with its node), if this node still leads, from's
+// registration is as read and from's request key still stands at was (0:
+// absent). ok is false if a compare failed.
+func (n *Node) putRebalanceRequest(ctx context.Context, l identity.Leadership, from *candidate, req rebalanceRequest, was int64) (bool, error) {
+	key := n.rebalanceKey(from.name)
+	cctx, cancel := n.etcdCtx(ctx)
+	defer cancel()
+	resp, err := n.cli.Txn(cctx).If(l.Fence(),
+		clientv3.Compare(clientv3.ModRevision(n.nodesPrefix+from.name), "=", from.rev),
+		clientv3.Compare(clientv3.ModRevision(key), "=", was)).
+		Then(clientv3.OpPut(key, req.encode(), clientv3.WithLease(clientv3.LeaseID(from.lease)))).Commit()
+	if err != nil {
+		return false, fmt.Errorf("request rebalancing moves from %s: %w", from.name, err)
+	}
+	return resp.Succeeded, nil
 }
 
 // spreadOf is the difference between the most and the least loaded node.
@@ -196,144 +200,4 @@ func planRebalance(live []*candidate, rate, tolerance int) []rebalanceMoves {
 		load[lo]++
 	}
 	return plan
-}
-
-// rebalanceChoice picks up to want identities of from to move: in from's
-// ownership index after the node's cursor, mapped to from's current
-// incarnation, not resting, with no handoff entry waiting at from and,
-// when from is this node, with no run in flight here.
-func (n *Node) rebalanceChoice(ctx context.Context, from *candidate, want int, rb *rebalancer) ([]identity.Owner, error) {
-	prefix := n.idmap.Keys().OwnedPrefix(from.name)
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	start := rb.cursor[from.name]
-	if start == "" || !strings.HasPrefix(start, prefix) {
-		start = prefix
-	}
-	limit := int64(2*want + 8)
-	var ids []string
-	seen := map[string]bool{} // a small index is read twice when the cursor wraps
-	for pass := 0; pass < 2 && len(ids) < int(limit); pass++ {
-		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Get(cctx, start, clientv3.WithRange(end), clientv3.WithKeysOnly(),
-			clientv3.WithLimit(limit-int64(len(ids))))
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("list identities of %s: %w", from.name, err)
-		}
-		for _, kv := range resp.Kvs {
-			rb.cursor[from.name] = string(kv.Key) + "\x00"
-			id, err := identity.Decode(string(kv.Key[len(prefix):]))
-			if err != nil || seen[id] || n.busyHere(from, id) {
-				continue
-			}
-			seen[id] = true
-			if _, resting := rb.resting[id]; !resting {
-				ids = append(ids, id)
-			}
-		}
-		if resp.More || start == prefix {
-			break
-		}
-		start = prefix // wrap around once
-		delete(rb.cursor, from.name)
-	}
-	return n.movableOwners(ctx, from, ids, want)
-}
-
-// busyHere reports whether id, of from, is this node's with a run in
-// flight (or armed) here.
-func (n *Node) busyHere(from *candidate, id string) bool {
-	if from.name != n.cfg.Name {
-		return false
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.identityFlightsLocked(id) > 0
-}
-
-// movableOwners reads the mappings of ids, with a count of the handoff
-// entries waiting for each at from, and returns up to want of them mapped
-// to from's incarnation with none waiting.
-func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string, want int) ([]identity.Owner, error) {
-	area := handoff.NewKeys(n.cfg.Prefix).Area(from.name)
-	per := max(1, n.cfg.MaxTxnOps/2)
-	var out []identity.Owner
-	for len(ids) > 0 && len(out) < want {
-		chunk := ids[:min(per, len(ids))]
-		ids = ids[len(chunk):]
-		ops := make([]clientv3.Op, 0, 2*len(chunk))
-		for _, id := range chunk {
-			ops = append(ops, clientv3.OpGet(n.idmap.Keys().Mapping(id)),
-				clientv3.OpGet(area+identity.Encode(id)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()))
-		}
-		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("read mappings of %s: %w", from.name, err)
-		}
-		for i, id := range chunk {
-			owner, err := identity.OwnerFromResponse(id, (*clientv3.GetResponse)(resp.Responses[2*i].GetResponseRange()))
-			pending := resp.Responses[2*i+1].GetResponseRange().GetCount()
-			if err != nil || !owner.Mapped || owner.Node != from.name || owner.Incarnation != from.inc || pending > 0 {
-				continue
-			}
-			if out = append(out, owner); len(out) == want {
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-// madeMove is a move made, with the revision of its Txn.
-type madeMove struct {
-	move
-	rev int64
-}
-
-// commitRebalance carries out moves in batched Txns, each fenced on the
-// leadership and on every target's registration as read; a batch that
-// fails a compare is tried one move at a time, and a move that fails alone
-// is left for a later round. It returns the moves made.
-func (n *Node) commitRebalance(ctx context.Context, l identity.Leadership, moves []move) ([]madeMove, error) {
-	var done []madeMove
-	batch := n.movesPerTxn()
-	for len(moves) > 0 {
-		k := min(batch, len(moves))
-		part := moves[:k]
-		moves = moves[k:]
-		rev, ok, err := n.commitRebalanceBatch(ctx, l, part)
-		if err != nil {
-			return done, err
-		}
-		if ok {
-			for _, m := range part {
-				done = append(done, madeMove{m, rev})
-			}
-			continue
-		}
-		for _, m := range part {
-			rev, ok, err := n.commitRebalanceBatch(ctx, l, []move{m})
-			if err != nil {
-				return done, err
-			}
-			if ok {
-				done = append(done, madeMove{m, rev})
-			}
-		}
-	}
-	return done, nil
-}
-
-func (n *Node) commitRebalanceBatch(ctx context.Context, l identity.Leadership, moves []move) (int64, bool, error) {
-	extra := []clientv3.Cmp{l.Fence()}
-	seen := map[string]bool{}
-	for _, m := range moves {
-		if !seen[m.to.name] {
-			seen[m.to.name] = true
-			extra = append(extra, clientv3.Compare(clientv3.ModRevision(n.nodesPrefix+m.to.name), "=", m.to.rev))
-		}
-	}
-	return n.commitMoves(ctx, moves, extra...)
 }

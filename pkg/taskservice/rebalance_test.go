@@ -57,10 +57,10 @@ func ownedBy(t *testing.T, cli *clientv3.Client, node string) int64 {
 }
 
 // TestRebalanceGivesAJoiningNodeItsShare starts a second node beside one
-// that owns 100 identities: the placement leader moves identities to it
+// that owns 100 identities: the placement leader has identities moved to it
 // until the counts differ by at most the tolerance (10% of the mean: 5),
-// never more than the rate (10) in one round, each a MOVED event on the old
-// owner and a HANDED_OFF on the new one.
+// never more than the rate (10) in one request, each a MOVED event on the
+// old owner and a HANDED_OFF on the new one.
 func TestRebalanceGivesAJoiningNodeItsShare(t *testing.T) {
 	const ids, rate = 100, 10
 	r := &rounds{}
@@ -85,6 +85,14 @@ func TestRebalanceGivesAJoiningNodeItsShare(t *testing.T) {
 		return a+b == ids && a-b <= slack && b-a <= slack
 	}, "the identities spread over a and b within %d", slack)
 	a, b := ownedBy(t, c.cli, "a"), ownedBy(t, c.cli, "b")
+	// The source reports a request's moves once they are made.
+	tst.Eventually(t, 10*time.Second, func() bool {
+		total := 0
+		for _, k := range r.all() {
+			total += k
+		}
+		return int64(total) >= b
+	}, "the moves to be reported")
 	all := r.all()
 	t.Logf("a %d, b %d after %d rounds of moves %v", a, b, len(all), all)
 	total := 0
@@ -117,28 +125,68 @@ func TestRebalanceGivesAJoiningNodeItsShare(t *testing.T) {
 	}, "a MOVED and a HANDED_OFF event for each identity moved")
 }
 
-// TestRebalanceMoveOfARunInFlightRunsItOnce has the placement leader (b,
-// started first) rebalance an identity of a whose run is in flight (the
-// leader cannot know): the run goes on on a, its result reaches b, and the
-// run is executed exactly once and committed once, SUCCESS.
-func TestRebalanceMoveOfARunInFlightRunsItOnce(t *testing.T) {
-	r := &rounds{}
-	c := newCluster(t, []string{"b"}, rebalancing(10, r))
+// leaderIs waits for name to hold the placement leadership.
+func leaderIs(t *testing.T, cli *clientv3.Client, name string) {
+	t.Helper()
 	tst.Eventually(t, 10*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		resp, err := c.cli.Get(ctx, "/taskd/leader")
-		return err == nil && len(resp.Kvs) == 1 && strings.HasPrefix(string(resp.Kvs[0].Value), "b ")
-	}, "b to be the placement leader")
-	c.start("a", nil)
+		resp, err := cli.Get(ctx, "/taskd/leader")
+		return err == nil && len(resp.Kvs) == 1 && strings.HasPrefix(string(resp.Kvs[0].Value), name+" ")
+	}, "%s to be the placement leader", name)
+}
 
+// requestsServed counts the rebalancing requests to node that were taken
+// off its control area (served or refused), as a watch sees them.
+func requestsServed(t *testing.T, cli *clientv3.Client, node string) func() int {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	served := 0
+	done := make(chan struct{})
+	wch := cli.Watch(ctx, "/taskd/control/"+node+"/rebalance")
+	go func() {
+		defer close(done)
+		for resp := range wch {
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					mu.Lock()
+					served++
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return served
+	}
+}
+
+// TestRebalanceNeverMovesARunInFlight has the placement leader (b, started
+// first) rebalance a node (a) with three identities whose runs are in
+// flight, each longer than the drain timeout, and one idle identity: the
+// idle one is moved, the busy ones stay on a while their runs go on,
+// round after round (the leader keeps asking for a move), and each run is
+// executed exactly once, on a.
+func TestRebalanceNeverMovesARunInFlight(t *testing.T) {
+	const drainTimeout = 2 * time.Second
+	short := func(c *taskservice.Config) { c.DrainTimeout = drainTimeout }
+	r := &rounds{}
+	c := newCluster(t, []string{"b"}, func(c *taskservice.Config) { rebalancing(10, r)(c); short(c) })
+	leaderIs(t, c.cli, "b")
+	c.start("a", func(c *taskservice.Config) { rebalancing(10, r)(c); short(c) })
+	served := requestsServed(t, c.cli, "a")
+
+	busy := []string{"a-busy1", "a-busy2", "a-busy3"}
 	release := make(chan struct{})
-	started := make(chan struct{}, 1)
+	started := make(chan string, len(busy))
 	c.rec.behave = func(ctx context.Context, run *taskservice.Run, _ int) error {
-		if run.Identity != "a-busy" {
+		if !strings.HasPrefix(run.Identity, "a-busy") {
 			return nil
 		}
-		started <- struct{}{}
+		started <- run.Identity
 		select {
 		case <-release:
 			return nil
@@ -146,32 +194,67 @@ func TestRebalanceMoveOfARunInFlightRunsItOnce(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	task := c.schedule("a", spec("a-busy", "rec", now()))
-	select {
-	case <-started:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the run did not start on a")
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	tasks := map[string]*taskdv1.Task{}
+	for _, id := range busy {
+		tasks[id] = c.schedule("a", spec(id, "rec", now()))
 	}
-	// A second identity on a: the spread (2) is over the slack (1), and
-	// the first identity in a's index, the busy one, is moved to b.
-	c.own("a", "b-idle")
-	tst.Eventually(t, 20*time.Second, func() bool { return c.identity("a", "a-busy").Node == "b" },
-		"the busy identity to be moved to b")
-	if !c.ev["a"].hasIdentity(taskservice.EventMoved, "a-busy") {
-		t.Error("a recorded no MOVED event for the identity rebalanced away")
+	for range busy {
+		select {
+		case <-started:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the runs did not start on a")
+		}
 	}
+	// Four identities on a, none on b: the leader asks a for two moves,
+	// then (3 against 1) for one more every round. Only the idle one may
+	// go; in a's index it comes after the busy ones.
+	c.own("a", "z-idle")
+	// Until the idle one moved and a has answered requests over twice the
+	// drain timeout, or a run was called again.
+	need := int(2 * drainTimeout / (100 * time.Millisecond))
+	tst.Eventually(t, 60*time.Second, func() bool {
+		for _, id := range busy {
+			if len(c.rec.of(tasks[id].Id)) > 1 {
+				return true
+			}
+		}
+		return c.identity("b", "z-idle").Node == "b" && served() >= need
+	}, "the idle identity to be moved to b, and a to answer %d rebalancing requests", need)
+	for _, id := range busy {
+		if got := c.identity("b", id).Node; got != "a" {
+			t.Errorf("%s, with a run in flight, was moved to %s", id, got)
+		}
+		if c.ev["a"].hasIdentity(taskservice.EventMoved, id) {
+			t.Errorf("a recorded a MOVED event for %s, whose run is in flight", id)
+		}
+		if calls := c.nodesOf(tasks[id].Id); len(calls) != 1 {
+			t.Errorf("%s's run was called on %v while it was in flight on a", id, calls)
+		}
+	}
+	if got := c.identity("b", "z-idle").Node; got != "b" {
+		t.Errorf("the idle identity is on %s, want b", got)
+	}
+	released = true
 	close(release)
 
-	h := &harness{t: t, node: c.nodes["b"]}
-	h.waitState("a-busy", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
-	if got := c.nodesOf(task.Id); fmt.Sprint(got) != "[a]" {
-		t.Errorf("the run was executed on %v, want once on a", got)
-	}
-	runs := h.runs("a-busy", task.Id)
-	if len(runs) != 1 || runs[0].Outcome != taskdv1.Outcome_OUTCOME_SUCCESS || runs[0].Node != "a" {
-		t.Errorf("history %v: want one SUCCESS run, on a", runs)
+	h := &harness{t: t, node: c.nodes["a"]}
+	for _, id := range busy {
+		h.waitState(id, tasks[id].Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+		if got := c.nodesOf(tasks[id].Id); fmt.Sprint(got) != "[a]" {
+			t.Errorf("%s's run was executed on %v, want once on a", id, got)
+		}
+		runs := h.runs(id, tasks[id].Id)
+		if len(runs) != 1 || runs[0].Outcome != taskdv1.Outcome_OUTCOME_SUCCESS || runs[0].Node != "a" {
+			t.Errorf("%s's history %v: want one SUCCESS run, on a", id, runs)
+		}
 	}
 	if moves := r.all(); len(moves) == 0 {
-		t.Error("the leader reported no rebalancing round")
+		t.Error("no rebalancing moves were reported")
 	}
 }

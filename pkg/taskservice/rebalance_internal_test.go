@@ -105,3 +105,39 @@ func TestRebalanceDefaults(t *testing.T) {
 		t.Error("a negative rebalance interval was accepted")
 	}
 }
+
+// TestRebalanceRequestEncoding checks that a request reads back as written,
+// and that what encode never writes is refused.
+func TestRebalanceRequestEncoding(t *testing.T) {
+	b := &candidate{name: "b", inc: "0a1b", lease: 7, rev: 42}
+	c := &candidate{name: "c.2", inc: "ff", lease: 8, rev: 43}
+	req := newRebalanceRequest(rebalanceMoves{from: &candidate{name: "a", inc: "01"}, to: []*candidate{b, c, b}}, 5, "lead")
+	got, err := parseRebalanceRequest(req.encode())
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(req) || got.total() != 3 {
+		t.Fatalf("read back %+v, %v; wrote %+v", got, err, req)
+	}
+	claim := rebalanceRequest{source: "01", leaderRev: 5, leader: "lead", claimed: true}
+	if got, err := parseRebalanceRequest(claim.encode()); err != nil || !got.claimed || got.source != "01" {
+		t.Errorf("claim read back %+v, %v", got, err)
+	}
+	head := "rebalance v1\nsource 01\nleader 5 lead\n"
+	for _, bad := range []string{
+		"",
+		head,
+		head + "to b 0a1b 7 42 1", // no final newline
+		"rebalance v2\nsource 01\nleader 5 lead\nto b 0a1b 7 42 1\n",
+		"rebalance v1\nsource 0X\nleader 5 lead\nto b 0a1b 7 42 1\n",
+		head + "to b 0a1b 7 42 0\n",                   // no move
+		head + "to b 0a1b 7 -42 1\n",                  // negative revision
+		head + "to b 0a1b 7 042 1\n",                  // not as written
+		head + "to b/x 0a1b 7 42 1\n",                 // bad name
+		head + "to b 0a1b 7 42 1 9\n",                 // a field too many
+		head + "to b 0a1b 7 42 1\nto b 0a1b 7 42 1\n", // b twice
+		head + "to b 0a1b 7 42 10001\n",               // over the bound
+		head + "claimed\nto b 0a1b 7 42 1\n",
+	} {
+		if r, err := parseRebalanceRequest(bad); err == nil {
+			t.Errorf("%q read as %+v", bad, r)
+		}
+	}
+}

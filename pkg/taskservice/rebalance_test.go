@@ -258,3 +258,52 @@ func TestRebalanceNeverMovesARunInFlight(t *testing.T) {
 		t.Error("no rebalancing moves were reported")
 	}
 }
+
+// TestRebalanceRequestForAnEarlierIncarnationIsOnlyDeleted writes
+// rebalancing requests into a's control area by hand (rebalancing itself
+// is off, so no leader writes any): one for an earlier incarnation of a is
+// deleted and moves nothing; the same for a's current incarnation, from
+// the current leadership, moves the identity asked for and is deleted.
+func TestRebalanceRequestForAnEarlierIncarnationIsOnlyDeleted(t *testing.T) {
+	off := func(c *taskservice.Config) { c.DisableRebalance = true }
+	c := newCluster(t, []string{"a", "b"}, off)
+	c.own("a", "id-1")
+	c.own("a", "id-2")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	leader, err := c.cli.Get(ctx, "/taskd/leader")
+	if err != nil || len(leader.Kvs) != 1 {
+		t.Fatalf("read the leader key: %v", err)
+	}
+	reg, err := c.cli.Get(ctx, "/taskd/nodes/b")
+	if err != nil || len(reg.Kvs) != 1 {
+		t.Fatalf("read b's registration: %v", err)
+	}
+	request := func(source string) string {
+		return fmt.Sprintf("rebalance v1\nsource %s\nleader %d x\nto b %s %d %d 1\n", source,
+			leader.Kvs[0].CreateRevision, c.nodes["b"].Incarnation(), reg.Kvs[0].Lease, reg.Kvs[0].ModRevision)
+	}
+	key := "/taskd/control/a/rebalance"
+	gone := func() bool {
+		resp, err := c.cli.Get(ctx, key)
+		return err == nil && len(resp.Kvs) == 0
+	}
+
+	if _, err := c.cli.Put(ctx, key, request("00000000000000ff")); err != nil {
+		t.Fatalf("write the stale request: %v", err)
+	}
+	tst.Eventually(t, 10*time.Second, gone, "a to delete the request for an earlier incarnation")
+	if got := ownedBy(t, c.cli, "a"); got != 2 {
+		t.Errorf("a owns %d identities after a stale request, want 2", got)
+	}
+	if c.ev["a"].hasIdentity(taskservice.EventMoved, "id-1") || c.ev["a"].hasIdentity(taskservice.EventMoved, "id-2") {
+		t.Error("a stale request moved an identity")
+	}
+
+	if _, err := c.cli.Put(ctx, key, request(c.nodes["a"].Incarnation())); err != nil {
+		t.Fatalf("write the request: %v", err)
+	}
+	tst.Eventually(t, 10*time.Second, func() bool {
+		return gone() && ownedBy(t, c.cli, "a") == 1 && ownedBy(t, c.cli, "b") == 1
+	}, "a to move one identity to b and delete the request")
+}

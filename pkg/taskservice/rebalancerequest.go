@@ -154,6 +154,9 @@ func parseRebalanceRequest(s string) (rebalanceRequest, error) {
 		r.claimed = true
 		return r, nil
 	}
+	if len(lines) == 3 {
+		return r, errors.New("a request with no target")
+	}
 	if len(lines)-3 > maxRequestTargets {
 		return r, fmt.Errorf("%d targets, the limit is %d", len(lines)-3, maxRequestTargets)
 	}

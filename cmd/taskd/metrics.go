@@ -87,7 +87,7 @@ func newMetrics() *metrics {
 			Name: "taskd_identity_moves_total", Help: "Identities that left this node (moved away or unmapped; MOVED events).",
 		}),
 		rebalanced: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "taskd_rebalance_moves_total", Help: "Identities this node, as the placement leader, moved from the most to the least loaded RUNNING node (--rebalance).",
+			Name: "taskd_rebalance_moves_total", Help: "Identities this node moved away when the placement leader asked it to rebalance (--rebalance): to less loaded RUNNING nodes.",
 		}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "taskd_dropped_commits_total", Help: "Run results not committed because the run's fence failed (the identity's owner settled the run; DROPPED).",

@@ -106,10 +106,11 @@ type Config struct {
 	// the placement leader compares the identity counts of the RUNNING
 	// nodes and, while the most and the least loaded differ by more than
 	// RebalanceTolerance percent of the mean (default 10; at least one
-	// identity; negative means 0%), moves identities from the one to the
-	// other, at most RebalanceRate (default 50) per interval, each a
-	// planned move. DisableRebalance turns it off: identities then move
-	// only on MoveIdentity, draining and a node's death.
+	// identity; negative means 0%), has identities moved from the one to
+	// the other, at most RebalanceRate (default 50) per interval, each a
+	// planned move chosen by their owner, never one with a run in flight
+	// (rebalancerequest.go). DisableRebalance turns it off: identities
+	// then move only on MoveIdentity, draining and a node's death.
 	DisableRebalance   bool
 	RebalanceInterval  time.Duration
 	RebalanceRate      int

@@ -123,13 +123,13 @@ type Observer struct {
 	// HandoffTaken is told how long taking one handoff entry took (loading
 	// the identity or task it names), for each entry taken without error.
 	HandoffTaken func(took time.Duration)
-	// RebalanceMoves is told, on the placement leader, how many identities
-	// each rebalancing round moved (rebalance.go), for every round that
-	// moved some.
+	// RebalanceMoves is told, on the node whose identities move, how many
+	// of them each rebalancing request of the placement leader moved
+	// (rebalancerequest.go), for every request that moved some.
 	RebalanceMoves func(moves int)
 }
 
-// observeRebalance reports a rebalancing round's moves to the observer.
+// observeRebalance reports a rebalancing request's moves to the observer.
 func (o Observer) observeRebalance(moves int) {
 	if o.RebalanceMoves != nil && moves > 0 {
 		o.RebalanceMoves(moves)

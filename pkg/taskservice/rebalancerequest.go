@@ -22,11 +22,10 @@ import (
 // knows which have a run in flight.
 //
 // Guarantees:
-//   - An identity with a run in flight or armed, with an entry due within
-//     LookAhead (plus one etcd round trip), running, thawing or waiting for
-//     another node's run, with a handoff entry waiting, or moved away by
-//     this node and back within DrainTimeout + RebalanceInterval, is never
-//     chosen. The chosen ones are marked leaving under n.mu in the same
+//   - An identity with a run in flight or armed, with an entry already due,
+//     running, thawing or waiting for another node's run, with a handoff
+//     entry waiting, or moved away by this node and back within
+//     DrainTimeout + RebalanceInterval, is never chosen. The chosen ones are marked leaving under n.mu in the same
 //     critical section that found them idle, and no run of a leaving
 //     identity starts (start, dispatch.go), so none starts between the
 //     choice and the move. A rebalancing move therefore never leaves a run
@@ -272,7 +271,12 @@ func (n *Node) serveRebalance(ctx context.Context, req rebalanceRequest, rev int
 		}
 	}
 	want := req.total()
-	chosen := n.chooseToMove(2*want+8, now.Add(n.cfg.LookAhead+n.cfg.EtcdTimeout))
+	// Only what is due already holds an identity back: one due during the
+	// move is not started here (leaving) and runs on the new owner, late by
+	// the move's Txn and its handoff. Waiting for an identity idle through
+	// the look-ahead as well would never find one of a task that fires
+	// every second, and a busy cluster would never rebalance.
+	chosen := n.chooseToMove(2*want+8, now)
 	defer n.stopLeaving(chosen)
 	ids := make([]string, len(chosen))
 	for i, st := range chosen {

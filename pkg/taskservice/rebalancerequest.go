@@ -27,7 +27,7 @@ import (
 //     entry waiting, or moved away by this node and back within
 //     DrainTimeout + RebalanceInterval, is never chosen. The chosen ones are marked leaving under n.mu in the same
 //     critical section that found them idle, and no run of a leaving
-//     identity starts (start, dispatch.go), so none starts between the
+//     identity starts (start, start.go), so none starts between the
 //     choice and the move. A rebalancing move therefore never leaves a run
 //     in flight behind it, and never causes a second execution, however
 //     long runs take.

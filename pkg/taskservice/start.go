@@ -1,0 +1,409 @@
+package taskservice
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+)
+
+// This file writes a run's start: the fenced start Txn of a due entry
+// (start, writeStart), the launch of its handler once the start is
+// committed (launcher), and what becomes of an entry whose start did not
+// happen (putBack, settleNotStarted, conflict). The timer queue and the
+// starters that call it are dispatch.go's.
+
+// startCtx bounds the start write of a run by the node's lease margin: a
+// start that etcd applies after the node could last prove its lease live
+// is never followed by a handler call (the run is resolved instead).
+func (n *Node) startCtx() (context.Context, context.CancelFunc) {
+	return n.startCtxFrom(n.life)
+}
+
+// startCtxFrom is startCtx under parent. The start of a run armed ahead of
+// its fire time is not cancelled when the node stops: Stop waits for it,
+// and then undoes it (arming.go), where a start cut short might have been
+// applied and be left for the task's next owner to resolve as interrupted.
+func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.CancelFunc) {
+	n.mu.Lock()
+	d := n.renewedAt.Add(n.leaseMargin())
+	n.mu.Unlock()
+	return context.WithDeadline(parent, d)
+}
+
+// start writes the run marker of a due entry of any scope (fenced as its
+// scope requires) and returns the function that launches its run (which
+// then holds the slot), or nil. The rules every start keeps, whatever the
+// scope: nothing starts while the node drains, its lease is not proven, or
+// the identity is leaving; a record that still carries a run marker is never
+// started over (the marker is resolved first); a run never starts before its
+// fire time; one task has at most one run in flight on this node.
+//
+// With ahead > 0 the start is written up to ahead before the fire time
+// and planned as of the fire time: the run is armed (arming.go) and
+// returned as such, its handler called when it fires.
+func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
+	n.mu.Lock()
+	st := e.ident
+	if e.gone || st.lost || st.leaving || n.draining || !n.leaseFreshLocked() {
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return nil, nil
+	}
+	cur, snap := e.record(), n.snapLocked(e)
+	now := time.Now()
+	var tm timing
+	if cur != nil {
+		tm = n.entryTimingLocked(e, cur, now)
+	}
+	if cur == nil {
+		e.running = false
+		n.reschedLocked(e)
+		n.mu.Unlock()
+		return nil, nil
+	}
+	if cur.Running != nil {
+		n.mu.Unlock()
+		n.resolveMarker(e, cur, snap)
+		return nil, nil
+	}
+	at, purge, ok := dueTime(cur, n.cfg.Retention, tm)
+	if !ok || purge || at.After(now.Add(ahead)) || n.pausedByLocked(cur, st.name) != nil {
+		e.running = false
+		e.readyAt = 0
+		n.reschedLocked(e) // (parks a paused entry)
+		n.mu.Unlock()
+		return nil, nil
+	}
+	if at.After(now) {
+		tm = n.entryTimingLocked(e, cur, at) // armed: planned as of its fire time
+	}
+	if st.durable && snap.epoch < n.registeredRev {
+		// Owned under an epoch from before this node's current registration
+		// (loaded while it registered again): re-mapped first, then run.
+		n.mu.Unlock()
+		n.settleNotStarted(e, n.cfg.HandoffPeriod)
+		n.repair(st.name)
+		return nil, nil
+	}
+	f, ok := n.beginFlightLocked(e.ref())
+	if !ok {
+		// This node's earlier run of the task is still in flight (its
+		// identity left and came back meanwhile): the entry waits for that
+		// run to settle (endFlight queues it again).
+		n.queue.remove(e)
+		n.mu.Unlock()
+		return nil, nil
+	}
+	// The run's flight carries its kind's token (limits.go) and its remote
+	// worker's slot (workerwait.go) from here on.
+	if e.x != nil {
+		f.token, e.x.token = e.x.token, nil
+		if h := e.x.ww; h != nil {
+			f.reserved, h.reserved = h.reserved, nil
+		}
+	}
+	ready := e.readyAt.time()
+	reserved := f.reserved
+	n.mu.Unlock()
+	if reserved != nil && !reserved.Live() {
+		// The worker went away since it was reserved: the run is put back,
+		// due, not started for nobody.
+		n.abortFlight(f, e)
+		n.putBack(e)
+		return nil, nil
+	}
+
+	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
+	p.ready = ready
+	if ahead > 0 {
+		p.before = cur // an armed run not called is undone (arming.go)
+	}
+	rev, record, ok := n.writeStart(e, p, snap)
+	if !ok {
+		n.abortFlight(f, e)
+		return nil, nil
+	}
+	launch := n.launcher(e, f, p, snap.epoch, rev)
+	n.mu.Lock()
+	record()
+	e.readyAt = 0
+	var a *armedRun
+	switch {
+	case !p.run:
+		e.running = false
+		n.reschedLocked(e)
+	case ahead > 0:
+		a = &armedRun{e: e, f: f, rec: p.rec, epoch: snap.epoch, rev: rev, lease: snap.lease, at: at, launch: launch}
+		n.registerArmedLocked(a)
+	default:
+		n.armOverlapLocked(e, p.rec, rev, time.Time{})
+	}
+	n.mu.Unlock()
+	if !p.run {
+		n.abortFlight(f, e)
+	}
+	return launch, a
+}
+
+// startSnap is what a start reads of its entry under n.mu: the fences of
+// its write.
+type startSnap struct {
+	lease    clientv3.LeaseID // the node's registration lease when the start was planned
+	epoch    int64            // the identity's epoch (0 for EVERY_NODE and non-durable tasks)
+	rev      int64            // the task record's revision (EVERY_NODE: the shared record's)
+	progRev  int64            // EVERY_NODE: this node's progress revision
+	served   int64            // EVERY_NODE: the run-now request this node served last
+	manualIn bool             // EVERY_NODE: a run-now request is pending in the record
+}
+
+func (n *Node) snapLocked(e *entry) startSnap {
+	s := startSnap{rev: e.rev, lease: n.leaseID}
+	switch {
+	case e.ident.every:
+		s.progRev, s.served = e.ex().progRev, e.ex().prog.GetManualServedRev()
+		s.manualIn = e.rec != nil && e.rec.ManualRequested
+	case e.ident.durable:
+		s.epoch = e.ident.epoch
+	}
+	return s
+}
+
+// writeStart writes the run marker of plan p for e, fenced as e's scope
+// requires, and returns the revision the run's fence carries and a
+// function that records the written state in e (called under n.mu). ok is
+// false when nothing started: e was put back in the queue or handed to the
+// conflict path. Every write is bounded by the lease margin (startCtx).
+//
+//   - IDENTITY: the task key, fenced on the identity's epoch and the task's
+//     revision, through the batcher.
+//   - EVERY_NODE: this node's progress key, fenced on the node's
+//     registration, the shared record's revision and the progress revision.
+//   - non-durable: nothing is written.
+func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
+	st := e.ident
+	switch {
+	case st.every:
+		served := snap.served
+		if snap.manualIn && !p.rec.ManualRequested {
+			served = snap.rev
+		}
+		np := splitEvery(p.rec, served)
+		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		if err != nil {
+			n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
+			n.settleNotStarted(e, time.Second)
+			return 0, nil, false
+		}
+		ctx, cancel := n.startCtx()
+		kind := p.rec.GetSpec().GetKind()
+		resp, err := n.cli.Txn(ctx).If(append(n.everyFence(e, snap.rev, snap.progRev), n.pauseFence(st.name, kind)...)...).
+			Then(put).Else(n.pauseElse(st.name, kind)...).Commit()
+		cancel()
+		if err == nil && !resp.Succeeded && n.learnPausesFrom(st.name, kind,
+			(*clientv3.GetResponse)(resp.Responses[0].GetResponseRange()), (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange())) {
+			n.putBack(e) // parks it: the pause is known now
+			return 0, nil, false
+		}
+		if err != nil || !resp.Succeeded {
+			if err != nil {
+				n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
+			}
+			// The task changed (its watch brings it), this node registered
+			// again, or the write's outcome is unknown: read the progress
+			// again, so that a marker written after all is resolved.
+			n.settleNotStarted(e, n.cfg.HandoffPeriod)
+			n.spawn(func() { n.reloadEveryProgress(e) })
+			return 0, nil, false
+		}
+		rev := resp.Header.Revision
+		return rev, func() { e.rec, e.extra().prog, e.x.progRev = p.rec, np, rev }, true
+	case !st.durable:
+		return 0, func() { e.rec = p.rec }, true
+	}
+	put, err := n.keys.PutTask(p.rec)
+	if err != nil {
+		n.log.Error("encode task", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Second)
+		return 0, nil, false
+	}
+	// Besides the epoch and the task, a start is fenced on this node's own
+	// registration, under the lease it had when the start was planned: etcd
+	// can end a lease sooner than the node's last acknowledged renewal
+	// promised (seen around a stalled etcd leader), and a node whose
+	// registration is gone, or was renewed under a new lease since, must not
+	// start runs planned under the old one, whatever its own clock says.
+	parent := n.life
+	if p.before != nil {
+		parent = context.WithoutCancel(n.life) // armed ahead
+	}
+	ctx, cancel := n.startCtxFrom(parent)
+	// And on the pauses of its identity and kind (pauses.go).
+	kind := p.rec.GetSpec().GetKind()
+	out := n.batch.do(ctx,
+		append(append(n.runFence(st.name, e.id, snap.epoch, snap.rev),
+			clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(snap.lease))),
+			n.pauseFence(st.name, kind)...),
+		[]clientv3.Op{put},
+		append(append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)), n.pauseElse(st.name, kind)...))
+	cancel()
+	if errors.Is(out.err, ErrTooLarge) {
+		// The task's record is too large to write (one stored before its
+		// fields had limits): nothing was written, and sending it again
+		// every second cannot help; it is tried again after a minute, and
+		// a cancel of the task (which makes it smaller) ends it.
+		n.log.Error("start run: the task's record is too large to write", "identity", st.name, "task", e.id, "error", out.err)
+		n.settleNotStarted(e, time.Minute)
+		return 0, nil, false
+	}
+	if out.err != nil {
+		// If the write was applied after all, the next attempt's compare
+		// fails, finds this marker and resolves it (the handler was not
+		// called, so the fire time runs again).
+		n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
+			"maybe_applied", !out.notSent, "error", out.err)
+		n.settleNotStarted(e, time.Second)
+		return 0, nil, false
+	}
+	if !out.ok {
+		if len(out.els) > 4 && n.learnPausesFrom(st.name, kind,
+			(*clientv3.GetResponse)(out.els[3].GetResponseRange()), (*clientv3.GetResponse)(out.els[4].GetResponseRange())) {
+			n.putBack(e) // parks it: the pause is known now
+			return 0, nil, false
+		}
+		n.conflict(e, snap.epoch, out.els)
+		return 0, nil, false
+	}
+	return out.rev, func() { e.rec, e.raw, e.rev = p.rec, "", out.rev }, true
+}
+
+// abortFlight takes a run of e that did not start out of the registry. e
+// itself is put back by the caller; the task's current entry, if it is
+// another one waiting for this flight (the identity was loaded again while
+// the start was being written), is put back here, or it would wait forever.
+func (n *Node) abortFlight(f *flight, e *entry) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f.cancel(nil)
+	n.releaseTokenLocked(&f.token)
+	n.releaseFlightReservationLocked(f)
+	if n.flights[f.ref] == f {
+		delete(n.flights, f.ref)
+	}
+	if cur := n.entryLocked(f.ref); cur != nil && cur != e && cur.running {
+		cur.running = false
+		n.reschedLocked(cur)
+	}
+}
+
+// launcher reports a started run's misfires and returns the function that
+// calls its handler (FIRED, STARTED, then the call), or nil if the plan
+// runs nothing. It is called from a goroutine Stop waits for, and counts
+// the run for Stop from here on.
+func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func() {
+	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
+	if p.misfired > 0 {
+		ev.Type, ev.Count = EventMisfired, p.misfired
+		n.emit(ev)
+	}
+	if !p.run {
+		return nil
+	}
+	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Epoch: epoch, Revision: rev}, 0
+	ev.FireTime, ev.Ready = p.fire, p.ready
+	n.runs.Add(1)
+	return func() {
+		if p.before == nil || f.ctx.Err() == nil { // an armed run not called never fired
+			ev.Type = EventFired
+			n.emit(ev)
+		}
+		entered := make(chan struct{})
+		// execute emits VETOED or STARTED; the identity's next run is
+		// called after this one entered its handler.
+		go n.execute(e, f, p, ev, entered)
+		<-entered
+	}
+}
+
+// runFence is the compares of a run's start and commit: the identity still
+// has the epoch the run started under, and the task is as the node wrote it.
+func (n *Node) runFence(id, taskID string, epoch, rev int64) []clientv3.Cmp {
+	return []clientv3.Cmp{n.idmap.Fence(id, epoch), n.keys.TaskAt(id, taskID, rev)}
+}
+
+// runElse reads, when the fence fails, what failed it.
+func (n *Node) runElse(id, taskID string) []clientv3.Op {
+	return []clientv3.Op{clientv3.OpGet(n.idmap.Keys().Mapping(id)), clientv3.OpGet(n.keys.Task(id, taskID))}
+}
+
+// putBack puts back an entry that did not start, at its due time (or
+// parked, if paused).
+func (n *Node) putBack(e *entry) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e.running = false
+	n.reschedLocked(e)
+}
+
+// settleNotStarted puts back an entry whose start failed, to try again later.
+func (n *Node) settleNotStarted(e *entry, after time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	defer n.touchLocked(e)
+	e.running = false
+	if e.gone || e.ident.lost {
+		return
+	}
+	n.queue.set(e, time.Now().Add(after))
+	n.kick()
+}
+
+// conflict handles a fenced write that failed: either the identity's epoch
+// moved (the identity left this node, or was re-mapped to it) or the task
+// changed under us (cancelled, run-now, deleted, or a marker written by a
+// start whose reply was lost). A marker found there is resolved by the
+// entry's next start.
+func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
+	st := e.ident
+	if len(els) > 2 && !n.ownsRegistration(els[2]) {
+		// This node's registration is gone or another's (its lease ended):
+		// nothing starts until the lease keeper has registered it again.
+		n.log.Warn("start refused: this node's registration is no longer under its lease", "identity", st.name, "task", e.id)
+		n.settleNotStarted(e, n.cfg.LeaseTTL/4)
+		n.checkLease()
+		return
+	}
+	owner, err := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
+	if err != nil {
+		n.log.Error("decode mapping after a failed write", "identity", st.name, "error", err)
+	}
+	if err != nil || owner.Epoch != epoch {
+		n.mu.Lock()
+		e.running = false
+		n.mu.Unlock()
+		n.identityMoved(st, owner)
+		return
+	}
+	kvs := els[1].GetResponseRange().GetKvs()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e.running = false
+	if len(kvs) == 0 {
+		n.removeEntryLocked(e)
+		return
+	}
+	rec, err := pending.Decode(kvs[0].Value)
+	if err != nil {
+		n.log.Error("decode task after a failed write", "task", e.id, "error", err)
+		n.queue.set(e, time.Now().Add(time.Second))
+		return
+	}
+	e.rec, e.raw, e.rev = rec, "", kvs[0].ModRevision
+	n.reschedLocked(e)
+}

@@ -278,18 +278,32 @@ func taskID(flagValue string, args []string) (string, error) {
 	return flagValue, nil
 }
 
+// taskRefFlags registers the flags that name one task, --identity ID
+// (required) and TASK_ID or --task ID, and returns the function that
+// resolves them from the positional arguments.
+func taskRefFlags(fs *flag.FlagSet) func(args []string) (identity, task string, err error) {
+	identity := fs.String("identity", "", "`ID` of the identity that owns the task (required)")
+	taskFlag := fs.String("task", "", "task `ID` (instead of the TASK_ID argument)")
+	return func(args []string) (string, string, error) {
+		id, err := taskID(*taskFlag, args)
+		if err != nil {
+			return "", "", err
+		}
+		if err := requireFlag("identity", *identity); err != nil {
+			return "", "", err
+		}
+		return *identity, id, nil
+	}
+}
+
 // taskCommand makes the define function of a command that names one task
 // and answers with it (get, cancel, run-now).
 func taskCommand(call func(ctx context.Context, c taskdv1.TaskServiceClient, identity, task string) (*taskdv1.Task, proto.Message, error)) func(fs *flag.FlagSet) action {
 	return func(fs *flag.FlagSet) action {
-		identity := fs.String("identity", "", "`ID` of the identity that owns the task (required)")
-		taskFlag := fs.String("task", "", "task `ID` (instead of the TASK_ID argument)")
+		ref := taskRefFlags(fs)
 		return func(e *env, args []string) error {
-			id, err := taskID(*taskFlag, args)
+			identity, id, err := ref(args)
 			if err != nil {
-				return err
-			}
-			if err := requireFlag("identity", *identity); err != nil {
 				return err
 			}
 			c, err := e.taskClient()
@@ -298,7 +312,7 @@ func taskCommand(call func(ctx context.Context, c taskdv1.TaskServiceClient, ide
 			}
 			ctx, cancel := e.rpcContext()
 			defer cancel()
-			task, resp, err := call(ctx, c, *identity, id)
+			task, resp, err := call(ctx, c, identity, id)
 			if err != nil {
 				return err
 			}
@@ -312,18 +326,14 @@ func taskCommand(call func(ctx context.Context, c taskdv1.TaskServiceClient, ide
 
 // defineRuns defines the runs command.
 func defineRuns(fs *flag.FlagSet) action {
-	identity := fs.String("identity", "", "`ID` of the identity that owns the task (required)")
-	taskFlag := fs.String("task", "", "task `ID` (instead of the TASK_ID argument)")
+	ref := taskRefFlags(fs)
 	return func(e *env, args []string) error {
-		id, err := taskID(*taskFlag, args)
+		identity, id, err := ref(args)
 		if err != nil {
 			return err
 		}
-		if err := requireFlag("identity", *identity); err != nil {
-			return err
-		}
 		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListRunsResponse, error) {
-			return c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: *identity, TaskId: id})
+			return c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: identity, TaskId: id})
 		}, func(resp *taskdv1.ListRunsResponse) error {
 			return writeRunsTable(e.stdout, resp.GetRuns())
 		})

@@ -103,18 +103,14 @@ func updateCall(e *env, req *taskdv1.UpdateTaskRequest) error {
 
 // defineDelete defines delete.
 func defineDelete(fs *flag.FlagSet) action {
-	identity := fs.String("identity", "", "`ID` of the identity that owns the task (required)")
-	taskFlag := fs.String("task", "", "task `ID` (instead of the TASK_ID argument)")
+	ref := taskRefFlags(fs)
 	return func(e *env, args []string) error {
-		id, err := taskID(*taskFlag, args)
+		identity, id, err := ref(args)
 		if err != nil {
 			return err
 		}
-		if err := requireFlag("identity", *identity); err != nil {
-			return err
-		}
 		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.DeleteTaskResponse, error) {
-			return c.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: *identity, TaskId: id})
+			return c.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: identity, TaskId: id})
 		}, func(*taskdv1.DeleteTaskResponse) error {
 			_, err := fmt.Fprintf(e.stdout, "task %s deleted\n", id)
 			return err

@@ -52,7 +52,12 @@ type Config struct {
 	// MaxWorkerKinds, each a valid kind with no handler in Handlers;
 	// they need Remote.
 	DeclaredKinds []string
-	// Listeners are told every event.
+	// Listeners are told, in order, the events of this node's work: the
+	// run events of the runs it makes (FIRED to FINALIZED), MISFIRED, and
+	// the CANCELED, PAUSED, RESUMED, UPDATED, MOVED and HANDED_OFF it
+	// records. SCHEDULED is not among them: a task may be stored through
+	// any node, so it is an event of the cluster's stream (WatchEvents),
+	// which reads it from etcd.
 	Listeners []Listener
 	// Observer is told measurements of the node's own work (stats.go).
 	Observer Observer

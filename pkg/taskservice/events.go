@@ -15,6 +15,8 @@ type EventType string
 // FAILED | DROPPED | INTERRUPTED, then one of RETRY_SCHEDULED |
 // NEXT_SCHEDULED | FINALIZED.
 const (
+	// EventScheduled: the task was stored; on the event stream only (see
+	// Config.Listeners).
 	EventScheduled      EventType = "SCHEDULED"
 	EventFired          EventType = "FIRED"
 	EventVetoed         EventType = "VETOED"

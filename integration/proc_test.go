@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/taskd/taskd/internal/freeport"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -97,14 +97,13 @@ type taskd struct {
 // and has no way to report ports it chose, so the test picks them; another
 // process can take one in between, which startNode answers by launching
 // again on fresh ports.
+//
+// The port is below the ephemeral range (freeport), where no outgoing
+// connection of another process can take it meanwhile.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
-		t.Fatalf("pick a free port: %v", err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
 		t.Fatalf("pick a free port: %v", err)
 	}
 	return addr

@@ -5,13 +5,14 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/taskd/taskd/internal/freeport"
 )
 
 const (
@@ -121,15 +122,10 @@ func (p *proc) kill() error {
 	return nil
 }
 
-// freeAddr returns a loopback host:port that was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
+// freeAddr returns a loopback host:port that was free a moment ago, below
+// the ephemeral range, so that no member's outgoing connection takes it
+// before the member meant for it binds it (freeport).
+func freeAddr() (string, error) { return freeport.Addr() }
 
 // childEnv is the test's environment without TASKD_* variables, which
 // would change what the children do, and without the member request.

@@ -43,20 +43,8 @@ func describeMisfire(spec *taskdv1.TaskSpec) string {
 	if p := spec.GetMisfire(); specdefaults.Known(p) {
 		return misfireName(p)
 	}
-	var parts []string
-	seen := map[string]bool{}
-	for _, t := range spec.GetTriggers() {
-		if specdefaults.Known(t.GetMisfire()) {
-			continue // its own, shown with the trigger
-		}
-		kind := specdefaults.TriggerKind(t)
-		if !seen[kind] {
-			seen[kind] = true
-			parts = append(parts, misfireName(specdefaults.Misfire(t))+" (default for "+kind+")")
-		}
+	if parts := specdefaults.MisfireByKind(spec); len(parts) > 0 {
+		return strings.Join(parts, ", ")
 	}
-	if len(parts) == 0 {
-		return "-" // every trigger has its own
-	}
-	return strings.Join(parts, ", ")
+	return "-" // every trigger has its own
 }

@@ -39,21 +39,10 @@ func misfireInForce(spec *taskdv1.TaskSpec) string {
 	if p := spec.GetMisfire(); specdefaults.Known(p) {
 		return policyName(p)
 	}
-	var parts []string
-	seen := map[string]bool{}
-	for _, t := range spec.GetTriggers() {
-		if specdefaults.Known(t.GetMisfire()) {
-			continue // its own, shown with the trigger
-		}
-		if kind := specdefaults.TriggerKind(t); !seen[kind] {
-			seen[kind] = true
-			parts = append(parts, policyName(specdefaults.Misfire(t))+" (default for "+kind+")")
-		}
+	if parts := specdefaults.MisfireByKind(spec); len(parts) > 0 {
+		return strings.Join(parts, ", ")
 	}
-	if len(parts) == 0 {
-		return "each trigger's own"
-	}
-	return strings.Join(parts, ", ")
+	return "each trigger's own"
 }
 
 func policyName(p taskdv1.MisfirePolicy) string {

@@ -10,6 +10,7 @@
 package specdefaults
 
 import (
+	"strings"
 	"time"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -97,4 +98,26 @@ func TriggerKind(t *taskdv1.Trigger) string {
 		return "on-startup"
 	}
 	return "once"
+}
+
+// MisfireByKind lists the policies a task leaves to its triggers' kinds:
+// one "POLICY (default for KIND)" per kind of its triggers without a policy
+// of their own, in trigger order. It is nil when the task names its own
+// policy (shown as is) or every trigger has one (shown with the trigger).
+func MisfireByKind(spec *taskdv1.TaskSpec) []string {
+	if Known(spec.GetMisfire()) {
+		return nil
+	}
+	var parts []string
+	seen := map[string]bool{}
+	for _, t := range spec.GetTriggers() {
+		if Known(t.GetMisfire()) {
+			continue
+		}
+		if kind := TriggerKind(t); !seen[kind] {
+			seen[kind] = true
+			parts = append(parts, strings.TrimPrefix(Misfire(t).String(), "MISFIRE_POLICY_")+" (default for "+kind+")")
+		}
+	}
+	return parts
 }

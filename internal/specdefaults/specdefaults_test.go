@@ -1,6 +1,7 @@
 package specdefaults
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -33,6 +34,28 @@ func TestOf(t *testing.T) {
 	} {
 		if got := Of(tc.spec); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The policies left to trigger kinds are listed once per kind, in trigger
+// order; a task's own policy, or every trigger's own, lists none.
+func TestMisfireByKind(t *testing.T) {
+	cron := &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 * * * ?"}}}
+	startup := &taskdv1.Trigger{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}
+	own := &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 * * * ?"}},
+		Misfire: taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL}
+	for _, c := range []struct {
+		spec *taskdv1.TaskSpec
+		want string
+	}{
+		{&taskdv1.TaskSpec{Triggers: []*taskdv1.Trigger{cron, startup, cron}}, "[SKIP (default for cron) FIRE_ONCE_NOW (default for on-startup)]"},
+		{&taskdv1.TaskSpec{Triggers: []*taskdv1.Trigger{own, startup}}, "[FIRE_ONCE_NOW (default for on-startup)]"},
+		{&taskdv1.TaskSpec{Triggers: []*taskdv1.Trigger{own}}, "[]"},
+		{&taskdv1.TaskSpec{Triggers: []*taskdv1.Trigger{cron}, Misfire: taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP}, "[]"},
+	} {
+		if got := fmt.Sprint(MisfireByKind(c.spec)); got != c.want {
+			t.Errorf("MisfireByKind(%v) = %s, want %s", c.spec, got, c.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -272,37 +273,23 @@ func (n *Node) checkFiringLocked(a *armedRun) {
 // others, or all if etcd does not answer, are disarmed. Bounded by the
 // lease margin, as a start is.
 func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
-	reg := n.nodesPrefix + n.cfg.Name
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(n.keys.PauseIdentity(st.name)), "=", 0)}
-	seenLease, seenEpoch, seenKind := map[clientv3.LeaseID]bool{}, map[int64]bool{}, map[string]bool{}
-	for _, a := range batch {
-		if !seenLease[a.lease] {
-			seenLease[a.lease] = true
-			cmps = append(cmps, clientv3.Compare(clientv3.LeaseValue(reg), "=", int64(a.lease)))
-		}
-		if !seenEpoch[a.epoch] {
-			seenEpoch[a.epoch] = true
-			cmps = append(cmps, n.idmap.Fence(st.name, a.epoch))
-		}
-		if k := a.rec.GetSpec().GetKind(); !seenKind[k] {
-			seenKind[k] = true
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.PauseKind(k)), "=", 0))
-		}
-		cmps = append(cmps, n.keys.TaskAt(st.name, a.e.id, a.rev))
+	checks := make([]writepath.ArmedCheck, len(batch))
+	for i, a := range batch {
+		checks[i] = writepath.ArmedCheck{Lease: writepath.Lease(a.lease), Epoch: a.epoch, Kind: a.rec.GetSpec().GetKind(), Task: a.e.id, TaskRev: a.rev}
 	}
 	ctx, cancel := n.startCtx()
-	out := n.checks.do(ctx, cmps, nil, nil)
+	out := n.checks.Do(ctx, n.shapes.Confirm(st.name, checks))
 	cancel()
 	var failed map[*armedRun]string
 	switch {
-	case out.err != nil:
+	case out.Err != nil:
 		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.name,
-			"runs", len(batch), "error", out.err)
+			"runs", len(batch), "error", out.Err)
 		failed = map[*armedRun]string{}
 		for _, a := range batch {
-			failed[a] = "its start could not be confirmed (" + out.err.Error() + ")"
+			failed[a] = "its start could not be confirmed (" + out.Err.Error() + ")"
 		}
-	case !out.ok:
+	case !out.OK:
 		failed = n.whichArmedFail(st, batch)
 	}
 	n.mu.Lock()
@@ -338,7 +325,7 @@ func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]s
 		ops = append(ops, clientv3.OpGet(n.keys.Task(st.name, a.e.id), clientv3.WithKeysOnly()))
 	}
 	ctx, cancel := n.startCtx()
-	resp, err := n.cli.Txn(ctx).Then(ops...).Commit()
+	resp, err := n.writer.Read(ctx, ops...)
 	cancel()
 	failed := map[*armedRun]string{}
 	if err != nil {

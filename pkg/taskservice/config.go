@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskd/taskd/internal/specdefaults"
+	"github.com/taskd/taskd/internal/writepath"
 )
 
 // DefaultEventBuffer is Config.EventBuffer's default: 1 MiB, some 7000
@@ -156,7 +157,7 @@ const (
 )
 
 // DefaultMaxRequestBytes is etcd's default --max-request-bytes.
-const DefaultMaxRequestBytes = 1536 << 10
+const DefaultMaxRequestBytes = writepath.DefaultMaxRequestBytes
 
 func (c *Config) setDefaults() error {
 	if c.Name == "" {

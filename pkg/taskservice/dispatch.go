@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/taskd/taskd/internal/writepath"
 )
 
 // dispatchLoop pops due entries in order and hands them to their identity's
@@ -453,18 +453,15 @@ func (n *Node) purge(e *entry) {
 		return
 	}
 	ctx, cancel := n.etcdCtx(n.life)
-	resp, err := n.cli.Txn(ctx).
-		If(n.idmap.Fence(st.name, epoch), n.keys.TaskAt(st.name, e.id, rev)).
-		Then(n.keys.DeleteTaskOps(rec)...).
-		Else(clientv3.OpGet(n.idmap.Keys().Mapping(st.name)), clientv3.OpGet(n.keys.Task(st.name, e.id))).
-		Commit()
+	txn := n.shapes.Purge(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: epoch, TaskRev: rev}, rec)
+	resp, err := n.writer.Commit(ctx, txn)
 	cancel()
 	if err != nil {
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
 	if !resp.Succeeded {
-		n.conflict(e, epoch, resp.Responses)
+		n.conflict(e, epoch, txn.Refusal(resp.Responses))
 		return
 	}
 	n.mu.Lock()

@@ -1,6 +1,10 @@
 package taskservice
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/taskd/taskd/internal/writepath"
+)
 
 // The errors below are the outcomes a caller can act on; test them with
 // errors.Is. The gRPC API maps each to its status code.
@@ -22,7 +26,7 @@ var ErrConflict = errors.New("conflicting concurrent changes")
 // sent). A schedule that fails with it may have stored its tasks: retry it
 // with the same idempotency key to be sure of one task (UNAVAILABLE). The
 // node itself converges: a task that was stored is run.
-var ErrOutcomeUnknown = errors.New("the write's outcome is unknown (it may have been applied)")
+var ErrOutcomeUnknown = writepath.ErrOutcomeUnknown
 
 // ErrLeaseNotProven is what a handler returns when LeaseProven told it, at
 // the last moment before it would start its work (an exec handler's fork, a
@@ -47,4 +51,4 @@ var ErrTooManyStreams = errors.New("the node serves as many event streams as it 
 // operations against --max-txn-ops, Config.MaxTxnOps). It was not sent,
 // or etcd refused it: nothing was written, and sending it again cannot
 // succeed (INVALID_ARGUMENT). The message says what was too large.
-var ErrTooLarge = errors.New("too large for one etcd request")
+var ErrTooLarge = writepath.ErrTooLarge

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -99,16 +100,12 @@ func labels(rec *storev1.TaskRecord) []string {
 	return out
 }
 
-// everyFence is the compares of a write of this node's progress on task.
-func (n *Node) everyFence(e *entry, sharedRev, progRev int64) []clientv3.Cmp {
+// everyFence is the fence of a write of this node's progress on task.
+func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFence {
 	n.mu.Lock()
 	lease := n.leaseID
 	n.mu.Unlock()
-	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(lease)),
-		clientv3.Compare(clientv3.ModRevision(n.keys.Every(e.ident.name, e.id)), "=", sharedRev),
-		clientv3.Compare(clientv3.ModRevision(n.keys.EveryProgress(n.cfg.Name, e.id)), "=", progRev),
-	}
+	return writepath.EveryFence{Identity: e.ident.name, Task: e.id, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 
 func putProgress(key string, p *storev1.EveryNodeProgress) (clientv3.Op, error) {

@@ -2,12 +2,15 @@ package taskservice
 
 import (
 	"context"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/pkg/etcdembed"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -17,7 +20,7 @@ import (
 // soon, or allowing overlap); the glanced task is then read back and runs
 // at its due time as run 1.
 func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
-	_, cli, _ := faultyEtcd(t)
+	cli := etcdClient(t)
 	ran := make(chan *Run, 4)
 	cfg := Config{Name: "g1", Client: cli, ColdAfter: 2 * time.Second, LookAhead: time.Second,
 		Handlers: map[string]Handler{"k": HandlerFunc(func(_ context.Context, r *Run) error { ran <- r; return nil })}}
@@ -85,7 +88,7 @@ func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
 // and slot count (identRun) while its runs are in flight, after its
 // starter has gone, and drops them when the last run gives its slot back.
 func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
-	_, cli, _ := faultyEtcd(t)
+	cli := etcdClient(t)
 	var ran atomic.Int64
 	release := make(chan struct{})
 	cfg := Config{Name: "i1", Client: cli,
@@ -134,5 +137,35 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 	// never have been written to.
 	if noExtra != (entryExtra{}) {
 		t.Fatalf("noExtra was written: %+v", noExtra)
+	}
+}
+
+// etcdClient starts an embedded etcd and returns a client of it.
+func etcdClient(t *testing.T) *clientv3.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: filepath.Join(t.TempDir(), "etcd"), ClientURL: "http://127.0.0.1:0", Fast: true})
+	if err != nil {
+		t.Fatalf("start etcd: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	cli, err := DialEtcd([]string{srv.ClientURL()})
+	if err != nil {
+		t.Fatalf("etcd client: %v", err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// waitFor polls cond until it holds, failing the test after 10 s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

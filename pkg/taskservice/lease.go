@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -286,8 +285,8 @@ func (n *Node) registeredCmp() clientv3.Cmp {
 
 // ownsRegistration reports whether a read of this node's registration (in
 // a Txn's Else branch) shows it under the node's current lease.
-func (n *Node) ownsRegistration(r *etcdserverpb.ResponseOp) bool {
-	kvs := r.GetResponseRange().GetKvs()
+func (n *Node) ownsRegistration(r *clientv3.GetResponse) bool {
+	kvs := r.Kvs
 	n.mu.Lock()
 	lease := n.leaseID
 	n.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -123,10 +124,10 @@ func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Dura
 // marker m (nil if none) and whether the run's node is still registered
 // under the marker's incarnation.
 func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
-	resp, err := n.cli.Txn(ctx).Then(
+	resp, err := n.writer.Read(ctx,
 		clientv3.OpGet(n.keys.Result(id, taskID)),
 		clientv3.OpGet(n.nodesPrefix+m.Node),
-	).Commit()
+	)
 	if err != nil {
 		return nil, false, err
 	}
@@ -172,15 +173,16 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
+	txn := w.txn
 	if !st.every {
-		w.ops = append(w.ops, clientv3.OpDelete(n.keys.Result(st.name, e.id)))
+		txn = n.shapes.DeletingForwarded(txn, st.name, e.id)
 	}
 	ctx, cancel := n.etcdCtx(n.life)
-	resp, err := n.cli.Txn(ctx).If(w.cmps...).Then(w.ops...).Else(w.els...).Commit()
+	resp, err := n.writer.Commit(ctx, txn)
 	cancel()
 	switch {
 	case err == nil && !resp.Succeeded && !st.every:
-		n.conflict(e, snap.epoch, resp.Responses)
+		n.conflict(e, snap.epoch, txn.Refusal(resp.Responses))
 		return
 	case err != nil || !resp.Succeeded:
 		// The marker stays: the entry's next start comes back here (for an
@@ -225,23 +227,23 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 // still stands, and it writes the new owner a handoff entry for the task
 // so that it looks at once.
 func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
-	b, err := proto.Marshal(forwardedOf(m, n.cfg.Name, n.incarnation, res))
-	if err != nil {
-		return false, fmt.Errorf("encode forwarded result: %w", err)
-	}
-	ops := []clientv3.Op{clientv3.OpPut(n.keys.Result(id, taskID), string(b))}
+	var extra []clientv3.Op
 	if owner.Mapped && owner.Node != n.cfg.Name {
 		op, err := n.handoffOp(owner.Node, id, taskID)
 		if err != nil {
 			return false, err
 		}
-		ops = append(ops, op)
+		extra = append(extra, op)
+	}
+	txn, err := n.shapes.Forward(id, taskID, rev, forwardedOf(m, n.cfg.Name, n.incarnation, res), extra...)
+	if err != nil {
+		return false, err
 	}
 	ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
 	defer cancel()
-	resp, err := n.cli.Txn(ctx).If(n.keys.TaskAt(id, taskID, rev)).Then(ops...).Commit()
+	resp, err := n.writer.Commit(ctx, txn)
 	if err != nil {
-		return false, ambiguous(err)
+		return false, writepath.Ambiguous(err)
 	}
 	return resp.Succeeded, nil
 }

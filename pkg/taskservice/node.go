@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/startstop"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/vote"
@@ -93,8 +94,12 @@ type Node struct {
 
 	voter    *vote.Voter
 	hub      *eventHub // the one watch of the event streams (eventhub.go)
-	batch    *batcher
-	checks   *batcher
+	// The write path (internal/writepath): the Txn shapes, the Writer of
+	// lone Txns, and the batchers of the fenced writes.
+	shapes   writepath.Shapes
+	writer   writepath.Writer
+	batch    *writepath.Batcher
+	checks   *writepath.Batcher
 	draining bool     // no run starts; identities are being handed away
 	pauses   pauseSet // identity and kind pauses in force (pauses.go)
 	// rebalancedAway holds the identities this node moved away serving
@@ -165,12 +170,14 @@ func New(cfg Config) (*Node, error) {
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
-	n.batch = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 2)
-	n.batch.observe = cfg.Observer.observeTxn
+	n.shapes = writepath.NewShapes(cfg.Prefix, cfg.Name)
+	n.writer = writepath.NewWriter(cfg.Client)
+	n.batch = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 2)
+	n.batch.Observe(cfg.Observer.observeTxn)
 	// The checks of armed runs at their fire time (arming.go) have their
 	// own batches, more of them in flight: they write nothing, and a run
 	// waits for its check.
-	n.checks = newBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
+	n.checks = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
@@ -377,8 +384,8 @@ func (n *Node) Stop(ctx context.Context) error {
 		<-done
 	}
 	n.cancelRuns(errNodeStopping)
-	n.batch.wait()
-	n.checks.wait()
+	n.batch.Wait()
+	n.checks.Wait()
 	// Nothing commits any more: the lease may go.
 	n.keeper.Stop()
 	if !wasStarted {

@@ -3,9 +3,9 @@ package taskservice
 import (
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -127,62 +127,48 @@ func (n *Node) startOverlap(s *entry) {
 	plan := schedule.Due(rec.Spec.Triggers[i], due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
 	advanceTrigger(rec, i, plan, now)
 	rec.OverlapRuns = live
-	put, err := n.keys.PutTask(rec)
-	if err != nil {
-		n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
-		return
-	}
-	ops := []clientv3.Op{put}
 	var child *storev1.TaskRecord
 	if plan.Run {
 		child = n.overlapRun(cur, plan.Fire, now)
 		rec.OverlapRuns = append(rec.OverlapRuns, child.Id)
-		if put, err = n.keys.PutTask(rec); err != nil {
-			n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
-			return
-		}
-		cput, err := n.keys.PutTask(child)
-		if err != nil {
-			n.log.Error("encode an overlapping run", "task", parent.id, "error", err)
-			return
-		}
-		ops = []clientv3.Op{put, cput}
+	}
+	txn, err := n.shapes.Overlap(writepath.RunFence{Identity: st.name, Task: parent.id, Epoch: snap.epoch, TaskRev: snap.rev},
+		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: rec.Spec.Kind}, rec, child)
+	if err != nil {
+		n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
+		return
 	}
 	ctx, cancel := n.startCtx()
-	out := n.batch.do(ctx,
-		append(append(n.runFence(st.name, parent.id, snap.epoch, snap.rev),
-			clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(snap.lease))),
-			n.pauseFence(st.name, rec.Spec.Kind)...),
-		ops, n.runElse(st.name, parent.id))
+	out := n.batch.Do(ctx, txn)
 	cancel()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
-	case out.err != nil:
+	case out.Err != nil:
 		// Maybe applied: the next look finds the task changed, and the
 		// identity is read again so that an overlapping run stored after
 		// all is loaded and runs.
-		n.log.Warn("start an overlapping run: etcd write failed; will look again", "task", parent.id, "error", out.err)
+		n.log.Warn("start an overlapping run: etcd write failed; will look again", "task", parent.id, "error", out.Err)
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
-		if !out.notSent {
+		if !out.NotSent {
 			n.mu.Unlock()
 			n.repair(st.name)
 			n.repairAfter(st.name, n.cfg.EtcdTimeout)
 			n.mu.Lock()
 		}
-	case !out.ok:
+	case !out.OK:
 		// The task changed (a run-now, a pause, its run's commit) or the
 		// identity moved: take the record read in Else and look again.
-		if kvs := out.els[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		if kvs := out.Refusal.Task.Kvs; len(kvs) > 0 {
 			if fresh, err := pending.Decode(kvs[0].Value); err == nil && fresh.Running != nil {
 				n.armOverlapLocked(parent, fresh, kvs[0].ModRevision, now.Add(overlapRecheck))
 			}
 		}
 	default:
-		n.armOverlapLocked(parent, rec, out.rev, time.Time{})
+		n.armOverlapLocked(parent, rec, out.Rev, time.Time{})
 		if child != nil {
 			n.mu.Unlock()
-			n.addOwned(st.name, snap.epoch, []int{0}, []*storev1.TaskRecord{child}, out.rev)
+			n.addOwned(st.name, snap.epoch, []int{0}, []*storev1.TaskRecord{child}, out.Rev)
 			n.mu.Lock()
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -62,9 +63,9 @@ func (o *oversize) shrink(n *Node, e *entry, f *flight, res *runResult, ev *Even
 func oversizedResult(res runResult, err error) runResult {
 	var parts []string
 	if res.dataSet {
-		parts = append(parts, fmt.Sprintf("data %s", sizeText(len(res.data))))
+		parts = append(parts, fmt.Sprintf("data %s", writepath.SizeText(len(res.data))))
 	}
-	parts = append(parts, fmt.Sprintf("message %s", sizeText(len(res.message))))
+	parts = append(parts, fmt.Sprintf("message %s", writepath.SizeText(len(res.message))))
 	return runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true,
 		message: cleanMessage(fmt.Sprintf("outcome too large to store (%s; it was %s): %v",
 			strings.Join(parts, ", "), res.outcome, err)),
@@ -80,8 +81,8 @@ func stripOversized(rec *storev1.TaskRecord, hist *taskdv1.Run, why string, now 
 		trig += proto.Size(t)
 	}
 	msg := cleanMessage(fmt.Sprintf("the task's record is too large to store (%s); the task is DEAD, and its payload (%s), "+
-		"data (%s), %d labels and %d triggers (%s) were dropped from it", why, sizeText(len(spec.GetPayload())),
-		sizeText(len(spec.GetData())), len(spec.GetLabels()), len(spec.GetTriggers()), sizeText(trig)))
+		"data (%s), %d labels and %d triggers (%s) were dropped from it", why, writepath.SizeText(len(spec.GetPayload())),
+		writepath.SizeText(len(spec.GetData())), len(spec.GetLabels()), len(spec.GetTriggers()), writepath.SizeText(trig)))
 	if spec != nil {
 		spec.Payload, spec.Data, spec.Labels, spec.Triggers = nil, nil, nil, nil
 	}

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -290,36 +288,36 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		// A commit outlives Stop's cancel: a run that ends while the node
 		// stops is still recorded (bounded by EtcdTimeout).
 		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
-		out := n.batch.do(ctx, w.cmps, w.ops, w.els)
+		out := n.batch.Do(ctx, w.txn)
 		cancel()
-		if errors.Is(out.err, ErrTooLarge) {
-			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, out.err) {
+		if errors.Is(out.Err, ErrTooLarge) {
+			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, out.Err) {
 				return
 			}
 			continue
 		}
-		if out.err != nil {
-			c.maybeApplied = c.maybeApplied || !out.notSent
+		if out.Err != nil {
+			c.maybeApplied = c.maybeApplied || !out.NotSent
 			if n.life.Err() != nil {
 				// Stopping with etcd away: the marker stays and whoever owns the
 				// task next resolves the run as INTERRUPTED.
 				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
-					"identity", st.name, "task", e.id, "run", p.runNumber, "error", out.err)
+					"identity", st.name, "task", e.id, "run", p.runNumber, "error", out.Err)
 				n.endFlight(f, nil, 0)
 				return
 			}
-			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.err)
+			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.Err)
 			bo.Wait(n.life)
 			continue
 		}
-		if out.ok {
-			n.endFlight(f, w.committed(out.rev), out.rev)
+		if out.OK {
+			n.endFlight(f, w.committed(out.Rev), out.Rev)
 			if !undo {
 				n.emitResult(ev, outcomeEvent, next, rec)
 			}
 			return
 		}
-		again, err := n.commitConflict(e, f, c, p, res, out.els, ev, outcomeEvent)
+		again, err := n.commitConflict(e, f, c, p, res, out.Refusal, ev, outcomeEvent)
 		if errors.Is(err, ErrTooLarge) {
 			// The result was too large to forward to the identity's new
 			// owner.
@@ -348,8 +346,7 @@ type commitState struct {
 
 // resultTxn is one commit attempt's Txn, and what the entry holds after it.
 type resultTxn struct {
-	cmps      []clientv3.Cmp
-	ops, els  []clientv3.Op
+	txn       writepath.Txn
 	committed func(rev int64) *storev1.TaskRecord // the entry's record after the commit at rev (nil: leave it)
 }
 
@@ -365,19 +362,13 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 	st := e.ident
 	if st.every {
 		np := splitEvery(rec, c.served)
-		ops, err := n.keys.EveryHistoryOps(e.id, n.cfg.Name, np, hist, n.cfg.History)
-		if err != nil {
-			return resultTxn{}, err
-		}
-		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		txn, err := n.shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
 		if err != nil {
 			return resultTxn{}, err
 		}
 		shared, sharedRev := c.shared, c.rev
 		return resultTxn{
-			cmps: n.everyFence(e, c.rev, c.progRev),
-			ops:  append([]clientv3.Op{put}, ops...),
-			els:  []clientv3.Op{clientv3.OpGet(n.keys.Every(st.name, e.id))},
+			txn: txn,
 			committed: func(rev int64) *storev1.TaskRecord {
 				// The entry's record merges the shared record with this
 				// node's progress; its rev stays the shared record's.
@@ -389,23 +380,12 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 			},
 		}, nil
 	}
-	var ops []clientv3.Op
-	if hist != nil { // nil: an armed run undone leaves no history
-		var err error
-		if ops, err = n.keys.HistoryOps(rec, hist, n.cfg.History); err != nil {
-			return resultTxn{}, err
-		}
-	}
-	put, err := n.keys.PutTask(rec)
+	// hist nil: an armed run undone leaves no history.
+	txn, err := n.shapes.Commit(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: c.epoch, TaskRev: c.rev}, rec, hist, n.cfg.History)
 	if err != nil {
 		return resultTxn{}, err
 	}
-	return resultTxn{
-		cmps:      n.runFence(st.name, e.id, c.epoch, c.rev),
-		ops:       append([]clientv3.Op{put}, ops...),
-		els:       n.runElse(st.name, e.id),
-		committed: func(int64) *storev1.TaskRecord { return rec },
-	}, nil
+	return resultTxn{txn: txn, committed: func(int64) *storev1.TaskRecord { return rec }}, nil
 }
 
 // commitConflict handles a commit whose fence failed, from the Else
@@ -425,7 +405,7 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 // lease), drops the result (the marker stays and the next start resolves
 // it); a changed shared record (cancel, run-now) is folded in.
 func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
-	els []*etcdserverpb.ResponseOp, ev Event, outcomeEvent EventType) (bool, error) {
+	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
 	st := e.ident
 	dropped := func(base *storev1.TaskRecord, rev int64) {
 		ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
@@ -433,7 +413,7 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		n.endFlight(f, base, rev)
 	}
 	if st.every {
-		kvs := els[0].GetResponseRange().GetKvs()
+		kvs := r.Shared.Kvs
 		if len(kvs) == 0 || kvs[0].ModRevision == c.rev {
 			dropped(nil, 0)
 			return false, nil
@@ -451,8 +431,8 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.calendarsOf(fresh.GetSpec().GetCalendars()))
 		return true, nil
 	}
-	owner, oerr := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
-	kvs := els[1].GetResponseRange().GetKvs()
+	owner, oerr := identity.OwnerFromResponse(st.name, r.Mapping)
+	kvs := r.Task.Kvs
 	if len(kvs) == 0 {
 		// Deleted meanwhile: nothing to commit into.
 		n.endFlight(f, nil, 0)

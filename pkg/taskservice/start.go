@@ -5,9 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 )
@@ -195,21 +195,21 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 			served = snap.rev
 		}
 		np := splitEvery(p.rec, served)
-		put, err := putProgress(n.keys.EveryProgress(n.cfg.Name, e.id), np)
+		kind := p.rec.GetSpec().GetKind()
+		txn, err := n.shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
 		if err != nil {
 			n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
 			n.settleNotStarted(e, time.Second)
 			return 0, nil, false
 		}
 		ctx, cancel := n.startCtx()
-		kind := p.rec.GetSpec().GetKind()
-		resp, err := n.cli.Txn(ctx).If(append(n.everyFence(e, snap.rev, snap.progRev), n.pauseFence(st.name, kind)...)...).
-			Then(put).Else(n.pauseElse(st.name, kind)...).Commit()
+		resp, err := n.writer.Commit(ctx, txn)
 		cancel()
-		if err == nil && !resp.Succeeded && n.learnPausesFrom(st.name, kind,
-			(*clientv3.GetResponse)(resp.Responses[0].GetResponseRange()), (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange())) {
-			n.putBack(e) // parks it: the pause is known now
-			return 0, nil, false
+		if err == nil && !resp.Succeeded {
+			if r := txn.Refusal(resp.Responses); n.learnPausesFrom(st.name, kind, r.PauseIdentity, r.PauseKind) {
+				n.putBack(e) // parks it: the pause is known now
+				return 0, nil, false
+			}
 		}
 		if err != nil || !resp.Succeeded {
 			if err != nil {
@@ -227,60 +227,52 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 	case !st.durable:
 		return 0, func() { e.rec = p.rec }, true
 	}
-	put, err := n.keys.PutTask(p.rec)
+	// Besides the epoch and the task, a start is fenced on this node's own
+	// registration, under the lease it had when the start was planned
+	// (writepath.Lease), and on the pauses of its identity and kind
+	// (pauses.go).
+	kind := p.rec.GetSpec().GetKind()
+	txn, err := n.shapes.Start(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: snap.epoch, TaskRev: snap.rev},
+		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: kind}, p.rec)
 	if err != nil {
 		n.log.Error("encode task", "task", e.id, "error", err)
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
-	// Besides the epoch and the task, a start is fenced on this node's own
-	// registration, under the lease it had when the start was planned: etcd
-	// can end a lease sooner than the node's last acknowledged renewal
-	// promised (seen around a stalled etcd leader), and a node whose
-	// registration is gone, or was renewed under a new lease since, must not
-	// start runs planned under the old one, whatever its own clock says.
 	parent := n.life
 	if p.before != nil {
 		parent = context.WithoutCancel(n.life) // armed ahead
 	}
 	ctx, cancel := n.startCtxFrom(parent)
-	// And on the pauses of its identity and kind (pauses.go).
-	kind := p.rec.GetSpec().GetKind()
-	out := n.batch.do(ctx,
-		append(append(n.runFence(st.name, e.id, snap.epoch, snap.rev),
-			clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(snap.lease))),
-			n.pauseFence(st.name, kind)...),
-		[]clientv3.Op{put},
-		append(append(n.runElse(st.name, e.id), clientv3.OpGet(n.nodesPrefix+n.cfg.Name)), n.pauseElse(st.name, kind)...))
+	out := n.batch.Do(ctx, txn)
 	cancel()
-	if errors.Is(out.err, ErrTooLarge) {
+	if errors.Is(out.Err, ErrTooLarge) {
 		// The task's record is too large to write (one stored before its
 		// fields had limits): nothing was written, and sending it again
 		// every second cannot help; it is tried again after a minute, and
 		// a cancel of the task (which makes it smaller) ends it.
-		n.log.Error("start run: the task's record is too large to write", "identity", st.name, "task", e.id, "error", out.err)
+		n.log.Error("start run: the task's record is too large to write", "identity", st.name, "task", e.id, "error", out.Err)
 		n.settleNotStarted(e, time.Minute)
 		return 0, nil, false
 	}
-	if out.err != nil {
+	if out.Err != nil {
 		// If the write was applied after all, the next attempt's compare
 		// fails, finds this marker and resolves it (the handler was not
 		// called, so the fire time runs again).
 		n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
-			"maybe_applied", !out.notSent, "error", out.err)
+			"maybe_applied", !out.NotSent, "error", out.Err)
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
-	if !out.ok {
-		if len(out.els) > 4 && n.learnPausesFrom(st.name, kind,
-			(*clientv3.GetResponse)(out.els[3].GetResponseRange()), (*clientv3.GetResponse)(out.els[4].GetResponseRange())) {
+	if !out.OK {
+		if n.learnPausesFrom(st.name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}
-		n.conflict(e, snap.epoch, out.els)
+		n.conflict(e, snap.epoch, out.Refusal)
 		return 0, nil, false
 	}
-	return out.rev, func() { e.rec, e.raw, e.rev = p.rec, "", out.rev }, true
+	return out.Rev, func() { e.rec, e.raw, e.rev = p.rec, "", out.Rev }, true
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e
@@ -369,9 +361,9 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 // changed under us (cancelled, run-now, deleted, or a marker written by a
 // start whose reply was lost). A marker found there is resolved by the
 // entry's next start.
-func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
+func (n *Node) conflict(e *entry, epoch int64, r writepath.Refusal) {
 	st := e.ident
-	if len(els) > 2 && !n.ownsRegistration(els[2]) {
+	if r.Registration != nil && !n.ownsRegistration(r.Registration) {
 		// This node's registration is gone or another's (its lease ended):
 		// nothing starts until the lease keeper has registered it again.
 		n.log.Warn("start refused: this node's registration is no longer under its lease", "identity", st.name, "task", e.id)
@@ -379,7 +371,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 		n.checkLease()
 		return
 	}
-	owner, err := identity.OwnerFromResponse(st.name, (*clientv3.GetResponse)(els[0].GetResponseRange()))
+	owner, err := identity.OwnerFromResponse(st.name, r.Mapping)
 	if err != nil {
 		n.log.Error("decode mapping after a failed write", "identity", st.name, "error", err)
 	}
@@ -390,7 +382,7 @@ func (n *Node) conflict(e *entry, epoch int64, els []*etcdserverpb.ResponseOp) {
 		n.identityMoved(st, owner)
 		return
 	}
-	kvs := els[1].GetResponseRange().GetKvs()
+	kvs := r.Task.Kvs
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	e.running = false

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -189,8 +188,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			return fmt.Errorf("store tasks: the identities' mappings kept changing: %w", ErrConflict)
 		}
 		var (
-			cmps  []clientv3.Cmp
-			ops   []clientv3.Op
+			txn   = n.shapes.Schedule()
 			plans []planned
 			place *candidate // the node unmapped identities are mapped to
 		)
@@ -202,18 +200,9 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 						continue
 					}
 					p.live = append(p.live, i)
-					b, err := pending.Encode(recs[i])
-					if err != nil {
+					if err := txn.EveryTask(recs[i]); err != nil {
 						return err
 					}
-					ops = append(ops, clientv3.OpPut(n.keys.Every(g.id, recs[i].Id), string(b)))
-					if k := recs[i].Spec.IdempotencyKey; k != "" {
-						ik := n.keys.Idem(g.id, k)
-						cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
-						ops = append(ops, clientv3.OpPut(ik, recs[i].Id))
-					}
-					cmps = append(cmps, n.calendarCmps(recs[i].Spec.Calendars)...)
-					ops = append(ops, n.keys.CalendarRefOps(recs[i], recs[i].Spec.Calendars, false)...)
 				}
 				plans = append(plans, p)
 				continue
@@ -227,17 +216,16 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			}
 			target, targetInc := owner.Node, owner.Incarnation
 			if owner.Mapped {
-				cmps = append(cmps, n.idmap.Fence(g.id, owner.Epoch))
+				txn.Owned(g.id, owner.Epoch)
 			} else {
 				if place == nil {
 					if place, err = n.placement(ctx); err != nil {
 						return err
 					}
-					cmps = append(cmps, n.targetCmp(place))
+					txn.Target(place.name, place.lease)
 				}
 				target, targetInc = place.name, place.inc
-				cmps = append(cmps, n.idmap.Unmapped(g.id))
-				ops = append(ops, n.idmap.AssignOps(g.id, "", target, targetInc)...)
+				txn.Map(g.id, target, targetInc)
 			}
 			p := planned{g: g, owner: owner, mine: target == n.cfg.Name && targetInc == n.incarnation}
 			for _, i := range g.idx {
@@ -245,19 +233,9 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					continue // answered by an idempotency key in an earlier attempt
 				}
 				p.live = append(p.live, i)
-				r := recs[i]
-				put, err := n.keys.PutTask(r)
-				if err != nil {
+				if err := txn.Task(recs[i]); err != nil {
 					return err
 				}
-				ops = append(ops, put)
-				if k := r.Spec.IdempotencyKey; k != "" {
-					ik := n.keys.Idem(g.id, k)
-					cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(ik), "=", 0))
-					ops = append(ops, clientv3.OpPut(ik, r.Id))
-				}
-				cmps = append(cmps, n.calendarCmps(r.Spec.Calendars)...)
-				ops = append(ops, n.keys.CalendarRefOps(r, r.Spec.Calendars, false)...)
 			}
 			if !p.mine {
 				// The owner loads each task from its handoff area.
@@ -266,17 +244,17 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					if err != nil {
 						return err
 					}
-					ops = append(ops, op)
+					txn.Also(op)
 				}
 			}
 			plans = append(plans, p)
 		}
-		if len(ops) == 0 {
+		if txn.Empty() {
 			return nil
 		}
-		res := n.batch.do(ctx, cmps, ops, nil)
-		if res.err != nil {
-			if !res.notSent {
+		res := n.batch.Do(ctx, txn.Txn())
+		if res.Err != nil {
+			if !res.NotSent {
 				// Maybe applied: the identities this node would own are read
 				// again once the Txn is surely over, so that a task that was
 				// stored is run (the others' owners get the handoff entries
@@ -288,9 +266,9 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					}
 				}
 			}
-			return fmt.Errorf("store tasks: %w", res.err)
+			return fmt.Errorf("store tasks: %w", res.Err)
 		}
-		if !res.ok {
+		if !res.OK {
 			if err := n.calendarsStillExist(ctx, groups, recs); err != nil {
 				return err
 			}
@@ -304,7 +282,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			}
 			continue
 		}
-		rev := res.rev
+		rev := res.Rev
 		for _, p := range plans {
 			if p.g.every {
 				for _, i := range p.live {

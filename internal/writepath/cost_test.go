@@ -1,10 +1,9 @@
-package taskservice
+package writepath
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -47,30 +46,15 @@ func (w *wireSizes) all() []int {
 // the default) and returns a fault injector over a client whose Txn sizes
 // are recorded.
 func sizedEtcd(t *testing.T, maxRequest uint) (*etcdfault.Injector, *clientv3.Client, *wireSizes) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: filepath.Join(t.TempDir(), "etcd"), ClientURL: "http://127.0.0.1:0",
-		Fast: true, MaxRequestBytes: maxRequest})
-	if err != nil {
-		t.Fatalf("start etcd: %v", err)
-	}
-	t.Cleanup(srv.Close)
 	w := &wireSizes{}
-	cli, err := DialEtcd([]string{srv.ClientURL()}, grpc.WithChainUnaryInterceptor(w.interceptor))
-	if err != nil {
-		t.Fatalf("etcd client: %v", err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	in := etcdfault.New()
-	in.Wrap(cli)
+	in, cli, _ := testEtcd(t, maxRequest, grpc.WithChainUnaryInterceptor(w.interceptor))
 	return in, cli, w
 }
 
 // startShaped is a write shaped like a run's start for identity id: five
 // compares (epoch, task, registration, the two pauses), the task's put, and
 // five Else reads, every key carrying the escaped identity.
-func startShaped(id string, value int) testWrite {
+func startShaped(id string, value int) Txn {
 	enc := identity.Encode(id)
 	keys := []string{"/taskd/map/" + enc, "/taskd/task/" + enc + "/01JTASKIDTASKIDTASKIDTASKI", "/taskd/nodes/n1",
 		"/taskd/pause/identity/" + enc, "/taskd/pause/kind/rec"}
@@ -80,19 +64,7 @@ func startShaped(id string, value int) testWrite {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
 		els = append(els, clientv3.OpGet(k))
 	}
-	return testWrite{cmps, []clientv3.Op{clientv3.OpPut(keys[1], strings.Repeat("v", value))}, els}
-}
-
-// testWrite is one write of a test: compares, Then and Else operations.
-type testWrite struct {
-	cmps     []clientv3.Cmp
-	ops, els []clientv3.Op
-}
-
-func (w testWrite) cost() txnCost { return costOf(w.cmps, w.ops, w.els) }
-
-func (b *batcher) doWrite(ctx context.Context, w testWrite) txnOutcome {
-	return b.do(ctx, w.cmps, w.ops, w.els)
+	return Txn{If: cmps, Then: []clientv3.Op{clientv3.OpPut(keys[1], strings.Repeat("v", value))}, Else: els}
 }
 
 // longCJK is the i-th of many identities of 84 CJK characters (255 bytes,
@@ -111,15 +83,15 @@ func holdFirstTxn(t *testing.T, in *etcdfault.Injector) (held func() bool, relea
 }
 
 // 205 start-shaped items of long CJK identities, queued together: the
-// batcher sizes each as etcd does (compares and Else reads included), so
+// Batcher sizes each as etcd does (compares and Else reads included), so
 // they go out in several Txns that etcd takes, and each succeeds. The
-// batcher of the last release counted only put keys and values: it sent the
+// Batcher of the last release counted only put keys and values: it sent the
 // 204 queued items as one Txn, which etcd refused ("request is too large"),
 // and all 204 failed together although each alone succeeded.
 func TestBatcherSizesItemsAsEtcdDoes(t *testing.T) {
 	in, cli, wire := sizedEtcd(t, 0)
-	b := newBatcher(cli, 10*time.Second, etcdembed.MaxTxnOps, DefaultMaxRequestBytes, 1)
-	defer b.wait()
+	b := NewBatcher(cli, 10*time.Second, etcdembed.MaxTxnOps, DefaultMaxRequestBytes, 1)
+	defer b.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -127,8 +99,8 @@ func TestBatcherSizesItemsAsEtcdDoes(t *testing.T) {
 	nested, oldCount := 0, 0
 	for i := 1; i < items; i++ {
 		w := startShaped(longCJK(i), 3000)
-		nested += w.cost().nested
-		oldCount += len(w.ops[0].KeyBytes()) + len(w.ops[0].ValueBytes())
+		nested += w.Cost().nested
+		oldCount += len(w.Then[0].KeyBytes()) + len(w.Then[0].ValueBytes())
 	}
 	// What makes the case: together the queued items are too large for one
 	// request, but the old count (put keys and values) put them in one.
@@ -137,13 +109,13 @@ func TestBatcherSizesItemsAsEtcdDoes(t *testing.T) {
 	}
 
 	held, release := holdFirstTxn(t, in)
-	outs := make([]txnOutcome, items)
+	outs := make([]Outcome, items)
 	var wg sync.WaitGroup
 	do := func(i int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = b.doWrite(ctx, startShaped(longCJK(i), 3000))
+			outs[i] = b.Do(ctx, startShaped(longCJK(i), 3000))
 		}()
 	}
 	do(0)
@@ -157,10 +129,10 @@ func TestBatcherSizesItemsAsEtcdDoes(t *testing.T) {
 
 	failed := 0
 	for i, out := range outs {
-		if !out.ok {
+		if !out.OK {
 			failed++
 			if failed < 3 {
-				t.Errorf("item %d: ok %v err %v", i, out.ok, out.err)
+				t.Errorf("item %d: ok %v err %v", i, out.OK, out.Err)
 			}
 		}
 	}
@@ -168,7 +140,7 @@ func TestBatcherSizesItemsAsEtcdDoes(t *testing.T) {
 		t.Fatalf("%d of %d items failed, want none", failed, items)
 	}
 	sizes := wire.all()
-	budget := requestBudget(DefaultMaxRequestBytes)
+	budget := RequestBudget(DefaultMaxRequestBytes)
 	sum := 0
 	for _, s := range sizes[1:] {
 		sum += s
@@ -179,51 +151,51 @@ func TestBatcherSizesItemsAsEtcdDoes(t *testing.T) {
 	if len(sizes) < 3 {
 		t.Fatalf("%d Txns sent (%v), want the first alone and the rest in at least two", len(sizes), sizes)
 	}
-	// The sizing is exact: what the batcher counted is what went on the wire.
-	if c0 := startShaped(longCJK(0), 3000).cost(); sizes[0] != c0.alone {
-		t.Errorf("the lone item's Txn was %d bytes on the wire, the batcher counted %d", sizes[0], c0.alone)
+	// The sizing is exact: what the Batcher counted is what went on the wire.
+	if c0 := startShaped(longCJK(0), 3000).Cost(); sizes[0] != c0.alone {
+		t.Errorf("the lone item's Txn was %d bytes on the wire, the Batcher counted %d", sizes[0], c0.alone)
 	}
 	if sum != nested {
-		t.Errorf("the batched Txns were %d bytes on the wire, the batcher counted %d", sum, nested)
+		t.Errorf("the batched Txns were %d bytes on the wire, the Batcher counted %d", sum, nested)
 	}
 	t.Logf("%d items of %d bytes on the wire in %d Txns: %v", items, sum+sizes[0], len(sizes), sizes)
 }
 
 // An item too large for any batch fails alone, at once, with ErrTooLarge,
 // and is never sent; its neighbours in the queue succeed. And when etcd
-// takes less than the batcher was told (a server whose --max-request-bytes
+// takes less than the Batcher was told (a server whose --max-request-bytes
 // is lower than the node's setting), a batch it refuses is split: every
 // item that fits is written, and the one item etcd refuses alone fails
 // alone with ErrTooLarge, not sent again.
 func TestBatcherItemTooLargeFailsAlone(t *testing.T) {
-	in, cli, _ := sizedEtcd(t, 256<<10) // etcd takes 256 KiB; the batcher believes 1.5 MiB
-	b := newBatcher(cli, 10*time.Second, etcdembed.MaxTxnOps, DefaultMaxRequestBytes, 1)
-	defer b.wait()
+	in, cli, _ := sizedEtcd(t, 256<<10) // etcd takes 256 KiB; the Batcher believes 1.5 MiB
+	b := NewBatcher(cli, 10*time.Second, etcdembed.MaxTxnOps, DefaultMaxRequestBytes, 1)
+	defer b.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	item := func(key string, value int) testWrite {
+	item := func(key string, value int) Txn {
 		cmps, _ := createItem(key)
-		return testWrite{cmps: cmps, ops: []clientv3.Op{clientv3.OpPut(key, strings.Repeat("v", value))}}
+		return Txn{If: cmps, Then: []clientv3.Op{clientv3.OpPut(key, strings.Repeat("v", value))}}
 	}
 
-	// Too large for the batcher itself: refused before it is queued.
-	out := b.doWrite(ctx, item("huge", 2<<20))
-	if !errors.Is(out.err, ErrTooLarge) || !out.notSent || errors.Is(out.err, ErrOutcomeUnknown) {
-		t.Fatalf("a 2 MiB item: err %v notSent %v, want ErrTooLarge, not sent", out.err, out.notSent)
+	// Too large for the Batcher itself: refused before it is queued.
+	out := b.Do(ctx, item("huge", 2<<20))
+	if !errors.Is(out.Err, ErrTooLarge) || !out.NotSent || errors.Is(out.Err, ErrOutcomeUnknown) {
+		t.Fatalf("a 2 MiB item: err %v notSent %v, want ErrTooLarge, not sent", out.Err, out.NotSent)
 	}
-	if !strings.Contains(out.err.Error(), "2.0 MiB") {
-		t.Errorf("error %q does not say how large the write was", out.err)
+	if !strings.Contains(out.Err.Error(), "2.0 MiB") {
+		t.Errorf("error %q does not say how large the write was", out.Err)
 	}
 
 	held, release := holdFirstTxn(t, in)
 	const small = 20
-	outs := make([]txnOutcome, small+2)
+	outs := make([]Outcome, small+2)
 	var wg sync.WaitGroup
 	do := func(i int, key string, value int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = b.doWrite(ctx, item(key, value))
+			outs[i] = b.Do(ctx, item(key, value))
 		}()
 	}
 	do(0, "first", 10)
@@ -231,17 +203,17 @@ func TestBatcherItemTooLargeFailsAlone(t *testing.T) {
 	for i := 1; i <= small; i++ {
 		do(i, fmt.Sprintf("small%02d", i), 20<<10) // 400 KiB together: more than etcd takes
 	}
-	do(small+1, "big", 300<<10) // fits the batcher's budget, not etcd's
+	do(small+1, "big", 300<<10) // fits the Batcher's budget, not etcd's
 	waitFor(t, func() bool { return b.queued() == small+1 }, "the items to queue")
 	release()
 	wg.Wait()
 	for i := 0; i <= small; i++ {
-		if !outs[i].ok {
-			t.Errorf("item %d: ok %v err %v, want written", i, outs[i].ok, outs[i].err)
+		if !outs[i].OK {
+			t.Errorf("item %d: ok %v err %v, want written", i, outs[i].OK, outs[i].Err)
 		}
 	}
-	if big := outs[small+1]; !errors.Is(big.err, ErrTooLarge) || !big.notSent || errors.Is(big.err, ErrOutcomeUnknown) {
-		t.Errorf("the item etcd refuses: err %v notSent %v, want ErrTooLarge, not sent", big.err, big.notSent)
+	if big := outs[small+1]; !errors.Is(big.Err, ErrTooLarge) || !big.NotSent || errors.Is(big.Err, ErrOutcomeUnknown) {
+		t.Errorf("the item etcd refuses: err %v notSent %v, want ErrTooLarge, not sent", big.Err, big.NotSent)
 	}
 }
 
@@ -272,7 +244,7 @@ func TestSizeRefusalsAreDefinite(t *testing.T) {
 		if !etcdstatus.TooLarge(err) || !etcdstatus.NotApplied(err) {
 			t.Errorf("%s: %v: TooLarge %v NotApplied %v, want both", tc.name, err, etcdstatus.TooLarge(err), etcdstatus.NotApplied(err))
 		}
-		if a := ambiguous(err); !errors.Is(a, ErrTooLarge) || errors.Is(a, ErrOutcomeUnknown) {
+		if a := Ambiguous(err); !errors.Is(a, ErrTooLarge) || errors.Is(a, ErrOutcomeUnknown) {
 			t.Errorf("%s: classified %v, want ErrTooLarge and not an unknown outcome", tc.name, a)
 		}
 	}
@@ -281,14 +253,14 @@ func TestSizeRefusalsAreDefinite(t *testing.T) {
 	}
 }
 
-// BenchmarkTxnCost is the sizing's cost per item the batcher takes: a
+// BenchmarkTxnCost is the sizing's cost per item the Batcher takes: a
 // start-shaped write of a long CJK identity (five compares, one put of
 // 3000 bytes, five Else reads).
 func BenchmarkTxnCost(b *testing.B) {
 	w := startShaped(longCJK(1), 3000)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = w.cost()
+		_ = w.Cost()
 	}
 }
 
@@ -297,12 +269,12 @@ func BenchmarkTxnCost(b *testing.B) {
 func TestTxnCostCountsOperationsAsEtcd(t *testing.T) {
 	get := clientv3.OpGet("k")
 	cmp := clientv3.Compare(clientv3.CreateRevision("k"), "=", 0)
-	flat := costOf([]clientv3.Cmp{cmp, cmp, cmp}, []clientv3.Op{clientv3.OpPut("a", "v")}, []clientv3.Op{get, get, get, get, get})
+	flat := CostOf([]clientv3.Cmp{cmp, cmp, cmp}, []clientv3.Op{clientv3.OpPut("a", "v")}, []clientv3.Op{get, get, get, get, get})
 	if flat.width != 5 {
 		t.Errorf("3 compares, 1 put, 5 reads: width %d, want 5", flat.width)
 	}
 	inner := clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut("b", "v"), clientv3.OpPut("c", "v"), clientv3.OpDelete("d")}, nil)
-	nested := costOf([]clientv3.Cmp{cmp}, []clientv3.Op{clientv3.OpPut("a", "v"), inner}, nil)
+	nested := CostOf([]clientv3.Cmp{cmp}, []clientv3.Op{clientv3.OpPut("a", "v"), inner}, nil)
 	if nested.width != 2+3 {
 		t.Errorf("a Txn of 2 holding one of 3: width %d, want 5", nested.width)
 	}

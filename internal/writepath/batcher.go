@@ -1,20 +1,16 @@
-package taskservice
+package writepath
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/taskd/taskd/internal/etcdstatus"
 )
 
-// batcher groups the node's independent fenced writes (run starts, run
+// Batcher groups the node's independent fenced writes (run starts, run
 // commits, schedules) into shared Txns: etcd's cost is mostly per request,
 // so many small Txns cost far more than one Txn of the same operations.
 //
@@ -34,13 +30,13 @@ import (
 // etcd (or the client) refuses for its size all the same is split in
 // halves and sent again, down to the one item it refuses, which fails
 // with ErrTooLarge. Neither is an error to retry: nothing was written.
-type batcher struct {
+type Batcher struct {
 	cli     *clientv3.Client
 	timeout time.Duration
 	maxOps  int
-	budget  int // bytes of one request (requestBudget)
+	budget  int // bytes of one request (RequestBudget)
 	max     int // concurrent Txns
-	// observe is told the items of each Txn sent (Config.Observer).
+	// observe is told the items of each Txn sent (Observe).
 	observe func(items int)
 
 	mu     sync.Mutex
@@ -51,37 +47,37 @@ type batcher struct {
 
 // txnItem is one write with its own compares.
 type txnItem struct {
-	cmps     []clientv3.Cmp
-	ops      []clientv3.Op
-	els      []clientv3.Op
-	cost     txnCost
+	txn      Txn
+	cost     Cost
 	deadline time.Time
-	done     chan txnOutcome
+	done     chan Outcome
 }
 
-// txnOutcome is what an item's Txn did.
-type txnOutcome struct {
-	ok   bool
-	rev  int64
-	els  []*etcdserverpb.ResponseOp // the Else responses when !ok
-	err  error
-	size int // items in the Txn that carried it (1 = alone)
-	// notSent: err is final and nothing was written (the caller's context
-	// ended while the item still waited in the queue).
-	notSent bool
-	// late, with err set and notSent false, delivers the item's real
+// Outcome is what an item's Txn did.
+type Outcome struct {
+	OK   bool
+	Rev  int64
+	Else []*etcdserverpb.ResponseOp // the Else responses when !OK
+	// Refusal names the Else responses when !OK (Txn.Refusal).
+	Refusal Refusal
+	Err  error
+	Size int // items in the Txn that carried it (1 = alone)
+	// NotSent: Err is final and nothing was written (the caller's context
+	// ended while the item still waited in the queue, or it was too large).
+	NotSent bool
+	// Late, with Err set and NotSent false, delivers the item's real
 	// outcome once its Txn returns: the caller stopped waiting while the
 	// Txn was on its way, so it may have been applied.
-	late <-chan txnOutcome
+	Late <-chan Outcome
 }
 
-func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, maxRequestBytes, concurrent int) *batcher {
-	return &batcher{cli: cli, timeout: timeout, maxOps: maxOps, budget: requestBudget(maxRequestBytes),
+func NewBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, maxRequestBytes, concurrent int) *Batcher {
+	return &Batcher{cli: cli, timeout: timeout, maxOps: maxOps, budget: RequestBudget(maxRequestBytes),
 		max: concurrent, observe: func(int) {}}
 }
 
-// do runs one item and waits for its outcome, at most until ctx ends. The
-// item's Txn is bounded by the batcher's timeout and by ctx's deadline.
+// Do runs one item and waits for its outcome, at most until ctx ends. The
+// item's Txn is bounded by the Batcher's timeout and by ctx's deadline.
 //
 // If ctx ends before the item was sent, it is taken out of the queue and
 // never sent (notSent). If it ends while the item's Txn is on its way, the
@@ -90,10 +86,10 @@ func newBatcher(cli *clientv3.Client, timeout time.Duration, maxOps, maxRequestB
 //
 // An item too large for any batch is not sent: err wraps ErrTooLarge
 // (notSent).
-func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []clientv3.Op) txnOutcome {
-	it := &txnItem{cmps: cmps, ops: ops, els: els, cost: costOf(cmps, ops, els), done: make(chan txnOutcome, 1)}
+func (b *Batcher) Do(ctx context.Context, t Txn) Outcome {
+	it := &txnItem{txn: t, cost: t.Cost(), done: make(chan Outcome, 1)}
 	if err := it.cost.tooLarge(b.budget, b.maxOps); err != nil {
-		return txnOutcome{err: err, notSent: true, size: 1}
+		return Outcome{Err: err, NotSent: true, Size: 1}
 	}
 	if d, ok := ctx.Deadline(); ok {
 		it.deadline = d
@@ -116,15 +112,15 @@ func (b *batcher) do(ctx context.Context, cmps []clientv3.Cmp, ops, els []client
 		if q == it {
 			b.queue = append(b.queue[:i:i], b.queue[i+1:]...)
 			b.mu.Unlock()
-			return txnOutcome{err: fmt.Errorf("write not sent: %w", ctx.Err()), notSent: true}
+			return Outcome{Err: fmt.Errorf("write not sent: %w", ctx.Err()), NotSent: true}
 		}
 	}
 	b.mu.Unlock()
-	return txnOutcome{err: fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()), late: it.done}
+	return Outcome{Err: fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err()), Late: it.done}
 }
 
 // drain sends batches until the queue is empty.
-func (b *batcher) drain() {
+func (b *Batcher) drain() {
 	defer b.wg.Done()
 	for {
 		batch := b.take()
@@ -139,7 +135,7 @@ func (b *batcher) drain() {
 // now) any that would write a key already written in the batch, while the
 // batch's request stays within the byte budget and its operations, as
 // etcd counts them (the items, plus the widest item), within maxOps.
-func (b *batcher) take() []*txnItem {
+func (b *Batcher) take() []*txnItem {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue) == 0 {
@@ -154,7 +150,7 @@ func (b *batcher) take() []*txnItem {
 		// batch holds at most maxOps operations and nested Txns in all: a
 		// larger Txn is slower to apply than two in flight.
 		fits := len(batch) == 0 || (bytes+it.cost.nested <= b.budget && len(batch)+1+max(width, it.cost.width) <= b.maxOps &&
-			ops+len(it.ops)+1 <= b.maxOps)
+			ops+len(it.txn.Then)+1 <= b.maxOps)
 		if !fits || w.clashes(it.cost) {
 			rest = append(rest, it)
 			continue
@@ -162,7 +158,7 @@ func (b *batcher) take() []*txnItem {
 		w.add(it.cost)
 		bytes += it.cost.nested
 		width = max(width, it.cost.width)
-		ops += len(it.ops) + 1
+		ops += len(it.txn.Then) + 1
 		batch = append(batch, it)
 	}
 	b.queue = rest
@@ -177,7 +173,7 @@ type batchWrites struct {
 
 // clashes reports whether an item writes a key (or deletes a range) the
 // batch writes already.
-func (w *batchWrites) clashes(c txnCost) bool {
+func (w *batchWrites) clashes(c Cost) bool {
 	for _, k := range c.writes {
 		if w.keys[k] {
 			return true
@@ -203,7 +199,7 @@ func (w *batchWrites) clashes(c txnCost) bool {
 	return false
 }
 
-func (w *batchWrites) add(c txnCost) {
+func (w *batchWrites) add(c Cost) {
 	if w.keys == nil {
 		w.keys = map[string]bool{}
 	}
@@ -215,14 +211,14 @@ func (w *batchWrites) add(c txnCost) {
 
 // send commits one batch: one Txn of one nested Txn per item. A batch
 // refused for its size is sent again in halves.
-func (b *batcher) send(batch []*txnItem) {
+func (b *Batcher) send(batch []*txnItem) {
 	if len(batch) == 1 {
 		batch[0].done <- b.alone(batch[0])
 		return
 	}
 	ops := make([]clientv3.Op, len(batch))
 	for i, it := range batch {
-		ops[i] = clientv3.OpTxn(it.cmps, it.ops, it.els)
+		ops[i] = it.txn.op()
 	}
 	ctx, cancel := b.txnCtx(batch...)
 	b.observe(len(batch))
@@ -238,7 +234,7 @@ func (b *batcher) send(batch []*txnItem) {
 			return
 		}
 		for _, it := range batch {
-			it.done <- txnOutcome{err: ambiguous(err), size: len(batch)}
+			it.done <- Outcome{Err: Ambiguous(err), Size: len(batch)}
 		}
 		return
 	}
@@ -249,35 +245,35 @@ func (b *batcher) send(batch []*txnItem) {
 		}
 		switch {
 		case nested == nil: // cannot happen: etcd answers each op of Then
-			it.done <- txnOutcome{err: fmt.Errorf("%w: the batched Txn answered %d of %d items", ErrOutcomeUnknown, len(resp.Responses), len(batch)),
-				size: len(batch)}
+			it.done <- Outcome{Err: fmt.Errorf("%w: the batched Txn answered %d of %d items", ErrOutcomeUnknown, len(resp.Responses), len(batch)),
+				Size: len(batch)}
 		case nested.Succeeded:
-			it.done <- txnOutcome{ok: true, rev: resp.Header.Revision, size: len(batch)}
+			it.done <- Outcome{OK: true, Rev: resp.Header.Revision, Size: len(batch)}
 		default:
-			it.done <- txnOutcome{els: nested.Responses, rev: resp.Header.Revision, size: len(batch)}
+			it.done <- Outcome{Else: nested.Responses, Refusal: it.txn.Refusal(nested.Responses), Rev: resp.Header.Revision, Size: len(batch)}
 		}
 	}
 }
 
 // alone commits one item in a Txn of its own.
-func (b *batcher) alone(it *txnItem) txnOutcome {
+func (b *Batcher) alone(it *txnItem) Outcome {
 	ctx, cancel := b.txnCtx(it)
 	defer cancel()
 	b.observe(1)
-	resp, err := b.cli.Txn(ctx).If(it.cmps...).Then(it.ops...).Else(it.els...).Commit()
+	resp, err := it.txn.commit(ctx, b.cli)
 	if err != nil {
-		return txnOutcome{err: ambiguous(err), notSent: refusedForSize(err), size: 1}
+		return Outcome{Err: Ambiguous(err), NotSent: refusedForSize(err), Size: 1}
 	}
 	if resp.Succeeded {
-		return txnOutcome{ok: true, rev: resp.Header.Revision, size: 1}
+		return Outcome{OK: true, Rev: resp.Header.Revision, Size: 1}
 	}
-	return txnOutcome{els: resp.Responses, rev: resp.Header.Revision, size: 1}
+	return Outcome{Else: resp.Responses, Refusal: it.txn.Refusal(resp.Responses), Rev: resp.Header.Revision, Size: 1}
 }
 
-// txnCtx bounds a Txn by the batcher's timeout and by the earliest
+// txnCtx bounds a Txn by the Batcher's timeout and by the earliest
 // deadline of its items: a run start, whose deadline is the end of the
 // node's lease margin, must not be applied after that.
-func (b *batcher) txnCtx(items ...*txnItem) (context.Context, context.CancelFunc) {
+func (b *Batcher) txnCtx(items ...*txnItem) (context.Context, context.CancelFunc) {
 	d := time.Now().Add(b.timeout)
 	for _, it := range items {
 		if !it.deadline.IsZero() && it.deadline.Before(d) {
@@ -287,30 +283,9 @@ func (b *batcher) txnCtx(items ...*txnItem) (context.Context, context.CancelFunc
 	return context.WithDeadline(context.Background(), d)
 }
 
-// ambiguous marks a failed Txn whose outcome is unknown: etcd may have
-// applied it all the same (a timeout or a lost connection after the request
-// was sent). An error that etcd cannot have applied (etcdstatus.NotApplied:
-// an error the server answered with, such as the space quota or a compare
-// on a bad key, or the client's refusal to send) is definite and returned
-// as it is; one that refuses the request for its size also wraps
-// ErrTooLarge, so that no loop retries it as if etcd were down.
-func ambiguous(err error) error {
-	if refusedForSize(err) {
-		return fmt.Errorf("%w: etcd refused the write: %w", ErrTooLarge, err)
-	}
-	if etcdstatus.NotApplied(err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-}
+// Observe has f told the number of items of each Txn the Batcher sends
+// (for metrics). Call it before the first Do.
+func (b *Batcher) Observe(f func(items int)) { b.observe = f }
 
-// refusedForSize reports a definite refusal of a request for its size or
-// number of operations (or a duplicate key, which the sizing keeps out of
-// batches): nothing was applied.
-func refusedForSize(err error) bool {
-	return (etcdstatus.TooLarge(err) || errors.Is(err, rpctypes.ErrDuplicateKey) || errors.Is(err, rpctypes.ErrGRPCDuplicateKey)) &&
-		etcdstatus.NotApplied(err)
-}
-
-// wait waits for the batches in flight (at Stop).
-func (b *batcher) wait() { b.wg.Wait() }
+// Wait waits for the batches in flight (at Stop).
+func (b *Batcher) Wait() { b.wg.Wait() }

@@ -1,4 +1,4 @@
-package taskservice
+package writepath
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // compares and Else reads included, and its operations as etcd counts
 // them, nested Txns included.
 
-// txnCost is what one write (compares, Then operations, Else operations)
+// Cost is what one write (compares, Then operations, Else operations)
 // costs etcd.
-type txnCost struct {
+type Cost struct {
 	// alone is the encoded size of the write as a TxnRequest of its own.
 	alone int
 	// nested is what the write adds to a batch's TxnRequest, whose Then
@@ -40,7 +40,7 @@ type txnCost struct {
 	ranges [][2]string
 }
 
-// costOf sizes a write. It asks the etcd client itself for the request it
+// CostOf sizes a write. It asks the etcd client itself for the request it
 // would send (a KV over a client that only captures the request), so the
 // size is exact: every field the client encodes, leases and sort orders
 // included, counts.
@@ -48,14 +48,14 @@ type txnCost struct {
 // The compares are sized apart (the client sends each as it is, and
 // handing them to it would clone each one twice): each is one element of
 // the request's compare list.
-func costOf(cmps []clientv3.Cmp, ops, els []clientv3.Op) txnCost {
+func CostOf(cmps []clientv3.Cmp, ops, els []clientv3.Op) Cost {
 	req := requestOf(ops, els)
 	alone := proto.Size(req)
 	for i := range cmps {
 		c := cmps[i] // GetCompare fills in a nil compare: on a copy
 		alone += tagged(proto.Size(c.GetCompare()))
 	}
-	c := txnCost{alone: alone, nested: tagged(tagged(alone)), width: widthOf(req, len(cmps))}
+	c := Cost{alone: alone, nested: tagged(tagged(alone)), width: widthOf(req, len(cmps))}
 	c.writes, c.ranges = writesOf(req, c.writes, c.ranges)
 	return c
 }
@@ -86,7 +86,7 @@ func (c *capture) Txn(_ context.Context, r *etcdserverpb.TxnRequest, _ ...grpc.C
 }
 
 // widthOf is the operations etcd counts for r with cmps compares besides
-// its own (see txnCost.width).
+// its own (see Cost.width).
 func widthOf(r *etcdserverpb.TxnRequest, cmps int) int {
 	opc := max(cmps, len(r.Compare), len(r.Success), len(r.Failure))
 	inner := 0
@@ -128,11 +128,11 @@ func inRange(k string, r [2]string) bool {
 	return k >= r[0] && (r[1] == "\x00" || k < r[1])
 }
 
-// requestBudget is what a node lets one etcd request weigh: etcd's
+// RequestBudget is what a node lets one etcd request weigh: etcd's
 // --max-request-bytes less room for what etcd adds around the Txn before
 // it checks the size (its raft request's header: an id, the user name and
 // auth revision), and never more than the Go client sends by default.
-func requestBudget(maxRequestBytes int) int {
+func RequestBudget(maxRequestBytes int) int {
 	return min(maxRequestBytes, clientMaxSend) - requestMargin
 }
 
@@ -145,19 +145,19 @@ const (
 )
 
 // tooLarge is the ErrTooLarge of a write that does not fit, or nil.
-func (c txnCost) tooLarge(budget, maxOps int) error {
+func (c Cost) tooLarge(budget, maxOps int) error {
 	switch {
 	case c.alone > budget:
 		return fmt.Errorf("%w: the write is %s encoded, the limit is %s (etcd's --max-request-bytes less %d bytes for its header)",
-			ErrTooLarge, sizeText(c.alone), sizeText(budget), requestMargin)
+			ErrTooLarge, SizeText(c.alone), SizeText(budget), requestMargin)
 	case c.width > maxOps:
 		return fmt.Errorf("%w: the write needs %d operations, the limit is %d (etcd's --max-txn-ops)", ErrTooLarge, c.width, maxOps)
 	}
 	return nil
 }
 
-// sizeText writes a size in bytes, and in KiB or MiB when large.
-func sizeText(n int) string {
+// SizeText writes a size in bytes, and in KiB or MiB when large.
+func SizeText(n int) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/(1<<20))
@@ -166,3 +166,6 @@ func sizeText(n int) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// DefaultMaxRequestBytes is etcd's default --max-request-bytes.
+const DefaultMaxRequestBytes = 1536 << 10

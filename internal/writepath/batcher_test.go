@@ -1,4 +1,4 @@
-package taskservice
+package writepath
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/taskd/taskd/internal/etcdfault"
 	"github.com/taskd/taskd/pkg/etcdembed"
@@ -17,16 +19,25 @@ import (
 // faultyEtcd starts an embedded etcd and returns a client wrapped by a new
 // fault injector, and a plain client to see what etcd holds.
 func faultyEtcd(t *testing.T) (*etcdfault.Injector, *clientv3.Client, *clientv3.Client) {
+	return testEtcd(t, 0)
+}
+
+// testEtcd starts an embedded etcd with --max-request-bytes maxRequest (0:
+// etcd's default) and returns a client with the extra dial options,
+// wrapped by a new fault injector, and a plain client.
+func testEtcd(t *testing.T, maxRequest uint, extra ...grpc.DialOption) (*etcdfault.Injector, *clientv3.Client, *clientv3.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: filepath.Join(t.TempDir(), "etcd"), ClientURL: "http://127.0.0.1:0", Fast: true})
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{Dir: filepath.Join(t.TempDir(), "etcd"), ClientURL: "http://127.0.0.1:0",
+		Fast: true, MaxRequestBytes: maxRequest})
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
 	t.Cleanup(srv.Close)
-	dial := func() *clientv3.Client {
-		cli, err := DialEtcd([]string{srv.ClientURL()})
+	dial := func(extra ...grpc.DialOption) *clientv3.Client {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.ClientURL()}, DialTimeout: 5 * time.Second,
+			Logger: zap.NewNop(), DialOptions: extra})
 		if err != nil {
 			t.Fatalf("etcd client: %v", err)
 		}
@@ -34,7 +45,7 @@ func faultyEtcd(t *testing.T) (*etcdfault.Injector, *clientv3.Client, *clientv3.
 		return cli
 	}
 	in := etcdfault.New()
-	cli := dial()
+	cli := dial(extra...)
 	in.Wrap(cli)
 	return in, cli, dial()
 }
@@ -62,7 +73,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 }
 
-func (b *batcher) queued() int {
+func (b *Batcher) queued() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.queue)
@@ -94,15 +105,15 @@ func TestBatcherGivesEachItemItsOwnOutcome(t *testing.T) {
 	release := make(chan struct{})
 	first := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Times: 1, Action: etcdfault.DelayUntil(release)})
 
-	b := newBatcher(cli, 10*time.Second, 128, DefaultMaxRequestBytes, 1)
-	defer b.wait()
-	outs := make([]txnOutcome, 4)
+	b := NewBatcher(cli, 10*time.Second, 128, DefaultMaxRequestBytes, 1)
+	defer b.Wait()
+	outs := make([]Outcome, 4)
 	var wg sync.WaitGroup
 	start := func(i int, cmps []clientv3.Cmp, ops, els []clientv3.Op) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[i] = b.do(ctx, cmps, ops, els)
+			outs[i] = b.Do(ctx, Txn{If: cmps, Then: ops, Else: els})
 		}()
 	}
 	cmps, ops := createItem("k0")
@@ -120,16 +131,16 @@ func TestBatcherGivesEachItemItsOwnOutcome(t *testing.T) {
 	wg.Wait()
 
 	for _, i := range []int{0, 1, 3} {
-		if !outs[i].ok || outs[i].err != nil {
-			t.Errorf("item %d: ok %v err %v, want ok", i, outs[i].ok, outs[i].err)
+		if !outs[i].OK || outs[i].Err != nil {
+			t.Errorf("item %d: ok %v err %v, want ok", i, outs[i].OK, outs[i].Err)
 		}
 	}
-	if outs[2].ok || outs[2].err != nil {
-		t.Fatalf("item 2: ok %v err %v, want a failed compare", outs[2].ok, outs[2].err)
+	if outs[2].OK || outs[2].Err != nil {
+		t.Fatalf("item 2: ok %v err %v, want a failed compare", outs[2].OK, outs[2].Err)
 	}
-	if len(outs[2].els) != 1 || len(outs[2].els[0].GetResponseRange().Kvs) != 1 ||
-		string(outs[2].els[0].GetResponseRange().Kvs[0].Value) != "taken" {
-		t.Fatalf("item 2's Else responses = %v, want the range of guard", outs[2].els)
+	if len(outs[2].Else) != 1 || len(outs[2].Else[0].GetResponseRange().Kvs) != 1 ||
+		string(outs[2].Else[0].GetResponseRange().Kvs[0].Value) != "taken" {
+		t.Fatalf("item 2's Else responses = %v, want the range of guard", outs[2].Else)
 	}
 	for key, want := range map[string]bool{"k0": true, "k1": true, "k2": false, "k3": true} {
 		if holds(t, plain, key) != want {
@@ -143,7 +154,7 @@ func TestBatcherGivesEachItemItsOwnOutcome(t *testing.T) {
 	if len(txns) != 2 || len(txns[1].Keys) != 7 {
 		t.Fatalf("txns %v, want 2 with the second carrying all three queued items", txns)
 	}
-	if outs[1].size != 3 || outs[2].size != 3 || outs[3].size != 3 || outs[1].rev != outs[2].rev || outs[2].rev != outs[3].rev {
+	if outs[1].Size != 3 || outs[2].Size != 3 || outs[3].Size != 3 || outs[1].Rev != outs[2].Rev || outs[2].Rev != outs[3].Rev {
 		t.Fatalf("outcomes %+v, want the three queued items in one Txn at one revision", outs[1:])
 	}
 }
@@ -155,33 +166,33 @@ func TestBatcherReportsAnItemWhoseCallerGaveUp(t *testing.T) {
 	in, cli, plain := faultyEtcd(t)
 	release := make(chan struct{})
 	first := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Times: 1, Action: etcdfault.DelayUntil(release)})
-	b := newBatcher(cli, 10*time.Second, 128, DefaultMaxRequestBytes, 1)
-	defer b.wait()
+	b := NewBatcher(cli, 10*time.Second, 128, DefaultMaxRequestBytes, 1)
+	defer b.Wait()
 
-	done := make(chan txnOutcome, 1)
+	done := make(chan Outcome, 1)
 	go func() {
 		cmps, ops := createItem("k0")
-		done <- b.do(context.Background(), cmps, ops, nil)
+		done <- b.Do(context.Background(), Txn{If: cmps, Then: ops})
 	}()
 	waitFor(t, func() bool { return first.Hits() == 1 }, "the first item's Txn to be held")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	gaveUp := make(chan txnOutcome, 1)
+	gaveUp := make(chan Outcome, 1)
 	go func() {
 		cmps, ops := createItem("k1")
-		gaveUp <- b.do(ctx, cmps, ops, nil)
+		gaveUp <- b.Do(ctx, Txn{If: cmps, Then: ops})
 	}()
 	waitFor(t, func() bool { return b.queued() == 1 }, "the second item to queue")
 	cancel()
 	out := <-gaveUp
-	if out.ok || !errors.Is(out.err, context.Canceled) || !out.notSent {
-		t.Fatalf("item whose caller gave up: ok %v err %v notSent %v, want context.Canceled, not sent", out.ok, out.err, out.notSent)
+	if out.OK || !errors.Is(out.Err, context.Canceled) || !out.NotSent {
+		t.Fatalf("item whose caller gave up: ok %v err %v notSent %v, want context.Canceled, not sent", out.OK, out.Err, out.NotSent)
 	}
 	close(release)
-	if out := <-done; !out.ok {
-		t.Fatalf("first item: ok %v err %v", out.ok, out.err)
+	if out := <-done; !out.OK {
+		t.Fatalf("first item: ok %v err %v", out.OK, out.Err)
 	}
-	b.wait()
+	b.Wait()
 	if holds(t, plain, "k1") {
 		t.Fatal("the abandoned item was written after its caller was told it failed")
 	}

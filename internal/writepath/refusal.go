@@ -1,0 +1,57 @@
+package writepath
+
+import (
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Refusal is what a fenced write whose compares failed read in its Else:
+// each field is the read of one key the write compared, nil when the
+// write's shape does not read it. The shape that built the Txn knows which
+// Else response is which, so no caller counts Else indexes.
+type Refusal struct {
+	Mapping       *clientv3.GetResponse // the identity's mapping (its epoch)
+	Task          *clientv3.GetResponse // the task's record
+	Registration  *clientv3.GetResponse // this node's registration
+	PauseIdentity *clientv3.GetResponse // the identity's pause
+	PauseKind     *clientv3.GetResponse // the kind's pause
+	Shared        *clientv3.GetResponse // an EVERY_NODE task's shared record
+}
+
+// read names what one Else operation of a shape reads.
+type read uint8
+
+const (
+	readMapping read = iota + 1
+	readTask
+	readRegistration
+	readPauseIdentity
+	readPauseKind
+	readShared
+)
+
+// Refusal names the Else responses els of t.
+func (t Txn) Refusal(els []*etcdserverpb.ResponseOp) Refusal {
+	var r Refusal
+	for i, what := range t.reads {
+		if i >= len(els) {
+			break
+		}
+		g := (*clientv3.GetResponse)(els[i].GetResponseRange())
+		switch what {
+		case readMapping:
+			r.Mapping = g
+		case readTask:
+			r.Task = g
+		case readRegistration:
+			r.Registration = g
+		case readPauseIdentity:
+			r.PauseIdentity = g
+		case readPauseKind:
+			r.PauseKind = g
+		case readShared:
+			r.Shared = g
+		}
+	}
+	return r
+}

@@ -60,8 +60,8 @@ type Outcome struct {
 	Else []*etcdserverpb.ResponseOp // the Else responses when !OK
 	// Refusal names the Else responses when !OK (Txn.Refusal).
 	Refusal Refusal
-	Err  error
-	Size int // items in the Txn that carried it (1 = alone)
+	Err     error
+	Size    int // items in the Txn that carried it (1 = alone)
 	// NotSent: Err is final and nothing was written (the caller's context
 	// ended while the item still waited in the queue, or it was too large).
 	NotSent bool

@@ -9,8 +9,8 @@ import (
 // what it compares, writes and reads when it fails. It holds only the keys
 // and the node's name, and is safe to copy and share.
 type Shapes struct {
-	keys pending.Keys
-	ids  identity.Keys
+	keys   pending.Keys
+	ids    identity.Keys
 	node   string
 	reg    string // the node's registration key
 	prefix string

@@ -92,8 +92,8 @@ type Node struct {
 	started  bool
 	stopped  bool
 
-	voter    *vote.Voter
-	hub      *eventHub // the one watch of the event streams (eventhub.go)
+	voter *vote.Voter
+	hub   *eventHub // the one watch of the event streams (eventhub.go)
 	// The write path (internal/writepath): the Txn shapes, the Writer of
 	// lone Txns, and the batchers of the fenced writes.
 	shapes   writepath.Shapes

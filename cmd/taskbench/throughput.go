@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -35,13 +36,13 @@ func rawPut(ctx context.Context, cli *clientv3.Client, n, c int, tag string) (fl
 // two compares and two puts, with c goroutines.
 func rawTxn(ctx context.Context, cli *clientv3.Client, n, c int) (float64, error) {
 	value := string(make([]byte, 256))
+	w := writepath.NewWriter(cli)
 	d, err := parallel(n, c, func(i int) error {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		a, b := fmt.Sprintf("/bench-raw/txn/a%08d", i), fmt.Sprintf("/bench-raw/txn/b%08d", i)
-		_, err := cli.Txn(cctx).
-			If(clientv3.Compare(clientv3.ModRevision(a), "=", 0), clientv3.Compare(clientv3.ModRevision(b), "=", 0)).
-			Then(clientv3.OpPut(a, value), clientv3.OpPut(b, value)).Commit()
+		_, err := w.Commit(cctx, writepath.Txn{If: []clientv3.Cmp{writepath.At(a, 0), writepath.At(b, 0)},
+			Then: []clientv3.Op{clientv3.OpPut(a, value), clientv3.OpPut(b, value)}})
 		return err
 	})
 	if err != nil {

@@ -62,6 +62,10 @@ type Watcher struct {
 	// one by one.
 	HandleBatch BatchHandler
 	Handle      Handler
+	// Delete deletes, in one Txn, the entries taken (and those that do not
+	// decode), each only while it is still at the revision taken, so that
+	// a newer write to the same key stays (writepath.DeleteEach).
+	Delete func(ctx context.Context, taken []Taken) error
 
 	mu       sync.Mutex
 	inFlight map[string]bool
@@ -219,12 +223,8 @@ func (w *Watcher) done(rs []rawEntry) {
 // entry's revision, so a newer write to the same key stays.
 func (w *Watcher) take(ctx context.Context, batch []rawEntry) {
 	var es []Entry
-	var deletes []clientv3.Op
-	del := func(key string, rev int64) {
-		deletes = append(deletes, clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)},
-			[]clientv3.Op{clientv3.OpDelete(key)}, nil))
-	}
+	var deletes []Taken
+	del := func(key string, rev int64) { deletes = append(deletes, Taken{Key: key, Rev: rev}) }
 	for _, r := range batch {
 		e, err := decodeEntry(r.key, r.value, r.rev)
 		if err != nil {
@@ -257,9 +257,15 @@ func (w *Watcher) take(ctx context.Context, batch []rawEntry) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, w.Timeout)
 	defer cancel()
-	if _, err := w.Client.Txn(cctx).Then(deletes...).Commit(); err != nil && ctx.Err() == nil {
+	if err := w.Delete(cctx, deletes); err != nil && ctx.Err() == nil {
 		w.Log.Warn("delete handoff entries", "entries", len(deletes), "error", err)
 	}
+}
+
+// Taken is an entry taken: its key and the revision it was taken at.
+type Taken struct {
+	Key string
+	Rev int64
 }
 
 // decodeEntry decodes the handoff entry stored at key with mod revision rev.

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/handoff"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 )
@@ -35,6 +36,7 @@ func (k *taken) count(key string) int {
 }
 
 func startWatcher(t *testing.T, cli *clientv3.Client, w *handoff.Watcher) {
+	w.Delete = writepath.HandoffDeleter(writepath.NewWriter(cli)) // as the node sets it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()

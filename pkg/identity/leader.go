@@ -24,19 +24,20 @@ func (l Leadership) Fence() clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(l.Key), "=", l.Rev)
 }
 
+// Claim is the write of a campaign for a leader key: it creates the key
+// under the campaigner's lease only if the key is absent, and else reads
+// it (its one Else response). writepath.Shapes.Claim builds it.
+type Claim func(ctx context.Context) (*clientv3.TxnResponse, error)
+
 // Campaign blocks until the caller holds key under lease, or ctx ends.
-// The key is created only if absent, so at most one holder exists; when the
-// holder's lease ends the key goes with it and a waiting campaigner takes
-// it. Each etcd call is bounded by timeout. It returns an error wrapping
-// rpctypes.ErrLeaseNotFound if lease has expired.
-func Campaign(ctx context.Context, cli *clientv3.Client, key, value string, lease clientv3.LeaseID, timeout time.Duration) (Leadership, error) {
+// The key is created only if absent (claim), so at most one holder exists;
+// when the holder's lease ends the key goes with it and a waiting
+// campaigner takes it. Each etcd call is bounded by timeout. It returns an
+// error wrapping rpctypes.ErrLeaseNotFound if lease has expired.
+func Campaign(ctx context.Context, cli *clientv3.Client, claim Claim, key string, lease clientv3.LeaseID, timeout time.Duration) (Leadership, error) {
 	for {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		resp, err := cli.Txn(cctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, value, clientv3.WithLease(lease))).
-			Else(clientv3.OpGet(key)).
-			Commit()
+		resp, err := claim(cctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {

@@ -98,36 +98,6 @@ func (m *Map) Unmapped(id string) clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(m.keys.Mapping(id)), "=", 0)
 }
 
-// AssignOps are the writes that map id to node (incarnation inc), moving it
-// from fromNode's index ("" when it was unmapped). The caller guards them
-// with Unmapped or Fence in one Txn; the new epoch is that Txn's revision.
-func (m *Map) AssignOps(id, fromNode, node, inc string) []clientv3.Op {
-	val, _ := proto.Marshal(&storev1.Mapping{Node: node, Incarnation: inc})
-	ops := []clientv3.Op{clientv3.OpPut(m.keys.Mapping(id), string(val))}
-	if fromNode != "" && fromNode != node {
-		ops = append(ops, clientv3.OpDelete(m.keys.Owned(fromNode, id)))
-	}
-	return append(ops, clientv3.OpPut(m.keys.Owned(node, id), ""))
-}
-
-// Reassign moves id from the owner it had at epoch to node in one fenced
-// Txn and returns the new epoch; ok is false when the mapping changed since,
-// or when one of extra (the target's registration compare, which every
-// write that maps an identity to a node carries) failed.
-func (m *Map) Reassign(ctx context.Context, from Owner, node, inc string, extra ...clientv3.Cmp) (epoch int64, ok bool, err error) {
-	resp, err := m.cli.Txn(ctx).
-		If(append([]clientv3.Cmp{m.Fence(from.Identity, from.Epoch)}, extra...)...).
-		Then(m.AssignOps(from.Identity, from.Node, node, inc)...).
-		Commit()
-	if err != nil {
-		return 0, false, fmt.Errorf("reassign %q to %s: %w", from.Identity, node, err)
-	}
-	if !resp.Succeeded {
-		return 0, false, nil
-	}
-	return resp.Header.Revision, true, nil
-}
-
 // ListOwned returns the identities in node's ownership index. The index may
 // name an identity that has since moved: callers confirm with Get.
 func (m *Map) ListOwned(ctx context.Context, node string) ([]string, error) {

@@ -27,7 +27,7 @@ type Found struct {
 // Find reads the task id of identity under either scope, in one Txn.
 func (s *Store) Find(ctx context.Context, id, taskID string) (f Found, ok bool, err error) {
 	tk, ek := s.keys.Task(id, taskID), s.keys.Every(id, taskID)
-	resp, err := s.cli.Txn(ctx).Then(clientv3.OpGet(tk), clientv3.OpGet(ek)).Commit()
+	resp, err := s.read(ctx, clientv3.OpGet(tk), clientv3.OpGet(ek))
 	if err != nil {
 		return Found{}, false, fmt.Errorf("read task %s of %q: %w", taskID, id, err)
 	}
@@ -87,10 +87,10 @@ func (s *Store) list(ctx context.Context, prefix, afterID string, limit int) ([]
 
 // CountBoth counts id's tasks of both scopes.
 func (s *Store) CountBoth(ctx context.Context, id string) (int64, error) {
-	resp, err := s.cli.Txn(ctx).Then(
+	resp, err := s.read(ctx,
 		clientv3.OpGet(s.keys.Tasks(id), clientv3.WithPrefix(), clientv3.WithCountOnly()),
 		clientv3.OpGet(s.keys.EveryTasks(id), clientv3.WithPrefix(), clientv3.WithCountOnly()),
-	).Commit()
+	)
 	if err != nil {
 		return 0, fmt.Errorf("count tasks of %q: %w", id, err)
 	}

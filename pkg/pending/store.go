@@ -36,11 +36,19 @@ func (s *Stored) TaskID() string {
 // the identity mapping compare. Every call needs a context with a deadline.
 type Store struct {
 	cli  *clientv3.Client
+	read Reader
 	keys Keys
 }
 
-// NewStore returns a Store over cli.
-func NewStore(cli *clientv3.Client, keys Keys) *Store { return &Store{cli: cli, keys: keys} }
+// Reader reads gets at one revision (writepath.Writer.Read: the one place
+// a Txn is sent).
+type Reader func(ctx context.Context, gets ...clientv3.Op) (*clientv3.TxnResponse, error)
+
+// NewStore returns a Store over cli, whose reads of several keys at one
+// revision go through read.
+func NewStore(cli *clientv3.Client, read Reader, keys Keys) *Store {
+	return &Store{cli: cli, read: read, keys: keys}
+}
 
 // Keys returns the store's key layout.
 func (s *Store) Keys() Keys { return s.keys }

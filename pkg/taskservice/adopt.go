@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 )
@@ -128,7 +129,7 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 		gets[i] = clientv3.OpGet(keys.Mapping(id))
 	}
 	cctx, cancel := n.etcdCtx(ctx)
-	read, err := n.cli.Txn(cctx).Then(gets...).Commit()
+	read, err := n.writer.Read(cctx, gets...)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("read mappings: %w", err)
@@ -146,14 +147,12 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 	if len(mine) == 0 {
 		return nil
 	}
-	cmps := []clientv3.Cmp{n.registeredCmp()}
-	var ops []clientv3.Op
-	for _, o := range mine {
-		cmps = append(cmps, n.idmap.Fence(o.Identity, o.Epoch))
-		ops = append(ops, n.idmap.AssignOps(o.Identity, o.Node, n.cfg.Name, n.incarnation)...)
+	owned := make([]writepath.Owned, len(mine))
+	for i, o := range mine {
+		owned[i] = writepath.Owned{Identity: o.Identity, Epoch: o.Epoch}
 	}
 	cctx, cancel = n.etcdCtx(ctx)
-	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	resp, err := n.writer.Commit(cctx, n.shapes.Adopt(n.registeredCmp(), n.incarnation, owned))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("re-map identities: %w", err)
@@ -174,7 +173,7 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 		loads[i] = clientv3.OpGet(n.keys.Tasks(o.Identity), clientv3.WithPrefix(), clientv3.WithLimit(1000))
 	}
 	cctx, cancel = n.etcdCtx(ctx)
-	tasks, err := n.cli.Txn(cctx).Then(loads...).Commit()
+	tasks, err := n.writer.Read(cctx, loads...)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("load tasks: %w", err)
@@ -211,14 +210,15 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 			cancel()
 			return nil // moved away; the index entry is stale
 		}
-		epoch, ok, err := n.idmap.Reassign(cctx, owner, n.cfg.Name, n.incarnation, n.registeredCmp())
+		resp, err := n.writer.Commit(cctx, n.shapes.Reassign(id, owner.Epoch, owner.Node, n.incarnation, n.registeredCmp()))
 		cancel()
 		if err != nil {
-			return err
+			return fmt.Errorf("reassign %q to %s: %w", id, n.cfg.Name, err)
 		}
-		if !ok {
+		if !resp.Succeeded {
 			continue
 		}
+		epoch := resp.Header.Revision
 		cctx, cancel = n.etcdCtx(ctx)
 		err = n.adoptIdentity(cctx, id, epoch)
 		cancel()

@@ -6,6 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -75,8 +76,8 @@ func (n *Node) deleteStored(cctx, ctx context.Context, id, taskID string) (done 
 	if !isFinal(f.Rec.State) {
 		return false, notFinal(f.Rec)
 	}
-	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(f.Key), "=", f.Rev)}
 	var ops []clientv3.Op
+	var of *writepath.OwnerFence
 	if f.Every {
 		if ops, err = n.everyDeleteOps(ctx, f.Rec); err != nil {
 			return false, err
@@ -87,21 +88,16 @@ func (n *Node) deleteStored(cctx, ctx context.Context, id, taskID string) (done 
 		if err != nil {
 			return false, err
 		}
-		if owner.Mapped {
-			cmps = append(cmps, n.idmap.Fence(id, owner.Epoch))
-			if owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation {
-				// The owner drops its copy when it finds the task gone.
-				op, err := n.handoffOp(owner.Node, id, taskID)
-				if err != nil {
-					return false, err
-				}
-				ops = append(ops, op)
-			}
-		} else {
-			cmps = append(cmps, n.idmap.Unmapped(id))
+		of = &writepath.OwnerFence{Identity: id, Mapped: owner.Mapped, Epoch: owner.Epoch}
+		if owner.Mapped && (owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation) {
+			of.HandTo = owner.Node // the owner drops its copy when it finds the task gone
 		}
 	}
-	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+	txn, err := n.shapes.DeleteTask(f.Key, f.Rev, taskID, ops, of)
+	if err != nil {
+		return false, err
+	}
+	resp, err := n.writer.Commit(cctx, txn)
 	if err != nil {
 		return false, fmt.Errorf("delete task %s: %w", taskID, err)
 	}

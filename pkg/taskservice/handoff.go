@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskd/taskd/internal/etcdstatus"
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -31,6 +32,7 @@ func (n *Node) handoffLoop(ctx context.Context) {
 		// Two reads per entry in one Txn (takeHandoffs).
 		BatchSize:   max(1, min(64, n.cfg.MaxTxnOps/2)),
 		HandleBatch: n.takeHandoffs,
+		Delete:      writepath.HandoffDeleter(n.writer),
 	}
 	w.Run(ctx)
 }

@@ -139,7 +139,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:            cfg,
 		cli:            cfg.Client,
 		keys:           pending.NewKeys(cfg.Prefix),
-		store:          pending.NewStore(cfg.Client, pending.NewKeys(cfg.Prefix)),
+		store:          pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, pending.NewKeys(cfg.Prefix)),
 		idmap:          identity.NewMap(cfg.Client, identity.NewKeys(cfg.Prefix)),
 		ids:            pending.NewIDSource(),
 		incarnation:    hex.EncodeToString(inc[:]),

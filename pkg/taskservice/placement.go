@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
-	"github.com/taskd/taskd/pkg/handoff"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -34,11 +34,6 @@ type candidate struct {
 	rev       int64 // the registration's revision (it changes with the state)
 	state     taskdv1.NodeState
 	load      int64
-}
-
-// targetCmp holds while c is still registered under the same lease.
-func (n *Node) targetCmp(c *candidate) clientv3.Cmp {
-	return clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+c.name), "=", c.lease)
 }
 
 // candidates reads the registered nodes with their loads.
@@ -108,29 +103,18 @@ func (n *Node) commitMoves(ctx context.Context, moves []move, extra ...clientv3.
 // commitMovesTxn is commitMoves with operations of the caller's own: then
 // written with the moves, orElse read when a compare failed.
 func (n *Node) commitMovesTxn(ctx context.Context, moves []move, extra []clientv3.Cmp, then, orElse []clientv3.Op) (*clientv3.TxnResponse, error) {
-	cmps := append([]clientv3.Cmp(nil), extra...)
-	ops := append([]clientv3.Op(nil), then...)
-	targets := map[string]bool{}
-	for _, m := range moves {
-		if m.from.Mapped {
-			cmps = append(cmps, n.idmap.Fence(m.from.Identity, m.from.Epoch))
-		} else {
-			cmps = append(cmps, n.idmap.Unmapped(m.from.Identity))
-		}
-		if !targets[m.to.name] {
-			targets[m.to.name] = true
-			cmps = append(cmps, n.targetCmp(m.to))
-		}
-		ops = append(ops, n.idmap.AssignOps(m.from.Identity, m.from.Node, m.to.name, m.to.inc)...)
-		op, err := n.handoffOp(m.to.name, m.from.Identity, "*")
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, op)
+	ms := make([]writepath.Move, len(moves))
+	for i, m := range moves {
+		ms[i] = writepath.Move{Identity: m.from.Identity, Mapped: m.from.Mapped, Epoch: m.from.Epoch, FromNode: m.from.Node,
+			To: m.to.name, ToInc: m.to.inc, ToLease: m.to.lease}
+	}
+	txn, err := n.shapes.Moves(ms, extra, then, orElse)
+	if err != nil {
+		return nil, err
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Else(orElse...).Commit()
+	resp, err := n.writer.Commit(cctx, txn)
 	if err != nil {
 		return nil, fmt.Errorf("move identities: %w", err)
 	}
@@ -138,12 +122,7 @@ func (n *Node) commitMovesTxn(ctx context.Context, moves []move, extra []clientv
 }
 
 // movesPerTxn is how many moves fit in one Txn (4 operations each).
-func (n *Node) movesPerTxn() int {
-	if b := (n.cfg.MaxTxnOps - 8) / 5; b > 0 {
-		return b
-	}
-	return 1
-}
+func (n *Node) movesPerTxn() int { return writepath.MovesPerTxn(n.cfg.MaxTxnOps) }
 
 // MoveIdentity moves id to the RUNNING node to (contract §3.1): one Txn changes
 // the mapping (a new epoch) and writes the handoff entry that the new owner
@@ -195,9 +174,7 @@ func (n *Node) MoveIdentity(ctx context.Context, id, to string) (*taskdv1.Identi
 func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead string, absent clientv3.Cmp) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	area := handoff.NewKeys(n.cfg.Prefix).Area(dead)
-	if _, err := n.cli.Txn(cctx).If(l.Fence(), absent).
-		Then(clientv3.OpDelete(area, clientv3.WithPrefix())).Commit(); err != nil {
+	if _, err := n.writer.Commit(cctx, n.shapes.DropArea(l, dead, absent)); err != nil {
 		return fmt.Errorf("drop the handoff area of dead node %s: %w", dead, err)
 	}
 	return nil
@@ -212,7 +189,10 @@ func (n *Node) placementLoop(ctx context.Context) {
 		n.mu.Lock()
 		lease := n.leaseID
 		n.mu.Unlock()
-		l, err := identity.Campaign(ctx, n.cli, n.cfg.Prefix+"leader", n.cfg.Name+" "+n.incarnation, lease, n.cfg.EtcdTimeout)
+		key := n.cfg.Prefix + "leader"
+		claim := n.shapes.Claim(key, n.cfg.Name+" "+n.incarnation, lease)
+		l, err := identity.Campaign(ctx, n.cli, func(ctx context.Context) (*clientv3.TxnResponse, error) { return n.writer.Commit(ctx, claim) },
+			key, lease, n.cfg.EtcdTimeout)
 		if err != nil {
 			// Most likely the lease expired and the node is registering
 			// again: campaign with its new lease after a breath.
@@ -364,8 +344,7 @@ func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
 		if err != nil {
 			return err
 		}
-		if _, err := n.cli.Txn(cctx).If(l.Fence(), clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)).
-			Then(ops...).Commit(); err != nil {
+		if _, err := n.writer.Commit(cctx, n.shapes.PurgeEvery(l, string(kv.Key), kv.ModRevision, ops)); err != nil {
 			return fmt.Errorf("purge EVERY_NODE task %s: %w", rec.Id, err)
 		}
 	}
@@ -445,14 +424,14 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 		}
 		ids := make([]string, 0, len(resp.Kvs))
 		gets := make([]clientv3.Op, 0, len(resp.Kvs))
-		var junk []clientv3.Op
+		var junk []string
 		for _, kv := range resp.Kvs {
 			id, err := identity.Decode(string(kv.Key[len(prefix):]))
 			if err != nil {
 				// No identity encodes to this key: it can only be junk, and
 				// left in place it would be listed first forever.
 				n.log.Warn("deleting an index key that names no identity", "key", string(kv.Key))
-				junk = append(junk, clientv3.OpDelete(string(kv.Key)))
+				junk = append(junk, string(kv.Key))
 				continue
 			}
 			ids = append(ids, id)
@@ -460,7 +439,7 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 		}
 		if len(junk) > 0 {
 			cctx, cancel := n.etcdCtx(ctx)
-			_, err := n.cli.Txn(cctx).If(l.Fence()).Then(junk...).Commit()
+			_, err := n.writer.Commit(cctx, n.shapes.LeaderDeletes(l, nil, junk...))
 			cancel()
 			if err != nil {
 				return fmt.Errorf("delete junk index keys of %s: %w", dead, err)
@@ -470,13 +449,13 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 			continue
 		}
 		cctx, cancel = n.etcdCtx(ctx)
-		read, err := n.cli.Txn(cctx).Then(gets...).Commit()
+		read, err := n.writer.Read(cctx, gets...)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("read mappings of dead node %s: %w", dead, err)
 		}
 		var moves []move
-		var staleOps []clientv3.Op
+		var staleKeys []string
 		var staleCmps []clientv3.Cmp
 		for i, id := range ids {
 			owner, err := identity.OwnerFromResponse(id, (*clientv3.GetResponse)(read.Responses[i].GetResponseRange()))
@@ -485,15 +464,15 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 			}
 			if !owner.Mapped || owner.Node != dead {
 				// The index entry outlived a move: drop it.
-				staleCmps = append(staleCmps, clientv3.Compare(clientv3.ModRevision(n.idmap.Keys().Mapping(id)), "=", owner.Epoch))
-				staleOps = append(staleOps, clientv3.OpDelete(n.idmap.Keys().Owned(dead, id)))
+				staleCmps = append(staleCmps, n.shapes.Epoch(id, owner.Epoch))
+				staleKeys = append(staleKeys, n.idmap.Keys().Owned(dead, id))
 				continue
 			}
 			moves = append(moves, move{from: owner, to: leastLoaded(live)})
 		}
-		if len(staleOps) > 0 {
+		if len(staleKeys) > 0 {
 			cctx, cancel = n.etcdCtx(ctx)
-			_, err := n.cli.Txn(cctx).If(append(staleCmps, l.Fence())...).Then(staleOps...).Commit()
+			_, err := n.writer.Commit(cctx, n.shapes.LeaderDeletes(l, staleCmps, staleKeys...))
 			cancel()
 			if err != nil {
 				return fmt.Errorf("drop stale index entries of %s: %w", dead, err)

@@ -121,10 +121,7 @@ func (n *Node) putRebalanceRequest(ctx context.Context, l identity.Leadership, f
 	key := n.rebalanceKey(from.name)
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Txn(cctx).If(l.Fence(),
-		clientv3.Compare(clientv3.ModRevision(n.nodesPrefix+from.name), "=", from.rev),
-		clientv3.Compare(clientv3.ModRevision(key), "=", was)).
-		Then(clientv3.OpPut(key, req.encode(), clientv3.WithLease(clientv3.LeaseID(from.lease)))).Commit()
+	resp, err := n.writer.Commit(cctx, n.shapes.RebalanceRequest(l, key, from.name, from.rev, was, from.lease, req.encode()))
 	if err != nil {
 		return false, fmt.Errorf("request rebalancing moves from %s: %w", from.name, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -254,8 +255,7 @@ func (n *Node) deleteRequest(ctx context.Context, rev int64) {
 	key := n.rebalanceKey(n.cfg.Name)
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	if _, err := n.cli.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
-		Then(clientv3.OpDelete(key)).Commit(); err != nil && ctx.Err() == nil {
+	if _, err := n.writer.Commit(cctx, writepath.DeleteAt(key, rev)); err != nil && ctx.Err() == nil {
 		n.log.Warn("delete the rebalancing request", "error", err)
 	}
 }
@@ -378,7 +378,7 @@ func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string,
 				clientv3.OpGet(area+identity.Encode(id)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()))
 		}
 		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
+		resp, err := n.writer.Read(cctx, ops...)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("read mappings of %s: %w", from.name, err)
@@ -422,13 +422,12 @@ func (n *Node) commitRequested(ctx context.Context, req rebalanceRequest, rev in
 	}
 	var done []madeMove
 	try := func(part []move) (ok bool, err error) {
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev),
-			clientv3.Compare(clientv3.CreateRevision(leaderKey), "=", req.leaderRev)}
+		cmps := []clientv3.Cmp{writepath.At(key, rev), writepath.Created(leaderKey, req.leaderRev)}
 		seen := map[string]bool{}
 		for _, m := range part {
 			if !seen[m.to.name] {
 				seen[m.to.name] = true
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(n.nodesPrefix+m.to.name), "=", regRev[m.to.name]))
+				cmps = append(cmps, writepath.At(n.nodesPrefix+m.to.name, regRev[m.to.name]))
 			}
 		}
 		resp, err := n.commitMovesTxn(ctx, part, cmps,

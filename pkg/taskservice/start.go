@@ -323,17 +323,6 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 	}
 }
 
-// runFence is the compares of a run's start and commit: the identity still
-// has the epoch the run started under, and the task is as the node wrote it.
-func (n *Node) runFence(id, taskID string, epoch, rev int64) []clientv3.Cmp {
-	return []clientv3.Cmp{n.idmap.Fence(id, epoch), n.keys.TaskAt(id, taskID, rev)}
-}
-
-// runElse reads, when the fence fails, what failed it.
-func (n *Node) runElse(id, taskID string) []clientv3.Op {
-	return []clientv3.Op{clientv3.OpGet(n.idmap.Keys().Mapping(id)), clientv3.OpGet(n.keys.Task(id, taskID))}
-}
-
 // putBack puts back an entry that did not start, at its due time (or
 // parked, if paused).
 func (n *Node) putBack(e *entry) {

@@ -8,11 +8,10 @@ import (
 	"errors"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
-	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -63,46 +62,27 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			cancel()
 			return nil, err
 		}
-		b, err := pending.Encode(rec)
-		if err != nil {
-			cancel()
-			return nil, err
-		}
-		ops := []clientv3.Op{clientv3.OpPut(st.Key, string(b))}
 		// References to calendars follow the task's list (UpdateTask).
 		added, removed := diffNames(st.Rec.Spec.GetCalendars(), rec.Spec.GetCalendars())
-		ops = append(ops, n.keys.CalendarRefOps(rec, added, false)...)
-		ops = append(ops, n.keys.CalendarRefOps(rec, removed, true)...)
+		var of *writepath.OwnerFence // EVERY_NODE: every node sees the change through its watch
 		owner := identity.Owner{}
-		if !st.Every { // every node sees an EVERY_NODE task change through its watch
+		if !st.Every {
 			owner, err = n.idmap.Get(cctx, id)
 			if err != nil {
 				cancel()
 				return nil, err
 			}
-		}
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(st.Key), "=", st.Rev)}
-		cmps = append(cmps, n.calendarCmps(added)...)
-		if !st.Every {
-			// The handoff entry goes to the owner read above: the Txn holds
-			// only while it still is the owner, so a move in between cannot
-			// leave the change with a node that no longer looks.
-			if owner.Mapped {
-				cmps = append(cmps, n.idmap.Fence(id, owner.Epoch))
-			} else {
-				cmps = append(cmps, n.idmap.Unmapped(id))
+			of = &writepath.OwnerFence{Identity: id, Mapped: owner.Mapped, Epoch: owner.Epoch}
+			if owner.Mapped && (owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation) {
+				of.HandTo = owner.Node // it reloads the task from its handoff area
 			}
 		}
-		if owner.Mapped && (owner.Node != n.cfg.Name || owner.Incarnation != n.incarnation) {
-			// Tell the owner: it reloads the task from its handoff area.
-			op, err := n.handoffOp(owner.Node, id, taskID)
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			ops = append(ops, op)
+		txn, b, err := n.shapes.UpdateTask(st.Key, st.Rev, rec, added, removed, of)
+		if err != nil {
+			cancel()
+			return nil, err
 		}
-		resp, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+		resp, err := n.writer.Commit(cctx, txn)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("update task %s: %w", taskID, err)

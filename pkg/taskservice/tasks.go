@@ -414,7 +414,7 @@ func (n *Node) forgetOwner(ctx context.Context, id string, owner identity.Owner)
 
 // placement picks the node for an unmapped identity: this node if it is
 // RUNNING, else the least-loaded RUNNING node, else this node. The Txn that
-// maps identities to it carries its registration compare (targetCmp).
+// maps identities to it carries its registration compare (writepath.Schedule.Target).
 func (n *Node) placement(ctx context.Context) (*candidate, error) {
 	if n.State() == taskdv1.NodeState_NODE_STATE_RUNNING {
 		return n.self(), nil

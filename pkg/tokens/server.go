@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/internal/etcdstatus"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -91,8 +92,7 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 	key := s.keys.Token(id)
 	ectx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	resp, err := s.cli.Txn(ectx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).Commit()
+	resp, err := writepath.NewWriter(s.cli).Commit(ectx, writepath.CreateIfAbsent(key, string(value)))
 	if err != nil {
 		return nil, etcdstatus.Of(fmt.Errorf("store the token: %w", err))
 	}
@@ -170,8 +170,7 @@ func (s *Server) RevokeToken(ctx context.Context, req *taskdv1.RevokeTokenReques
 	if !visible(stored) {
 		return nil, notFound
 	}
-	resp, err := s.cli.Txn(ectx).If(clientv3.Compare(clientv3.ModRevision(key), "=", got.Kvs[0].ModRevision)).
-		Then(clientv3.OpDelete(key)).Commit()
+	resp, err := writepath.NewWriter(s.cli).Commit(ectx, writepath.DeleteAt(key, got.Kvs[0].ModRevision))
 	if err != nil {
 		return nil, etcdstatus.Of(fmt.Errorf("delete the token: %w", err))
 	}

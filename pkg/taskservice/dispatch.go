@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/internal/record"
 )
 
 // dispatchLoop pops due entries in order and hands them to their identity's
@@ -417,7 +419,7 @@ func (n *Node) reschedLocked(e *entry) {
 		return
 	}
 	e.clearAwait()
-	at, purge, ok := dueTime(rec, n.cfg.Retention, n.timingLocked(rec, now))
+	at, purge, ok := record.Due(rec, n.cfg.Retention, n.timingLocked(rec, now))
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
 		return

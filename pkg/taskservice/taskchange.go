@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -58,7 +59,7 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			cancel()
 			return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 		}
-		rec := cloneRec(st.Rec)
+		rec := record.Clone(st.Rec)
 		if err := change(rec, st.Rev); err != nil {
 			cancel()
 			return nil, err

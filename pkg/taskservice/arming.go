@@ -37,7 +37,7 @@ import (
 //     fails any of them, or whose node learnt as much sooner, is not
 //     called.
 //   - An armed run not called leaves no trace: its own node takes back what
-//     the start changed in the task (undoStart; a change made meanwhile,
+//     the start changed in the task (record.UndoStart; a change made meanwhile,
 //     such as a cancel, stays), with no run number used, no history and no
 //     event, and the task is due again at once. Only when its identity has
 //     moved away (the node can no longer write the task) is the run settled

@@ -91,7 +91,7 @@ func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProg
 	}
 }
 
-// labels are the names of rec's triggers, as triggerLabel reads them.
+// labels are the names of rec's triggers, as record.TriggerName reads them.
 func labels(rec *storev1.TaskRecord) []string {
 	out := make([]string, len(rec.GetSpec().GetTriggers()))
 	for i := range out {

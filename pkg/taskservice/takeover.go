@@ -25,7 +25,9 @@ import (
 // (queueAtLocked). A task scheduled here or handed over while the identity
 // stays here is not taken over: its past fire times (a start given in the
 // past) are late by the threshold's rule. Only entries with a past fire
-// time pay for the note, in their out-of-line fields.
+// time pay for the note, in their out-of-line fields. The note reaches the
+// record's state machine as record.Timing.TakenAt (entryTimingLocked),
+// which plans each due fire time by it (internal/record).
 
 // takeLocked queues e, whose record (e.rec) this node has just loaded as
 // the identity's new owner, and notes the take-over when one of its

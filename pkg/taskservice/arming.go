@@ -7,9 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
@@ -39,7 +38,7 @@ import (
 //     fails any of them, or whose node learnt as much sooner, is not
 //     called.
 //   - An armed run not called leaves no trace: its own node takes back what
-//     the start changed in the task (undoStart; a change made meanwhile,
+//     the start changed in the task (record.UndoStart; a change made meanwhile,
 //     such as a cancel, stays), with no run number used, no history and no
 //     event, and the task is due again at once. Only when its identity has
 //     moved away (the node can no longer write the task) is the run settled
@@ -389,64 +388,11 @@ func (n *Node) disarmAll(cause error) {
 	n.launchArmed(batch, true)
 }
 
-// undoStart takes back from cur (the task as it stands, still carrying an
-// armed run's marker) what the run's start changed, going from before to
-// started, wherever nothing else changed it since: a field that still holds
-// the started value gets its value from before; one changed meanwhile (a
-// cancel, a pause, an update) keeps the change. The run then leaves no
-// trace: no run number used, no trigger advanced.
-func undoStart(cur, before, started *storev1.TaskRecord) *storev1.TaskRecord {
-	rec := cloneRec(cur)
-	rec.Running = nil
-	if rec.State == started.State {
-		rec.State = before.State
-	}
-	if rec.RunCount == started.RunCount {
-		rec.RunCount = before.RunCount
-	}
-	if rec.Attempt == started.Attempt {
-		rec.Attempt = before.Attempt
-	}
-	if rec.PendingTrigger == started.PendingTrigger && rec.PendingTriggerName == started.PendingTriggerName {
-		rec.PendingTrigger, rec.PendingTriggerName = before.PendingTrigger, before.PendingTriggerName
-	}
-	if rec.ManualRequested == started.ManualRequested {
-		rec.ManualRequested = before.ManualRequested
-	}
-	if rec.Misfires == started.Misfires {
-		rec.Misfires = before.Misfires
-	}
-	if proto.Equal(rec.RetryAt, started.RetryAt) {
-		rec.RetryAt = cloneTS(before.RetryAt)
-	}
-	if proto.Equal(rec.PendingFire, started.PendingFire) {
-		rec.PendingFire = cloneTS(before.PendingFire)
-	}
-	if proto.Equal(rec.RecoveryPending, started.RecoveryPending) && before.RecoveryPending != nil {
-		rec.RecoveryPending = proto.Clone(before.RecoveryPending).(*storev1.RunMarker)
-	}
-	if len(rec.Triggers) == len(started.Triggers) && len(before.Triggers) == len(started.Triggers) {
-		for i, t := range rec.Triggers {
-			if proto.Equal(t, started.Triggers[i]) {
-				rec.Triggers[i] = proto.Clone(before.Triggers[i]).(*storev1.TriggerState)
-			}
-		}
-	}
-	return rec
-}
-
-func cloneTS(t *timestamppb.Timestamp) *timestamppb.Timestamp {
-	if t == nil {
-		return nil
-	}
-	return &timestamppb.Timestamp{Seconds: t.Seconds, Nanos: t.Nanos}
-}
-
 // armedFire is the fire time of rec's run if it is armed and not yet due:
 // the task's next fire time, although its start is written (none once the
 // task is cancelled: the armed run will not be called).
 func armedFire(rec *storev1.TaskRecord) (time.Time, bool) {
-	if m := rec.GetRunning(); m != nil && m.GetFireTime() != nil && !isFinal(rec.GetState()) {
+	if m := rec.GetRunning(); m != nil && m.GetFireTime() != nil && !record.IsFinal(rec.GetState()) {
 		if at := m.GetFireTime().AsTime(); at.After(time.Now()) {
 			return at, true
 		}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -39,7 +40,7 @@ func benchRecord() *storev1.TaskRecord {
 			Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(now)}}}}},
 		State: taskdv1.TaskState_TASK_STATE_SCHEDULED, CreatedAt: timestamppb.New(now),
 	}
-	initTriggers(rec, nil)
+	record.InitTriggers(rec, nil)
 	return rec
 }
 
@@ -50,10 +51,10 @@ func BenchmarkRunStateMachine(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now := time.Now()
-		p := planStart(rec, "n1", "inc", 7, timing{now: now, threshold: time.Minute, maxCatchUp: 100})
-		done := cloneRec(p.rec)
-		hist, _ := applyResult(done, p.marker, runResult{outcome: taskdv1.Outcome_OUTCOME_SUCCESS, started: now, ended: now}, "n1", 0.5)
-		if _, err := encodeBoth(p.rec, done, hist); err != nil {
+		p := record.PlanStart(rec, "n1", "inc", 7, record.Timing{Now: now, Threshold: time.Minute, MaxCatchUp: 100})
+		done := record.Clone(p.Rec)
+		hist, _ := applyResult(done, p.Marker, runResult{outcome: taskdv1.Outcome_OUTCOME_SUCCESS, started: now, ended: now}, "n1", 0.5)
+		if _, err := encodeBoth(p.Rec, done, hist); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
@@ -50,7 +51,7 @@ func notFinal(rec *storev1.TaskRecord) error {
 
 // deleteLocal removes a non-durable task this node holds.
 func (n *Node) deleteLocal(rec *storev1.TaskRecord) error {
-	if !isFinal(rec.State) {
+	if !record.IsFinal(rec.State) {
 		return notFinal(rec)
 	}
 	id := rec.Spec.GetIdentity()
@@ -73,7 +74,7 @@ func (n *Node) deleteStored(cctx, ctx context.Context, id, taskID string) (done 
 	if !ok {
 		return false, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 	}
-	if !isFinal(f.Rec.State) {
+	if !record.IsFinal(f.Rec.State) {
 		return false, notFinal(f.Rec)
 	}
 	var ops []clientv3.Op

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 )
 
@@ -417,7 +418,7 @@ func (n *Node) reschedLocked(e *entry) {
 		return
 	}
 	e.clearAwait()
-	at, purge, ok := dueTime(rec, n.cfg.Retention, n.timingLocked(rec, now))
+	at, purge, ok := record.Due(rec, n.cfg.Retention, n.timingLocked(rec, now))
 	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
 		n.queue.remove(e)
 		return

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -97,7 +98,7 @@ func taskEvents(prev, cur *runView, base *taskdv1.Event, rev int64, every bool) 
 		switch {
 		case cur.retryAt != nil:
 			add(taskdv1.EventType_EVENT_TYPE_RETRYING, lr.EndedAt, func(e *taskdv1.Event) { result(e); e.Next = cur.retryAt })
-		case isFinal(cur.state):
+		case record.IsFinal(cur.state):
 			if cur.state == taskdv1.TaskState_TASK_STATE_DEAD {
 				add(taskdv1.EventType_EVENT_TYPE_DEAD, lr.EndedAt, result)
 			}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
@@ -34,12 +35,12 @@ import (
 
 // mergeEvery is this node's view of an EVERY_NODE task.
 func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.EveryNodeProgress, now time.Time, cals schedule.Exclusions) *storev1.TaskRecord {
-	rec := cloneRec(shared)
+	rec := record.Clone(shared)
 	rec.RunCount, rec.Attempt, rec.LastRun, rec.Running, rec.RetryAt = 0, 0, nil, nil, nil
 	rec.PendingFire, rec.PendingTrigger, rec.HistorySeq, rec.RecoveryPending, rec.Misfires = nil, 0, 0, nil, 0
 	rec.PendingTriggerName = ""
 	if prog == nil {
-		initTriggers(rec, cals)
+		record.InitTriggers(rec, cals)
 	} else {
 		p := proto.Clone(prog).(*storev1.EveryNodeProgress)
 		rec.Triggers, rec.RunCount, rec.Attempt, rec.LastRun = p.Triggers, p.RunCount, p.Attempt, p.LastRun
@@ -53,7 +54,7 @@ func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.Every
 	rec.ManualRequested = shared.ManualRequested && (prog == nil || sharedRev > prog.ManualServedRev)
 	if shared.State != taskdv1.TaskState_TASK_STATE_CANCELED {
 		rec.State, rec.FinishedAt = taskdv1.TaskState_TASK_STATE_SCHEDULED, nil
-		settle(rec, now)
+		record.Settle(rec, now)
 	}
 	if rec.Running != nil {
 		rec.State = taskdv1.TaskState_TASK_STATE_RUNNING
@@ -68,11 +69,11 @@ func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.Every
 // follow) or, in progress of an earlier release, by its position.
 func updatedTriggers(old []*storev1.TriggerState, oldNames []string, oldVersion int64, shared *storev1.TaskRecord, cals schedule.Exclusions) []*storev1.TriggerState {
 	fresh := &storev1.TaskRecord{Spec: shared.Spec}
-	initTriggers(fresh, cals)
+	record.InitTriggers(fresh, cals)
 	for i := range fresh.Triggers {
 		j := i
 		if len(oldNames) == len(old) && len(oldNames) > 0 {
-			j = slices.Index(oldNames, triggerLabel(shared, i))
+			j = slices.Index(oldNames, record.TriggerName(shared, i))
 		}
 		if j >= 0 && j < len(old) && i < len(shared.TriggerVersions) && shared.TriggerVersions[i] <= oldVersion {
 			fresh.Triggers[i] = old[j]
@@ -91,11 +92,11 @@ func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProg
 	}
 }
 
-// labels are the names of rec's triggers, as triggerLabel reads them.
+// labels are the names of rec's triggers, as record.TriggerName reads them.
 func labels(rec *storev1.TaskRecord) []string {
 	out := make([]string, len(rec.GetSpec().GetTriggers()))
 	for i := range out {
-		out[i] = triggerLabel(rec, i)
+		out[i] = record.TriggerName(rec, i)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -156,7 +157,7 @@ func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.
 func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
 	st := e.ident
 	m := rec.Running
-	out := cloneRec(rec)
+	out := record.Clone(rec)
 	var hist *taskdv1.Run
 	var next EventType
 	if res.stale {

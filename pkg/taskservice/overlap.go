@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
@@ -48,7 +49,7 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 	}
 	if at.IsZero() {
 		var ok bool
-		if _, at, ok = nextTrigger(rec, n.dispatchStart); !ok {
+		if _, at, ok = record.NextTrigger(rec, n.dispatchStart); !ok {
 			return
 		}
 	}
@@ -84,7 +85,7 @@ func (n *Node) startOverlap(s *entry) {
 		cur, rev = parent.record(), parent.rev
 	}
 	if s.gone || parent.gone || st.lost || !parent.running || cur == nil || cur.Running == nil ||
-		!cur.Spec.GetAllowOverlap() || isFinal(cur.State) {
+		!cur.Spec.GetAllowOverlap() || record.IsFinal(cur.State) {
 		n.mu.Unlock()
 		return
 	}
@@ -95,7 +96,7 @@ func (n *Node) startOverlap(s *entry) {
 		return
 	}
 	tm := n.timingLocked(cur, now)
-	i, due, ok := nextTrigger(cur, tm.dispatchStart)
+	i, due, ok := record.NextTrigger(cur, tm.DispatchStart)
 	if !ok {
 		n.mu.Unlock()
 		return
@@ -109,7 +110,7 @@ func (n *Node) startOverlap(s *entry) {
 	for _, id := range cur.OverlapRuns {
 		if c := st.tasks.get(id); c != nil && !c.gone {
 			// A cold task waits for a fire time: it is not final.
-			if r := c.record(); c.running || c.cold() || (r != nil && !isFinal(r.State)) {
+			if r := c.record(); c.running || c.cold() || (r != nil && !record.IsFinal(r.State)) {
 				live = append(live, id)
 			}
 		}
@@ -123,9 +124,9 @@ func (n *Node) startOverlap(s *entry) {
 	snap.rev = rev
 	n.mu.Unlock()
 
-	rec := cloneRec(cur)
-	plan := schedule.Due(rec.Spec.Triggers[i], due, now, tm.threshold, rec.Spec.Misfire, tm.maxCatchUp, tm.cals)
-	advanceTrigger(rec, i, plan, now)
+	rec := record.Clone(cur)
+	plan := schedule.Due(rec.Spec.Triggers[i], due, now, tm.Threshold, rec.Spec.Misfire, tm.MaxCatchUp, tm.Calendars)
+	record.AdvanceTrigger(rec, i, plan, now)
 	rec.OverlapRuns = live
 	var child *storev1.TaskRecord
 	if plan.Run {
@@ -177,7 +178,7 @@ func (n *Node) startOverlap(s *entry) {
 // overlapRun is the task of an overlapping run of parent for fire time
 // fire: a one-shot copy of it, labelled with its id.
 func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *storev1.TaskRecord {
-	spec := cloneRec(parent).Spec
+	spec := record.Clone(parent).Spec
 	spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(fire)}}}}
 	spec.AllowOverlap, spec.IdempotencyKey, spec.Calendars = false, "", nil
 	spec.Misfire = taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW // the task's policy already decided
@@ -195,7 +196,7 @@ func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *stor
 		Traceparent: parent.Traceparent,
 	}
 	nameNewTriggers(rec)
-	initTriggers(rec, nil)
-	settle(rec, now)
+	record.InitTriggers(rec, nil)
+	record.Settle(rec, now)
 	return rec
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -339,7 +340,7 @@ func (n *Node) ResumeTask(ctx context.Context, id, taskID string) (*taskdv1.Task
 func (n *Node) setTaskPause(ctx context.Context, id, taskID string, pause bool) (*taskdv1.Task, error) {
 	changed := false
 	t, err := n.updateTask(ctx, id, taskID, func(rec *storev1.TaskRecord) error {
-		if isFinal(rec.State) {
+		if record.IsFinal(rec.State) {
 			return fmt.Errorf("task %s is %s: %w", taskID, rec.State, ErrFailedPrecondition)
 		}
 		if (rec.PausedAt != nil) == pause {

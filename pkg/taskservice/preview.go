@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -81,7 +82,7 @@ func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger,
 // triggers' progress, after calendars (the run in flight, retries and
 // manual runs aside).
 func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp {
-	if isFinal(rec.GetState()) {
+	if record.IsFinal(rec.GetState()) {
 		return nil
 	}
 	cals := n.calendarsOf(rec.GetSpec().GetCalendars())

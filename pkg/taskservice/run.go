@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -39,7 +40,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	defer n.runEnded(f)
 	defer free()
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
-	spec := p.rec.Spec
+	spec := p.Rec.Spec
 	run := &Run{
 		Identity:  spec.Identity,
 		TaskID:    e.id,
@@ -47,17 +48,17 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 		Payload:   spec.Payload,
 		Data:      spec.Data,
 		Labels:    spec.Labels,
-		RunNumber: p.runNumber,
-		Attempt:   p.attempt,
-		FireTime:  p.fire,
+		RunNumber: p.RunNumber,
+		Attempt:   p.Attempt,
+		FireTime:  p.Fire,
 		Fence:     Fence{Epoch: epoch, Revision: rev},
 		Node:      n.cfg.Name,
-		Manual:    p.manual,
-		Recovery:  p.recovery,
+		Manual:    p.Manual,
+		Recovery:  p.Recovery,
 		Durable:   e.ident.durable,
 	}
-	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.recovery}
-	runCtx, span := n.startRunSpan(f.ctx, run, p.rec.Traceparent)
+	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.Recovery}
+	runCtx, span := n.startRunSpan(f.ctx, run, p.Rec.Traceparent)
 	defer endRunSpan(span, &res)
 	if f.ctx.Err() != nil {
 		// Not to be called (its node lost its lease or stops, or an armed
@@ -229,19 +230,19 @@ func classify(res *runResult, run *Run, err error, cause error) {
 func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.ident
 	res.message = cleanMessage(res.message)
-	n.limitOutcome(&res, p.rec)
+	n.limitOutcome(&res, p.Rec)
 	outcomeEvent := outcomeEventOf(res.outcome)
-	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.rec.Spec.Kind, RunNumber: p.runNumber,
-		Attempt: p.attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
-		FireTime: p.fire, Duration: res.ended.Sub(res.started)}
+	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
+		Attempt: p.Attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
+		FireTime: p.Fire, Duration: res.ended.Sub(res.started)}
 	if !st.durable && !st.every {
-		rec := cloneRec(p.rec)
-		_, next := applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+		rec := record.Clone(p.Rec)
+		_, next := applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
 		n.endFlight(f, rec, 0)
 		n.emitResult(ev, outcomeEvent, next, rec)
 		return
 	}
-	c := &commitState{base: p.rec, epoch: epoch, rev: rev}
+	c := &commitState{base: p.Rec, epoch: epoch, rev: rev}
 	if st.every {
 		n.mu.Lock()
 		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.ex().prog.GetManualServedRev(), e.ex().shared
@@ -261,10 +262,10 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		var hist *taskdv1.Run
 		var next EventType
 		if undo {
-			rec = undoStart(c.base, p.before, p.rec)
+			rec = record.UndoStart(c.base, p.before, p.Rec)
 		} else {
-			rec = cloneRec(c.base)
-			hist, next = applyResult(rec, p.marker, res, n.cfg.Name, jitter())
+			rec = record.Clone(c.base)
+			hist, next = applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
 		}
 		if big.stripRecord {
 			ev.Message = stripOversized(rec, hist, big.why, res.ended)
@@ -302,7 +303,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 				// Stopping with etcd away: the marker stays and whoever owns the
 				// task next resolves the run as INTERRUPTED.
 				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
-					"identity", st.name, "task", e.id, "run", p.runNumber, "error", out.Err)
+					"identity", st.name, "task", e.id, "run", p.RunNumber, "error", out.Err)
 				n.endFlight(f, nil, 0)
 				return
 			}
@@ -447,15 +448,15 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		return false, nil
 	}
 	freshRev := kvs[0].ModRevision
-	if !sameRun(fresh.Running, p.marker) {
-		if c.maybeApplied && committedAs(fresh, p.marker, res.ended) {
+	if !sameRun(fresh.Running, p.Marker) {
+		if c.maybeApplied && committedAs(fresh, p.Marker, res.ended) {
 			// An earlier attempt was applied although its reply was lost.
 			n.endFlight(f, fresh, freshRev)
 			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
 			return false, nil
 		}
 		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
-			"task", e.id, "run", p.runNumber, "epoch", c.epoch, "owner", owner.Node)
+			"task", e.id, "run", p.RunNumber, "epoch", c.epoch, "owner", owner.Node)
 		dropped(fresh, freshRev)
 		return false, nil
 	}
@@ -463,7 +464,7 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		c.base, c.rev, c.epoch = fresh, freshRev, owner.Epoch
 		return true, nil
 	}
-	ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.marker, res)
+	ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.Marker, res)
 	if errors.Is(err, ErrTooLarge) {
 		return false, err
 	}
@@ -477,7 +478,7 @@ func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, 
 		return true, nil // the task changed: look again
 	}
 	n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
-		"run", p.runNumber, "owner", owner.Node, "outcome", res.outcome.String())
+		"run", p.RunNumber, "owner", owner.Node, "outcome", res.outcome.String())
 	ev.Type = outcomeEvent
 	n.emit(ev)
 	n.endFlight(f, nil, 0)
@@ -504,7 +505,7 @@ func followUp(rec *storev1.TaskRecord) EventType {
 	switch {
 	case rec.State == taskdv1.TaskState_TASK_STATE_RETRYING:
 		return EventRetryScheduled
-	case isFinal(rec.State):
+	case record.IsFinal(rec.State):
 		return EventFinalized
 	}
 	return EventNextScheduled
@@ -526,7 +527,7 @@ func (n *Node) emitNext(ev Event, rec *storev1.TaskRecord) {
 	case EventRetryScheduled:
 		ev.Next = rec.GetRetryAt().AsTime()
 	case EventNextScheduled:
-		if at, _, ok := dueTime(rec, 0, n.timing(rec, time.Now())); ok {
+		if at, _, ok := record.Due(rec, 0, n.timing(rec, time.Now())); ok {
 			ev.Next = at
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -58,7 +59,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	}
 	cur, snap := e.record(), n.snapLocked(e)
 	now := time.Now()
-	var tm timing
+	var tm record.Timing
 	if cur != nil {
 		tm = n.entryTimingLocked(e, cur, now)
 	}
@@ -73,7 +74,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		n.resolveMarker(e, cur, snap)
 		return nil, nil
 	}
-	at, purge, ok := dueTime(cur, n.cfg.Retention, tm)
+	at, purge, ok := record.Due(cur, n.cfg.Retention, tm)
 	if !ok || purge || at.After(now.Add(ahead)) || n.pausedByLocked(cur, st.name) != nil {
 		e.running = false
 		e.readyAt = 0
@@ -120,7 +121,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		return nil, nil
 	}
 
-	p := planStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)
+	p := startPlan{Start: record.PlanStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)}
 	p.ready = ready
 	if ahead > 0 {
 		p.before = cur // an armed run not called is undone (arming.go)
@@ -136,17 +137,17 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	e.readyAt = 0
 	var a *armedRun
 	switch {
-	case !p.run:
+	case !p.Runs:
 		e.running = false
 		n.reschedLocked(e)
 	case ahead > 0:
-		a = &armedRun{e: e, f: f, rec: p.rec, epoch: snap.epoch, rev: rev, lease: snap.lease, at: at, launch: launch}
+		a = &armedRun{e: e, f: f, rec: p.Rec, epoch: snap.epoch, rev: rev, lease: snap.lease, at: at, launch: launch}
 		n.registerArmedLocked(a)
 	default:
-		n.armOverlapLocked(e, p.rec, rev, time.Time{})
+		n.armOverlapLocked(e, p.Rec, rev, time.Time{})
 	}
 	n.mu.Unlock()
-	if !p.run {
+	if !p.Runs {
 		n.abortFlight(f, e)
 	}
 	return launch, a
@@ -191,11 +192,11 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 	switch {
 	case st.every:
 		served := snap.served
-		if snap.manualIn && !p.rec.ManualRequested {
+		if snap.manualIn && !p.Rec.ManualRequested {
 			served = snap.rev
 		}
-		np := splitEvery(p.rec, served)
-		kind := p.rec.GetSpec().GetKind()
+		np := splitEvery(p.Rec, served)
+		kind := p.Rec.GetSpec().GetKind()
 		txn, err := n.shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
 		if err != nil {
 			n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
@@ -223,17 +224,17 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 			return 0, nil, false
 		}
 		rev := resp.Header.Revision
-		return rev, func() { e.rec, e.extra().prog, e.x.progRev = p.rec, np, rev }, true
+		return rev, func() { e.rec, e.extra().prog, e.x.progRev = p.Rec, np, rev }, true
 	case !st.durable:
-		return 0, func() { e.rec = p.rec }, true
+		return 0, func() { e.rec = p.Rec }, true
 	}
 	// Besides the epoch and the task, a start is fenced on this node's own
 	// registration, under the lease it had when the start was planned
 	// (writepath.Lease), and on the pauses of its identity and kind
 	// (pauses.go).
-	kind := p.rec.GetSpec().GetKind()
+	kind := p.Rec.GetSpec().GetKind()
 	txn, err := n.shapes.Start(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: snap.epoch, TaskRev: snap.rev},
-		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: kind}, p.rec)
+		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: kind}, p.Rec)
 	if err != nil {
 		n.log.Error("encode task", "task", e.id, "error", err)
 		n.settleNotStarted(e, time.Second)
@@ -272,7 +273,7 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 		n.conflict(e, snap.epoch, out.Refusal)
 		return 0, nil, false
 	}
-	return out.Rev, func() { e.rec, e.raw, e.rev = p.rec, "", out.Rev }, true
+	return out.Rev, func() { e.rec, e.raw, e.rev = p.Rec, "", out.Rev }, true
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e
@@ -299,16 +300,16 @@ func (n *Node) abortFlight(f *flight, e *entry) {
 // runs nothing. It is called from a goroutine Stop waits for, and counts
 // the run for Stop from here on.
 func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func() {
-	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.rec.Spec.Kind}
-	if p.misfired > 0 {
-		ev.Type, ev.Count = EventMisfired, p.misfired
+	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.Rec.Spec.Kind}
+	if p.Misfired > 0 {
+		ev.Type, ev.Count = EventMisfired, p.Misfired
 		n.emit(ev)
 	}
-	if !p.run {
+	if !p.Runs {
 		return nil
 	}
-	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.runNumber, p.attempt, Fence{Epoch: epoch, Revision: rev}, 0
-	ev.FireTime, ev.Ready = p.fire, p.ready
+	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.RunNumber, p.Attempt, Fence{Epoch: epoch, Revision: rev}, 0
+	ev.FireTime, ev.Ready = p.Fire, p.ready
 	n.runs.Add(1)
 	return func() {
 		if p.before == nil || f.ctx.Err() == nil { // an armed run not called never fired

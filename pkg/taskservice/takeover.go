@@ -3,8 +3,7 @@ package taskservice
 import (
 	"time"
 
-	"github.com/taskd/taskd/pkg/schedule"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+	"github.com/taskd/taskd/internal/record"
 )
 
 // This file is catch-up after a take-over (contract §4.4): fire times of a
@@ -26,7 +25,9 @@ import (
 // (queueAtLocked). A task scheduled here or handed over while the identity
 // stays here is not taken over: its past fire times (a start given in the
 // past) are late by the threshold's rule. Only entries with a past fire
-// time pay for the note, in their out-of-line fields.
+// time pay for the note, in their out-of-line fields. The note reaches the
+// record's state machine as record.Timing.TakenAt (entryTimingLocked),
+// which plans each due fire time by it (internal/record).
 
 // takeLocked queues e, whose record (e.rec) this node has just loaded as
 // the identity's new owner, and notes the take-over when one of its
@@ -34,19 +35,9 @@ import (
 func (n *Node) takeLocked(e *entry) {
 	if rec := e.rec; rec != nil && !e.running {
 		now := time.Now()
-		if _, at, ok := nextTrigger(rec, n.dispatchStart); ok && !at.After(now) {
+		if _, at, ok := record.NextTrigger(rec, n.dispatchStart); ok && !at.After(now) {
 			e.extra().takenAt = instantOf(now)
 		}
 	}
 	n.reschedLocked(e)
-}
-
-// planDue plans trigger tr's fire time due, which has come, in rec's
-// timing tm: caught up if it came before the task was taken here, else
-// judged by the threshold.
-func planDue(tr *taskdv1.Trigger, due time.Time, taskPolicy taskdv1.MisfirePolicy, tm timing) schedule.Plan {
-	if due.Before(tm.takenAt) {
-		return schedule.CatchUp(tr, due, tm.now, tm.threshold, taskPolicy, tm.maxCatchUp, tm.cals)
-	}
-	return schedule.Due(tr, due, tm.now, tm.threshold, taskPolicy, tm.maxCatchUp, tm.cals)
 }

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -57,7 +58,7 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 			cancel()
 			return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
 		}
-		rec := cloneRec(st.Rec)
+		rec := record.Clone(st.Rec)
 		if err := change(rec, st.Rev); err != nil {
 			cancel()
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -326,8 +327,8 @@ func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*sto
 		CreatedAt: timestamppb.New(now),
 	}
 	nameNewTriggers(rec)
-	initTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
-	settle(rec, now)
+	record.InitTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
+	record.Settle(rec, now)
 	return rec, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -25,7 +26,7 @@ func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {
 	defer n.mu.Unlock()
 	if st := n.local[id]; st != nil {
 		if e := st.tasks.get(taskID); e != nil {
-			return cloneRec(e.rec), true
+			return record.Clone(e.rec), true
 		}
 	}
 	return nil, false
@@ -187,7 +188,7 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	case ok:
 		t.NextFireTime = timestamppb.New(at)
 	case rec.Running == nil:
-		if at, purge, ok := dueTime(rec, 0, timing{now: time.Now()}); ok && !purge {
+		if at, purge, ok := record.Due(rec, 0, record.Timing{Now: time.Now()}); ok && !purge {
 			t.NextFireTime = timestamppb.New(at)
 		}
 	}
@@ -204,10 +205,10 @@ func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	t.PausedBy = n.pausedByLocked(rec, spec.GetIdentity())
 	since, reason, waiting := n.workerWaitOfLocked(spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE, !spec.GetNonDurable(), spec.GetIdentity(), rec.GetId())
 	n.mu.Unlock()
-	if waiting && !isFinal(t.State) && rec.Running == nil {
+	if waiting && !record.IsFinal(t.State) && rec.Running == nil {
 		t.Waiting, t.WaitingSince, t.WaitingReason = WaitingForWorker, timestamppb.New(since), reason
 	}
-	if t.Paused = len(t.PausedBy) > 0; t.Paused && !isFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
+	if t.Paused = len(t.PausedBy) > 0; t.Paused && !record.IsFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
 		t.State = taskdv1.TaskState_TASK_STATE_PAUSED
 	}
 	return t

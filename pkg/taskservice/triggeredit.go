@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -37,7 +38,7 @@ func (n *Node) EditTriggers(ctx context.Context, id, taskID string, add []*taskd
 		if wantRev != 0 && rev != wantRev {
 			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, ErrConflict)
 		}
-		if isFinal(rec.State) {
+		if record.IsFinal(rec.State) {
 			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
 		}
 		kind = rec.Spec.Kind
@@ -122,7 +123,7 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	if err := resolveTriggers("add_triggers", fresh.Spec, now); err != nil {
 		return err
 	}
-	initTriggers(fresh, n.calendarsOf(rec.Spec.Calendars))
+	record.InitTriggers(fresh, n.calendarsOf(rec.Spec.Calendars))
 
 	version := rec.SpecVersion + 1
 	ts := make([]*taskdv1.Trigger, 0, count)
@@ -153,7 +154,7 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = spec, states, versions, version
 	if rec.Running == nil {
 		rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
-		settle(rec, now)
+		record.Settle(rec, now)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -30,7 +31,7 @@ import (
 // are named so by their first update.
 
 // serverNamePrefix starts every name the server gives.
-const serverNamePrefix = "#"
+const serverNamePrefix = record.ServerNamePrefix
 
 // isServerName reports whether name is of the server's form.
 func isServerName(name string) bool { return strings.HasPrefix(name, serverNamePrefix) }
@@ -75,22 +76,9 @@ func withTriggerNames(rec *storev1.TaskRecord) *storev1.TaskRecord {
 	if !hasLegacyTriggers(rec) {
 		return rec
 	}
-	c := cloneRec(rec)
+	c := record.Clone(rec)
 	nameLegacyTriggers(c)
 	return c
-}
-
-// triggerLabel is the name of trigger i of rec: its stored name, or the
-// one a legacy record's unnamed trigger is read with.
-func triggerLabel(rec *storev1.TaskRecord, i int) string {
-	ts := rec.GetSpec().GetTriggers()
-	if i < 0 || i >= len(ts) {
-		return ""
-	}
-	if ts[i].GetName() == "" {
-		return serverNamePrefix + strconv.Itoa(i)
-	}
-	return ts[i].GetName()
 }
 
 // nextTriggerName gives an unnamed trigger added to rec its name and

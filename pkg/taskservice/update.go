@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -34,7 +35,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		if wantRev != 0 && rev != wantRev {
 			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, ErrConflict)
 		}
-		if isFinal(rec.State) {
+		if record.IsFinal(rec.State) {
 			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
 		}
 		nameLegacyTriggers(rec) // so that its triggers can be kept by name
@@ -107,7 +108,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = next, states, versions, version
 		if rec.Running == nil {
 			rec.State = taskdv1.TaskState_TASK_STATE_SCHEDULED
-			settle(rec, now)
+			record.Settle(rec, now)
 		}
 		return nil
 	})

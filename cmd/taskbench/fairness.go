@@ -98,7 +98,7 @@ func measureFairness(ctx context.Context, etcdURL string, hot, cold, perCold int
 	if _, err := parallel(len(specs), c, func(k int) error {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[0].Schedule(cctx, specs[k], "tasks")
+		_, err := nodes[0].Schedule(cctx, specs[k])
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("schedule: %w", err)

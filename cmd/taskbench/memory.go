@@ -131,7 +131,7 @@ func storePending(ctx context.Context, etcdURL, prefix string, trigger func() *t
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		_, err := nodes[0].Schedule(cctx, specs)
 		return err
 	})
 	if err != nil {

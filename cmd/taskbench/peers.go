@@ -419,7 +419,7 @@ func measureE2EBatch(ctx context.Context, etcdURL, prefix string, n, ids, batch,
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		_, err := nodes[0].Schedule(cctx, specs)
 		return err
 	}); err != nil {
 		return 0, fmt.Errorf("schedule: %w", err)
@@ -464,7 +464,7 @@ func measurePeriodicRate(ctx context.Context, etcdURL, prefix string, tasks int,
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		_, err := nodes[0].Schedule(cctx, specs)
 		return err
 	}); err != nil {
 		return 0, 0, fmt.Errorf("schedule: %w", err)

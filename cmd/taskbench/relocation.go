@@ -63,7 +63,7 @@ func measureMoves(ctx context.Context, etcdURL string, moves int) ([]time.Durati
 	spec := &taskdv1.TaskSpec{Identity: "mover", Kind: "tick", Scope: taskdv1.Scope_SCOPE_IDENTITY,
 		Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{
 			Interval: durationpb.New(5 * time.Millisecond)}}}}}
-	if _, err := a.Schedule(ctx, []*taskdv1.TaskSpec{spec}, "task"); err != nil {
+	if _, err := a.Schedule(ctx, []*taskdv1.TaskSpec{spec}); err != nil {
 		return nil, err
 	}
 	owner := "move-a"

@@ -136,7 +136,7 @@ func measureScale(ctx context.Context, etcdURL, prefix string, nodeCount, ids in
 		if spread {
 			via = nodes[k%len(nodes)]
 		}
-		_, err := via.Schedule(cctx, batch, "tasks")
+		_, err := via.Schedule(cctx, batch)
 		return err
 	}); err != nil {
 		return res, fmt.Errorf("schedule: %w", err)

@@ -79,7 +79,7 @@ func measureSchedule(ctx context.Context, etcdURL, prefix string, n, ids, batch,
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		_, err := nodes[0].Schedule(cctx, specs)
 		return err
 	})
 	if err != nil {
@@ -130,7 +130,7 @@ func measureE2E(ctx context.Context, cli *clientv3.Client, etcdURL, prefix strin
 		// Identity k is always scheduled through node k mod nodes, which
 		// maps it on first use: the identities spread over the nodes.
 		id := i % ids
-		_, err := nodes[id%len(nodes)].Schedule(cctx, []*taskdv1.TaskSpec{oneShot(fmt.Sprintf("e-%06d", id), time.Time{})}, "task")
+		_, err := nodes[id%len(nodes)].Schedule(cctx, []*taskdv1.TaskSpec{oneShot(fmt.Sprintf("e-%06d", id), time.Time{})})
 		return err
 	}); err != nil {
 		return e2eResult{}, fmt.Errorf("schedule: %w", err)
@@ -170,7 +170,7 @@ func measureBurstLag(ctx context.Context, etcdURL string, n, ids, c int) (lagRes
 			}
 			cctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			_, err := h.node.Schedule(cctx, specs, "tasks")
+			_, err := h.node.Schedule(cctx, specs)
 			return err
 		})
 		return err
@@ -199,7 +199,7 @@ func measureSteadyLag(ctx context.Context, etcdURL string, rate int, dur time.Du
 				defer wg.Done()
 				cctx, cancel := context.WithTimeout(ctx, time.Minute)
 				defer cancel()
-				if _, err := h.node.Schedule(cctx, specs, "tasks"); err != nil {
+				if _, err := h.node.Schedule(cctx, specs); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 				}
 			}()
@@ -300,7 +300,7 @@ func measureSecondlyLag(ctx context.Context, etcdURL, prefix string, tasks, secs
 			})
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		_, err := nodes[0].Schedule(cctx, specs, "tasks")
+		_, err := nodes[0].Schedule(cctx, specs)
 		cancel()
 		if err != nil {
 			return lagResult{}, err

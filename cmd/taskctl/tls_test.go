@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/taskd/taskd/internal/devcerts"
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/internal/tlsfiles"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
@@ -68,7 +69,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(r.ServerConfig("h2"))))
-	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(n.Node))
+	taskdv1.RegisterTaskServiceServer(gs, grpcapi.NewTaskService(n.Node))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/taskd/taskd/internal/buildinfo"
 	"github.com/taskd/taskd/internal/console"
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/builtin"
 	"github.com/taskd/taskd/pkg/config"
 	"github.com/taskd/taskd/pkg/etcdembed"
@@ -219,7 +220,7 @@ func serve(ctx context.Context, cfg config.Config, log hclog.Logger, began time.
 	// before it is read (docs/limits.md).
 	gs := grpc.NewServer(append(append(append(append(tlsSrv.grpcOptions(), metrics.grpcServerOptions()...), auth.serverOptions()...), tracer.serverOptions()...),
 		grpc.MaxRecvMsgSize(taskservice.MaxRequestBytes(cfg.MaxPayload)))...)
-	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	taskdv1.RegisterTaskServiceServer(gs, grpcapi.NewTaskService(node))
 	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
 	storedTokens := tokens.NewFollower(cli, cfg.Prefix)
 	auth.follow(storedTokens)

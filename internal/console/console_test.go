@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	"github.com/taskd/taskd/pkg/tokens"
@@ -120,7 +121,7 @@ func startNode(t *testing.T, cli *clientv3.Client, name string, authorised bool)
 		opts = tokens.NewAuthorizer(toks, nil).ServerOptions()
 	}
 	gs := grpc.NewServer(opts...)
-	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	taskdv1.RegisterTaskServiceServer(gs, grpcapi.NewTaskService(node))
 	served := make(chan struct{})
 	go func() { defer close(served); _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

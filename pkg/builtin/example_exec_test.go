@@ -26,7 +26,7 @@ func runOnce(ctx context.Context, node *taskservice.Node, identity, kind, payloa
 		MaxAttempts: maxAttempts,
 		Backoff:     &taskdv1.Backoff{Initial: durationpb.New(10 * time.Millisecond), Max: durationpb.New(10 * time.Millisecond)},
 		Triggers:    []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}},
-	}}, "task")
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/etcdembed"
 	"github.com/taskd/taskd/pkg/taskservice"
 	"github.com/taskd/taskd/pkg/workers"
@@ -122,7 +123,7 @@ func serve(ctx context.Context, cli *clientv3.Client, name string, handlers map[
 		return nil, err
 	}
 	gs := grpc.NewServer(opts...)
-	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(node))
+	taskdv1.RegisterTaskServiceServer(gs, grpcapi.NewTaskService(node))
 	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
 	go func() { _ = gs.Serve(lis) }()
 	if err := node.Start(ctx); err != nil {

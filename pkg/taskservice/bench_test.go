@@ -52,7 +52,7 @@ func BenchmarkRunEndToEnd(b *testing.B) {
 		for j := i; j < i+100 && j < b.N; j++ {
 			specs = append(specs, spec(fmt.Sprintf("id-%03d", j%100), "noop", now()))
 		}
-		if _, err := n.Schedule(ctx, specs, "tasks"); err != nil {
+		if _, err := n.Schedule(ctx, specs); err != nil {
 			b.Fatal(err)
 		}
 	}

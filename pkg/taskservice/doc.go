@@ -6,7 +6,7 @@
 //
 // A Node has one life cycle: New, Start, then Stop. An application embeds
 // one, registers handlers by kind in its Config, and schedules tasks through
-// Node.Schedule or the gRPC API (NewAPI).
+// Node.Schedule or the gRPC API (the TaskService of internal/grpcapi).
 //
 // Guarantees (contract §2): a durable task, once Schedule returns, survives the
 // crash of any nodes; a run's result is committed only while the identity is

@@ -54,7 +54,7 @@ func Example() {
 		Scope:    taskdv1.Scope_SCOPE_IDENTITY,
 		Payload:  []byte("hi"),
 		Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}},
-	}}, "task")
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -17,7 +17,7 @@ import (
 func scheduleNow(ctx context.Context, node *taskservice.Node, spec *taskdv1.TaskSpec) *taskdv1.Task {
 	spec.Scope = taskdv1.Scope_SCOPE_IDENTITY
 	spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}}
-	s, err := node.Schedule(ctx, []*taskdv1.TaskSpec{spec}, "task")
+	s, err := node.Schedule(ctx, []*taskdv1.TaskSpec{spec})
 	if err != nil {
 		panic(err)
 	}
@@ -128,7 +128,7 @@ func ExampleCancel() {
 		Kind:     "remind",
 		Scope:    taskdv1.Scope_SCOPE_IDENTITY,
 		Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(10 * time.Millisecond)}}}},
-	}}, "task")
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -43,7 +43,7 @@ func ExampleNode_Start_onStartup() {
 		Kind:     "warm-cache",
 		Scope:    taskdv1.Scope_SCOPE_IDENTITY,
 		Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}},
-	}}, "task")
+	}})
 	if err != nil {
 		panic(err)
 	}

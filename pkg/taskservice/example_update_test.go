@@ -34,7 +34,7 @@ func ExampleNode_UpdateTask() {
 		Payload:     []byte("weekly"),
 		MaxAttempts: 3,
 		Triggers:    []*taskdv1.Trigger{{Name: "monday", Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 8 ? * MON"}}}},
-	}}, "task")
+	}})
 	if err != nil {
 		panic(err)
 	}

@@ -44,7 +44,7 @@ func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
 	farOverlap := &taskdv1.TaskSpec{Identity: "a", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: at(time.Hour), AllowOverlap: true}
 	near := &taskdv1.TaskSpec{Identity: "b", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: at(1500 * time.Millisecond)}
 	due := far.Triggers[0].GetOnce().At.AsTime()
-	scheduled, err := n1.Schedule(ctx, []*taskdv1.TaskSpec{far, farOverlap, near}, "tasks")
+	scheduled, err := n1.Schedule(ctx, []*taskdv1.TaskSpec{far, farOverlap, near})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 		specs = append(specs, &taskdv1.TaskSpec{Identity: "a", Kind: "k", Scope: taskdv1.Scope_SCOPE_IDENTITY,
 			Triggers: []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{}}}}})
 	}
-	if _, err := n.Schedule(ctx, specs, "tasks"); err != nil {
+	if _, err := n.Schedule(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
 	held := func() (bool, bool) {

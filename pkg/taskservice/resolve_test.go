@@ -27,7 +27,7 @@ func TestNoTriggerMeansOnceNow(t *testing.T) {
 		t.Fatalf("ScheduleTasks without triggers: %v", err)
 	}
 	tasks = append(tasks, batch.Tasks...)
-	lib, err := h.node.Node.Schedule(ctx, []*taskdv1.TaskSpec{spec("d", "rec")}, "task")
+	lib, err := h.node.Node.Schedule(ctx, []*taskdv1.TaskSpec{spec("d", "rec")})
 	if err != nil {
 		t.Fatalf("library Schedule without triggers: %v", err)
 	}

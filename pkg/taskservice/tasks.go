@@ -28,12 +28,19 @@ type Scheduled struct {
 // request order. Durable tasks are in etcd when it returns: the tasks of one
 // identity are written in one Txn together with the identity's mapping
 // compare (and, for an unmapped identity, the new mapping).
-func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field string) ([]Scheduled, error) {
+//
+// An error about one spec is a *SpecError: it holds the spec's index and
+// names the field relative to the spec ("triggers[0].cron.expression"),
+// and its message names it as a ScheduleTasks request does
+// ("tasks[2].triggers[0].cron.expression"); SpecError.In names it under
+// another path. An error about the specs as a whole (none, more than
+// MaxBatch) is an *InvalidArgumentError naming "tasks".
+func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec) ([]Scheduled, error) {
 	if len(specs) == 0 {
-		return nil, invalid(field, "needs at least one task")
+		return nil, invalid("tasks", "needs at least one task")
 	}
 	if len(specs) > MaxBatch {
-		return nil, invalid(field, "has %d tasks, the limit is %d", len(specs), MaxBatch)
+		return nil, invalid("tasks", "has %d tasks, the limit is %d", len(specs), MaxBatch)
 	}
 	kinds := n.clusterKinds(ctx)
 	known := func(k string) bool { return kinds[k] || n.servesKind(k) }
@@ -41,19 +48,15 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 	recs := make([]*storev1.TaskRecord, len(specs))
 	specs = withDefaultTrigger(specs)
 	for i, s := range specs {
-		f := field
-		if len(specs) > 1 || field == "tasks" {
-			f = fmt.Sprintf("%s[%d]", field, i)
+		if err := n.validateSpec("", s, known); err != nil {
+			return nil, specError(i, err)
 		}
-		if err := n.validateSpec(f, s, known); err != nil {
-			return nil, err
+		if err := checkServerNames("triggers", s.Triggers, nil); err != nil {
+			return nil, specError(i, err)
 		}
-		if err := checkServerNames(f+".triggers", s.Triggers, nil); err != nil {
-			return nil, err
-		}
-		rec, err := n.newRecord(f, s, now)
+		rec, err := n.newRecord("", s, now)
 		if err != nil {
-			return nil, err
+			return nil, specError(i, err)
 		}
 		recs[i] = rec
 		recs[i].Traceparent = TraceParent(ctx)
@@ -99,7 +102,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 		}
 	}
 	if len(groups) > 0 {
-		if err := n.storeBatch(ctx, groups, recs, out, field); err != nil {
+		if err := n.storeBatch(ctx, groups, recs, out); err != nil {
 			return nil, err
 		}
 	}
@@ -111,12 +114,9 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec, field st
 			continue
 		}
 		if f := idemMismatch(specs[i], s.Task.GetSpec()); f != "" {
-			p := field
-			if len(specs) > 1 || field == "tasks" {
-				p = fmt.Sprintf("%s[%d]", field, i)
-			}
-			return nil, fmt.Errorf("%s.idempotency_key: %q already names task %s, whose %s differs from this request's; use another key for another task: %w",
-				p, specs[i].IdempotencyKey, s.Task.GetId(), f, ErrAlreadyExists)
+			return nil, &SpecError{Index: i, Field: "idempotency_key", Err: ErrAlreadyExists,
+				Reason: fmt.Sprintf("%q already names task %s, whose %s differs from this request's; use another key for another task",
+					specs[i].IdempotencyKey, s.Task.GetId(), f)}
 		}
 	}
 	return out, nil
@@ -134,19 +134,19 @@ type group struct {
 // one etcd request (the batcher sizes it as etcd will: bytes and
 // operations), else it splits the request in halves, by identity and then
 // an identity's tasks, until each part fits (each part all or none). One
-// task too large to store even alone fails the request with ErrTooLarge
-// naming it (parts stored before it stay stored).
-func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled, field string) error {
+// task too large to store even alone fails the request with a SpecError
+// wrapping ErrTooLarge (parts stored before it stay stored).
+func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
 	err := n.storeGroups(ctx, groups, recs, out)
 	if !errors.Is(err, ErrTooLarge) {
 		return err
 	}
 	if len(groups) > 1 {
 		half := len(groups) / 2
-		if err := n.storeBatch(ctx, groups[:half], recs, out, field); err != nil {
+		if err := n.storeBatch(ctx, groups[:half], recs, out); err != nil {
 			return err
 		}
-		return n.storeBatch(ctx, groups[half:], recs, out, field)
+		return n.storeBatch(ctx, groups[half:], recs, out)
 	}
 	g := groups[0]
 	var live []int
@@ -157,16 +157,13 @@ func (n *Node) storeBatch(ctx context.Context, groups []*group, recs []*storev1.
 	}
 	if len(live) <= 1 {
 		if len(live) == 1 {
-			if len(recs) > 1 || field == "tasks" {
-				field = fmt.Sprintf("%s[%d]", field, live[0])
-			}
-			return fmt.Errorf("%s: the task cannot be stored: %w", field, err)
+			return &SpecError{Index: live[0], Reason: "the task cannot be stored", Err: err}
 		}
 		return err
 	}
 	half := len(live) / 2
 	for _, part := range [][]int{live[:half], live[half:]} {
-		if err := n.storeBatch(ctx, []*group{{id: g.id, every: g.every, idx: part}}, recs, out, field); err != nil {
+		if err := n.storeBatch(ctx, []*group{{id: g.id, every: g.every, idx: part}}, recs, out); err != nil {
 			return err
 		}
 	}
@@ -310,14 +307,15 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 
 // newRecord resolves a validated spec into a new task record: its
 // triggers as resolveTriggers makes them (an error names the field under
-// field), recovery on by default, an unnamed trigger named by its index.
+// field, "" for relative to the spec), recovery on by default, an unnamed
+// trigger named by its index.
 func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*storev1.TaskRecord, error) {
 	spec := proto.Clone(s).(*taskdv1.TaskSpec)
 	if spec.RequestsRecovery == nil {
 		t := true
 		spec.RequestsRecovery = &t
 	}
-	if err := resolveTriggers(field+".triggers", spec, now); err != nil {
+	if err := resolveTriggers(subfield(field, "triggers"), spec, now); err != nil {
 		return nil, err
 	}
 	rec := &storev1.TaskRecord{

@@ -41,7 +41,7 @@ func (h *harness) scheduleWith(ctx context.Context, s *taskdv1.TaskSpec) *taskdv
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := h.node.Schedule(ctx, []*taskdv1.TaskSpec{s}, "task")
+	out, err := h.node.Schedule(ctx, []*taskdv1.TaskSpec{s})
 	if err != nil {
 		h.t.Fatalf("schedule: %v", err)
 	}

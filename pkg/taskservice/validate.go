@@ -19,6 +19,10 @@ import (
 type InvalidArgumentError struct {
 	Field  string
 	Reason string
+	// refersTo is the path of another field of the request that Reason
+	// ends with (the trigger whose name a trigger repeats), so that
+	// SpecError.In names it under the spec's path as it does Field.
+	refersTo string
 }
 
 func (e *InvalidArgumentError) Error() string { return e.Field + ": " + e.Reason }
@@ -36,89 +40,103 @@ func invalid(field, format string, args ...any) error {
 	return &InvalidArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// subfield is the path of the field name inside the field parent: "" is
+// the request itself, or, in Schedule, the spec (whose fields SpecError
+// names relative to it).
+func subfield(parent, name string) string {
+	switch {
+	case parent == "":
+		return name
+	case name == "":
+		return parent
+	}
+	return parent + "." + name
+}
+
 // validateSpec checks one TaskSpec; field is its path in the request, e.g.
-// "task" or "tasks[3]". knownKind reports whether some node handles a kind.
+// "spec" ("" names the fields relative to the spec, as Schedule does).
+// knownKind reports whether some node handles a kind.
 func (n *Node) validateSpec(field string, s *taskdv1.TaskSpec, knownKind func(string) bool) error {
 	if s == nil {
 		return invalid(field, "is required")
 	}
 	if err := identity.Validate(s.Identity); err != nil {
-		return invalid(field+".identity", "%s", err.Error())
+		return invalid(subfield(field, "identity"), "%s", err.Error())
 	}
-	if err := validateKind(field+".kind", s.Kind); err != nil {
+	if err := validateKind(subfield(field, "kind"), s.Kind); err != nil {
 		return err
 	}
 	switch s.Scope {
 	case taskdv1.Scope_SCOPE_IDENTITY:
 	case taskdv1.Scope_SCOPE_EVERY_NODE:
 		if s.NonDurable {
-			return invalid(field+".non_durable", "a task of scope EVERY_NODE is stored once for all nodes; it cannot be non-durable")
+			return invalid(subfield(field, "non_durable"), "a task of scope EVERY_NODE is stored once for all nodes; it cannot be non-durable")
 		}
 	case taskdv1.Scope_SCOPE_UNSPECIFIED:
-		return invalid(field+".scope", "is required: SCOPE_IDENTITY (once in the cluster) or SCOPE_EVERY_NODE (on every node)")
+		return invalid(subfield(field, "scope"), "is required: SCOPE_IDENTITY (once in the cluster) or SCOPE_EVERY_NODE (on every node)")
 	default:
-		return invalid(field+".scope", "unknown value %d", s.Scope)
+		return invalid(subfield(field, "scope"), "unknown value %d", s.Scope)
 	}
 	if len(s.Payload) > n.cfg.MaxPayload {
-		return invalid(field+".payload", "is %d bytes, the limit is %d", len(s.Payload), n.cfg.MaxPayload)
+		return invalid(subfield(field, "payload"), "is %d bytes, the limit is %d", len(s.Payload), n.cfg.MaxPayload)
 	}
 	if len(s.Data) > n.cfg.MaxPayload {
-		return invalid(field+".data", "is %d bytes, the limit is %d", len(s.Data), n.cfg.MaxPayload)
+		return invalid(subfield(field, "data"), "is %d bytes, the limit is %d", len(s.Data), n.cfg.MaxPayload)
 	}
 	if len(s.Triggers) == 0 {
 		// Schedule gave a spec without triggers the default one
 		// (withDefaultTrigger): this is an update, which replaces them all.
-		return invalid(field+".triggers", "needs at least one trigger: an update replaces the task's triggers (send its own to keep them)")
+		return invalid(subfield(field, "triggers"), "needs at least one trigger: an update replaces the task's triggers (send its own to keep them)")
 	}
 	if len(s.Triggers) > MaxTriggers {
-		return invalid(field+".triggers", "has %d triggers, the limit is %d", len(s.Triggers), MaxTriggers)
+		return invalid(subfield(field, "triggers"), "has %d triggers, the limit is %d", len(s.Triggers), MaxTriggers)
 	}
-	if err := validateTriggers(field+".triggers", s.Triggers); err != nil {
+	if err := validateTriggers(subfield(field, "triggers"), s.Triggers); err != nil {
 		return err
 	}
 	if _, ok := taskdv1.MisfirePolicy_name[int32(s.Misfire)]; !ok {
-		return invalid(field+".misfire", "unknown value %d", s.Misfire)
+		return invalid(subfield(field, "misfire"), "unknown value %d", s.Misfire)
 	}
 	if s.MaxAttempts < 0 || s.MaxAttempts > MaxAttemptsLimit {
-		return invalid(field+".max_attempts", "is %d, must be 0 (default %d) to %d", s.MaxAttempts, specdefaults.MaxAttempts, MaxAttemptsLimit)
+		return invalid(subfield(field, "max_attempts"), "is %d, must be 0 (default %d) to %d", s.MaxAttempts, specdefaults.MaxAttempts, MaxAttemptsLimit)
 	}
 	if b := s.Backoff; b != nil {
-		if err := checkDuration(field+".backoff.initial", b.Initial, 0, 24*time.Hour); err != nil {
+		if err := checkDuration(subfield(field, "backoff.initial"), b.Initial, 0, 24*time.Hour); err != nil {
 			return err
 		}
-		if err := checkDuration(field+".backoff.max", b.Max, 0, 7*24*time.Hour); err != nil {
+		if err := checkDuration(subfield(field, "backoff.max"), b.Max, 0, 7*24*time.Hour); err != nil {
 			return err
 		}
 		if b.Initial != nil && b.Max != nil && b.Max.AsDuration() > 0 && b.Max.AsDuration() < b.Initial.AsDuration() {
-			return invalid(field+".backoff.max", "is shorter than backoff.initial")
+			return invalid(subfield(field, "backoff.max"), "is shorter than backoff.initial")
 		}
 	}
-	if err := checkDuration(field+".timeout", s.Timeout, 0, 7*24*time.Hour); err != nil {
+	if err := checkDuration(subfield(field, "timeout"), s.Timeout, 0, 7*24*time.Hour); err != nil {
 		return err
 	}
 	if s.AllowOverlap && (s.NonDurable || s.Scope != taskdv1.Scope_SCOPE_IDENTITY) {
-		return invalid(field+".allow_overlap", "is for durable tasks of scope IDENTITY (an overlapping run is stored as a task of its identity)")
+		return invalid(subfield(field, "allow_overlap"), "is for durable tasks of scope IDENTITY (an overlapping run is stored as a task of its identity)")
 	}
-	if err := n.validateCalendarRefs(field+".calendars", s.Calendars); err != nil {
+	if err := n.validateCalendarRefs(subfield(field, "calendars"), s.Calendars); err != nil {
 		return err
 	}
-	if err := checkLabels(field+".labels", s.Labels); err != nil {
+	if err := checkLabels(subfield(field, "labels"), s.Labels); err != nil {
 		return err
 	}
-	if err := checkText(field+".idempotency_key", s.IdempotencyKey, MaxIdempotencyKeyLen, true); err != nil {
+	if err := checkText(subfield(field, "idempotency_key"), s.IdempotencyKey, MaxIdempotencyKeyLen, true); err != nil {
 		return err
 	}
 	if size := proto.Size(s); size > MaxTaskBytes {
 		return invalid(field, "is %d bytes encoded, the limit is %d (payload, data, labels and triggers together)", size, MaxTaskBytes)
 	}
 	if !s.NonDurable && !knownKind(s.Kind) {
-		return invalid(field+".kind", "no node of the cluster handles kind %q", s.Kind)
+		return invalid(subfield(field, "kind"), "no node of the cluster handles kind %q", s.Kind)
 	}
 	if s.NonDurable && s.IdempotencyKey != "" {
-		return invalid(field+".idempotency_key", "is not supported for a non-durable task (nothing is stored to remember it)")
+		return invalid(subfield(field, "idempotency_key"), "is not supported for a non-durable task (nothing is stored to remember it)")
 	}
 	if s.NonDurable && n.cfg.Handlers[s.Kind] == nil {
-		return invalid(field+".kind", "this node has no handler for kind %q (a non-durable task runs on the node that accepts it)", s.Kind)
+		return invalid(subfield(field, "kind"), "this node has no handler for kind %q (a non-durable task runs on the node that accepts it)", s.Kind)
 	}
 	return nil
 }
@@ -158,7 +176,8 @@ func validateTriggers(field string, ts []*taskdv1.Trigger) error {
 			continue
 		}
 		if j, dup := names[t.Name]; dup {
-			return invalid(f+".name", "%q is also the name of %s[%d]", t.Name, field, j)
+			first := fmt.Sprintf("%s[%d]", field, j)
+			return &InvalidArgumentError{Field: f + ".name", Reason: fmt.Sprintf("%q is also the name of %s", t.Name, first), refersTo: first}
 		}
 		names[t.Name] = i
 	}

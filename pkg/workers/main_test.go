@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/client"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
@@ -73,7 +74,7 @@ func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.D
 		t.Fatal(err)
 	}
 	gs := grpc.NewServer()
-	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(n))
+	taskdv1.RegisterTaskServiceServer(gs, grpcapi.NewTaskService(n))
 	taskdv1.RegisterWorkerServiceServer(gs, pool.Service())
 	go func() { _ = gs.Serve(lis) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

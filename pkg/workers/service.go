@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -219,7 +220,7 @@ func checkHello(h *taskdv1.WorkerHello) error {
 	}
 	for i, k := range h.GetKinds() {
 		if err := taskservice.ValidateKind(fmt.Sprintf("hello.kinds[%d]", i), k); err != nil {
-			return status.Error(codes.InvalidArgument, err.Error())
+			return grpcapi.Status(err)
 		}
 	}
 	if c := h.GetConcurrency(); c < 1 || c > MaxConcurrency {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/etcdembed"
 	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -105,7 +106,7 @@ func NewNode(t testing.TB, cli *clientv3.Client, cfg taskservice.Config) *Node {
 		t.Fatalf("new node: %v", err)
 	}
 	gs := grpc.NewServer(grpc.MaxRecvMsgSize(n.MaxRequestBytes()))
-	taskdv1.RegisterTaskServiceServer(gs, taskservice.NewAPI(n))
+	taskdv1.RegisterTaskServiceServer(gs, grpcapi.NewTaskService(n))
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

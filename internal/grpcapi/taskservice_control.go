@@ -1,4 +1,4 @@
-package taskservice
+package grpcapi
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/pkg/calendar"
+	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -19,74 +20,74 @@ func checkTaskRef(id, taskID string) error {
 }
 
 // PauseTask pauses one task.
-func (a *API) PauseTask(ctx context.Context, req *taskdv1.PauseTaskRequest) (*taskdv1.PauseTaskResponse, error) {
+func (a *TaskService) PauseTask(ctx context.Context, req *taskdv1.PauseTaskRequest) (*taskdv1.PauseTaskResponse, error) {
 	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
 		return nil, err
 	}
 	t, err := a.node.PauseTask(ctx, req.Identity, req.TaskId)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.PauseTaskResponse{Task: t}, nil
 }
 
 // ResumeTask resumes one task.
-func (a *API) ResumeTask(ctx context.Context, req *taskdv1.ResumeTaskRequest) (*taskdv1.ResumeTaskResponse, error) {
+func (a *TaskService) ResumeTask(ctx context.Context, req *taskdv1.ResumeTaskRequest) (*taskdv1.ResumeTaskResponse, error) {
 	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
 		return nil, err
 	}
 	t, err := a.node.ResumeTask(ctx, req.Identity, req.TaskId)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.ResumeTaskResponse{Task: t}, nil
 }
 
 // PauseIdentity pauses every task of an identity.
-func (a *API) PauseIdentity(ctx context.Context, req *taskdv1.PauseIdentityRequest) (*taskdv1.PauseIdentityResponse, error) {
+func (a *TaskService) PauseIdentity(ctx context.Context, req *taskdv1.PauseIdentityRequest) (*taskdv1.PauseIdentityResponse, error) {
 	p, err := a.node.PauseIdentity(ctx, req.Identity)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.PauseIdentityResponse{Pause: p}, nil
 }
 
 // ResumeIdentity lifts an identity pause.
-func (a *API) ResumeIdentity(ctx context.Context, req *taskdv1.ResumeIdentityRequest) (*taskdv1.ResumeIdentityResponse, error) {
+func (a *TaskService) ResumeIdentity(ctx context.Context, req *taskdv1.ResumeIdentityRequest) (*taskdv1.ResumeIdentityResponse, error) {
 	if err := a.node.ResumeIdentity(ctx, req.Identity); err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.ResumeIdentityResponse{}, nil
 }
 
 // PauseKind pauses every task of a kind.
-func (a *API) PauseKind(ctx context.Context, req *taskdv1.PauseKindRequest) (*taskdv1.PauseKindResponse, error) {
+func (a *TaskService) PauseKind(ctx context.Context, req *taskdv1.PauseKindRequest) (*taskdv1.PauseKindResponse, error) {
 	p, err := a.node.PauseKind(ctx, req.Kind)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.PauseKindResponse{Pause: p}, nil
 }
 
 // ResumeKind lifts a kind pause.
-func (a *API) ResumeKind(ctx context.Context, req *taskdv1.ResumeKindRequest) (*taskdv1.ResumeKindResponse, error) {
+func (a *TaskService) ResumeKind(ctx context.Context, req *taskdv1.ResumeKindRequest) (*taskdv1.ResumeKindResponse, error) {
 	if err := a.node.ResumeKind(ctx, req.Kind); err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.ResumeKindResponse{}, nil
 }
 
 // ListPauses lists the identity and kind pauses.
-func (a *API) ListPauses(ctx context.Context, _ *taskdv1.ListPausesRequest) (*taskdv1.ListPausesResponse, error) {
+func (a *TaskService) ListPauses(ctx context.Context, _ *taskdv1.ListPausesRequest) (*taskdv1.ListPausesResponse, error) {
 	ps, err := a.node.ListPauses(ctx)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.ListPausesResponse{Pauses: ps}, nil
 }
 
 // UpdateTask replaces a task's spec, or adds and removes triggers.
-func (a *API) UpdateTask(ctx context.Context, req *taskdv1.UpdateTaskRequest) (*taskdv1.UpdateTaskResponse, error) {
+func (a *TaskService) UpdateTask(ctx context.Context, req *taskdv1.UpdateTaskRequest) (*taskdv1.UpdateTaskResponse, error) {
 	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
 		return nil, err
 	}
@@ -94,48 +95,49 @@ func (a *API) UpdateTask(ctx context.Context, req *taskdv1.UpdateTaskRequest) (*
 	var err error
 	if len(req.AddTriggers) > 0 || len(req.RemoveTriggers) > 0 {
 		if req.Spec != nil {
-			return nil, toStatus(invalid("spec", "replaces the whole spec: give either a spec or add_triggers and remove_triggers, not both"))
+			return nil, Status(&taskservice.InvalidArgumentError{Field: "spec",
+				Reason: "replaces the whole spec: give either a spec or add_triggers and remove_triggers, not both"})
 		}
 		t, err = a.node.EditTriggers(ctx, req.Identity, req.TaskId, req.AddTriggers, req.RemoveTriggers, req.Revision)
 	} else {
 		t, err = a.node.UpdateTask(ctx, req.Identity, req.TaskId, req.Spec, req.Revision)
 	}
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.UpdateTaskResponse{Task: t}, nil
 }
 
 // DeleteTask removes a finished task at once.
-func (a *API) DeleteTask(ctx context.Context, req *taskdv1.DeleteTaskRequest) (*taskdv1.DeleteTaskResponse, error) {
+func (a *TaskService) DeleteTask(ctx context.Context, req *taskdv1.DeleteTaskRequest) (*taskdv1.DeleteTaskResponse, error) {
 	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
 		return nil, err
 	}
 	if err := a.node.DeleteTask(ctx, req.Identity, req.TaskId); err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.DeleteTaskResponse{}, nil
 }
 
 // PreviewTriggers lists coming fire times without scheduling anything.
-func (a *API) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewTriggersRequest) (*taskdv1.PreviewTriggersResponse, error) {
+func (a *TaskService) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewTriggersRequest) (*taskdv1.PreviewTriggersResponse, error) {
 	from := time.Now()
 	if req.From != nil {
-		if err := checkInstant("from", req.From); err != nil {
-			return nil, toStatus(err)
+		if err := taskservice.ValidateInstant("from", req.From); err != nil {
+			return nil, Status(err)
 		}
 		from = req.From.AsTime()
 	}
 	fts, err := a.node.PreviewTriggers(ctx, req.Triggers, req.Calendars, from, int(req.Count))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.PreviewTriggersResponse{FireTimes: fts}, nil
 }
 
 // WatchEvents streams task events.
-func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskService_WatchEventsServer) error {
-	f := EventFilter{Identity: req.Identity, TaskID: req.TaskId, Kind: req.Kind, Node: req.Node, Types: req.Types}
+func (a *TaskService) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskService_WatchEventsServer) error {
+	f := taskservice.EventFilter{Identity: req.Identity, TaskID: req.TaskId, Kind: req.Kind, Node: req.Node, Types: req.Types}
 	if req.Identity != "" {
 		if err := checkIdentity("identity", req.Identity); err != nil {
 			return err
@@ -146,8 +148,8 @@ func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskSe
 			return err
 		}
 	}
-	if err := checkEventFilter(req); err != nil {
-		return toStatus(err)
+	if err := taskservice.ValidateEventFilter(req); err != nil {
+		return Status(err)
 	}
 	err := a.node.WatchEvents(stream.Context(), f, req.Cursor, func(evs []*taskdv1.Event) error {
 		return stream.Send(&taskdv1.WatchEventsResponse{Events: evs})
@@ -155,46 +157,46 @@ func (a *API) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv1.TaskSe
 	if err != nil && stream.Context().Err() != nil {
 		return status.FromContextError(stream.Context().Err()).Err()
 	}
-	return toStatus(err)
+	return Status(err)
 }
 
 // CreateCalendar stores a calendar.
-func (a *API) CreateCalendar(ctx context.Context, req *taskdv1.CreateCalendarRequest) (*taskdv1.CreateCalendarResponse, error) {
+func (a *TaskService) CreateCalendar(ctx context.Context, req *taskdv1.CreateCalendarRequest) (*taskdv1.CreateCalendarResponse, error) {
 	c, err := a.node.CreateCalendar(ctx, req.Calendar, req.Replace)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.CreateCalendarResponse{Calendar: c}, nil
 }
 
 // GetCalendar returns a calendar.
-func (a *API) GetCalendar(ctx context.Context, req *taskdv1.GetCalendarRequest) (*taskdv1.GetCalendarResponse, error) {
+func (a *TaskService) GetCalendar(ctx context.Context, req *taskdv1.GetCalendarRequest) (*taskdv1.GetCalendarResponse, error) {
 	if err := calendar.ValidateName(req.Name); err != nil {
-		return nil, toStatus(invalid("name", "%s", err.Error()))
+		return nil, Status(&taskservice.InvalidArgumentError{Field: "name", Reason: err.Error()})
 	}
 	c, err := a.node.GetCalendar(ctx, req.Name)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.GetCalendarResponse{Calendar: c}, nil
 }
 
 // ListCalendars lists the calendars.
-func (a *API) ListCalendars(ctx context.Context, _ *taskdv1.ListCalendarsRequest) (*taskdv1.ListCalendarsResponse, error) {
+func (a *TaskService) ListCalendars(ctx context.Context, _ *taskdv1.ListCalendarsRequest) (*taskdv1.ListCalendarsResponse, error) {
 	cs, err := a.node.ListCalendars(ctx)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.ListCalendarsResponse{Calendars: cs}, nil
 }
 
 // DeleteCalendar removes an unused calendar.
-func (a *API) DeleteCalendar(ctx context.Context, req *taskdv1.DeleteCalendarRequest) (*taskdv1.DeleteCalendarResponse, error) {
+func (a *TaskService) DeleteCalendar(ctx context.Context, req *taskdv1.DeleteCalendarRequest) (*taskdv1.DeleteCalendarResponse, error) {
 	if err := calendar.ValidateName(req.Name); err != nil {
-		return nil, toStatus(invalid("name", "%s", err.Error()))
+		return nil, Status(&taskservice.InvalidArgumentError{Field: "name", Reason: err.Error()})
 	}
 	if err := a.node.DeleteCalendar(ctx, req.Name); err != nil {
-		return nil, toStatus(err)
+		return nil, Status(err)
 	}
 	return &taskdv1.DeleteCalendarResponse{}, nil
 }

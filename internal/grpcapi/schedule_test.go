@@ -1,8 +1,7 @@
-package taskservice_test
+package grpcapi_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,131 +15,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/grpcapi"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/taskservice"
-	"github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
-
-// This file tests the gRPC API of one real node over a real etcd: input
-// validation (contract §10), batches, paging, idempotency keys, cancel and run
-// now, and the identity and node views.
-
-// apiStart starts an etcd and one node "n1" handling the kind "noop", with
-// its API on loopback.
-func apiStart(t *testing.T) *taskservicetest.Node {
-	t.Helper()
-	e := taskservicetest.StartEtcd(t)
-	cli := e.Client(t)
-	return taskservicetest.StartNode(t, cli, taskservice.Config{
-		Name: "n1",
-		Handlers: map[string]taskservice.Handler{
-			"noop": taskservice.HandlerFunc(func(ctx context.Context, r *taskservice.Run) error { return nil }),
-		},
-	})
-}
-
-// apiCtx is the context of one test's calls.
-func apiCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// apiOnce is a once trigger an hour from now: the task stays SCHEDULED for
-// the whole test.
-func apiOnce() *taskdv1.Trigger {
-	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{Delay: durationpb.New(time.Hour)}}}
-}
-
-// apiPeriodic is a periodic trigger of the given interval (first fire one
-// interval from now).
-func apiPeriodic(interval time.Duration) *taskdv1.Trigger {
-	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(interval)}}}
-}
-
-// apiSpec is a valid durable task for id that does not fire during a test.
-func apiSpec(id string) *taskdv1.TaskSpec {
-	return &taskdv1.TaskSpec{
-		Identity: id,
-		Kind:     "noop",
-		Scope:    taskdv1.Scope_SCOPE_IDENTITY,
-		Triggers: []*taskdv1.Trigger{apiOnce()},
-	}
-}
-
-// apiWantCode fails unless err is a status with code and, when field is not
-// empty, a message naming field (as "field:").
-func apiWantCode(t *testing.T, err error, code codes.Code, field string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got OK, want %s naming %q", code, field)
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		t.Fatalf("error %v is not a gRPC status", err)
-	}
-	if st.Code() != code {
-		t.Fatalf("got %s (%q), want %s naming %q", st.Code(), st.Message(), code, field)
-	}
-	if field != "" && !strings.Contains(st.Message(), field+":") {
-		t.Fatalf("message %q does not name the field %q", st.Message(), field)
-	}
-}
-
-// apiListAll returns every task of id, a page of 1000 at a time.
-func apiListAll(ctx context.Context, t *testing.T, c taskdv1.TaskServiceClient, id string) []*taskdv1.Task {
-	t.Helper()
-	var out []*taskdv1.Task
-	token := ""
-	for {
-		resp, err := c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: id, PageSize: 1000, PageToken: token})
-		if err != nil {
-			t.Fatalf("ListTasks(%q): %v", id, err)
-		}
-		out = append(out, resp.Tasks...)
-		if resp.NextPageToken == "" {
-			return out
-		}
-		token = resp.NextPageToken
-	}
-}
-
-// apiWantNothing fails unless id has no task and no mapping.
-func apiWantNothing(ctx context.Context, t *testing.T, c taskdv1.TaskServiceClient, id string) {
-	t.Helper()
-	if tasks := apiListAll(ctx, t, c, id); len(tasks) != 0 {
-		t.Errorf("identity %q: %d tasks were stored by rejected requests, e.g. %v", id, len(tasks), tasks[0])
-	}
-	_, err := c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: id})
-	if status.Code(err) != codes.NotFound {
-		t.Errorf("GetIdentity(%q) after rejected requests: got %v, want NotFound (nothing half-written)", id, err)
-	}
-}
-
-// apiSwapCodec is the proto codec with one twist: in the marshalled request
-// it replaces the bytes from by to (same length, so length prefixes stay
-// right). It sends what the generated client refuses to marshal: a proto3
-// string that is not valid UTF-8.
-type apiSwapCodec struct{ from, to []byte }
-
-func (c apiSwapCodec) Marshal(v any) ([]byte, error) {
-	b, err := proto.Marshal(v.(proto.Message))
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Contains(b, c.from) {
-		return nil, fmt.Errorf("marker %q not in the request", c.from)
-	}
-	return bytes.ReplaceAll(b, c.from, c.to), nil
-}
-
-func (apiSwapCodec) Unmarshal(data []byte, v any) error {
-	return proto.Unmarshal(data, v.(proto.Message))
-}
-func (apiSwapCodec) Name() string { return "proto" }
 
 func TestScheduleRejectsBadInput(t *testing.T) {
 	node := apiStart(t)
@@ -321,11 +201,18 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 			t.Fatal("the client sent an identity that is not UTF-8 and it was accepted")
 		}
 
-		_, err = node.Schedule(ctx, []*taskdv1.TaskSpec{apiSpec(bad)}, "task")
-		var ia *taskservice.InvalidArgumentError
-		if !errors.As(err, &ia) || ia.Field != "task.identity" {
-			t.Fatalf("Node.Schedule with an identity that is not UTF-8: got %v, want an InvalidArgumentError on task.identity", err)
+		// The library names the field relative to the spec, and the API
+		// under the request's path of it.
+		_, err = node.Schedule(ctx, []*taskdv1.TaskSpec{apiSpec(bad)})
+		var se *taskservice.SpecError
+		if !errors.As(err, &se) || se.Index != 0 || se.Field != "identity" || se.Err != nil {
+			t.Fatalf("Node.Schedule with an identity that is not UTF-8: got %v, want a SpecError on the identity of spec 0", err)
 		}
+		var ia *taskservice.InvalidArgumentError
+		if !errors.As(se.In("task"), &ia) || ia.Field != "task.identity" {
+			t.Fatalf("Node.Schedule with an identity that is not UTF-8: got %v in a ScheduleTask request, want an InvalidArgumentError on task.identity", se.In("task"))
+		}
+		apiWantCode(t, grpcapi.Status(err), codes.InvalidArgument, "tasks[0].identity")
 
 		// On the wire: "bad-utf8-XX" becomes "bad-utf8-\xff\xfe".
 		codec := apiSwapCodec{from: []byte("bad-utf8-XX"), to: []byte(bad)}
@@ -351,6 +238,42 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 	for _, id := range used {
 		apiWantNothing(ctx, t, c, id)
 	}
+}
+
+// TestScheduleNamesFieldsRelativeToTheSpec: Node.Schedule names a spec's
+// wrong field relative to the spec, with the spec's index; its message
+// names it as ScheduleTasks does, and the API names it (and a field its
+// reason refers to) under the request's path of the spec.
+func TestScheduleNamesFieldsRelativeToTheSpec(t *testing.T) {
+	node := apiStart(t)
+	ctx := apiCtx(t)
+	dup := apiSpec("relative")
+	startup := func(name string) *taskdv1.Trigger {
+		return &taskdv1.Trigger{Name: name, Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}
+	}
+	dup.Triggers = []*taskdv1.Trigger{startup("x"), startup("y"), startup("x")}
+
+	_, err := node.Schedule(ctx, []*taskdv1.TaskSpec{apiSpec("relative"), dup})
+	var se *taskservice.SpecError
+	if !errors.As(err, &se) || se.Index != 1 || se.Field != "triggers[2].name" {
+		t.Fatalf("Node.Schedule: got %v, want a SpecError on triggers[2].name of spec 1", err)
+	}
+	if want := `tasks[1].triggers[2].name: "x" is also the name of tasks[1].triggers[0]`; err.Error() != want {
+		t.Fatalf("Node.Schedule's message is %q, want %q", err.Error(), want)
+	}
+	want := `task.triggers[2].name: "x" is also the name of task.triggers[0]`
+	if got := se.In("task").Error(); got != want {
+		t.Fatalf("In(task) is %q, want %q", got, want)
+	}
+	_, err = node.Client.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: dup})
+	if status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != want {
+		t.Fatalf("ScheduleTask: got %v, want INVALID_ARGUMENT %q", err, want)
+	}
+	_, err = node.Client.ScheduleTasks(ctx, &taskdv1.ScheduleTasksRequest{Tasks: []*taskdv1.TaskSpec{dup}})
+	if want := `tasks[0].triggers[2].name: "x" is also the name of tasks[0].triggers[0]`; status.Convert(err).Message() != want {
+		t.Fatalf("ScheduleTasks: got %v, want INVALID_ARGUMENT %q", err, want)
+	}
+	apiWantNothing(ctx, t, node.Client, "relative")
 }
 
 func TestScheduleTasksBatch(t *testing.T) {
@@ -438,164 +361,6 @@ func TestScheduleTasksBatch(t *testing.T) {
 	}
 }
 
-func TestOtherCallsValidate(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
-
-	// A real task, so that "exists" and "does not exist" differ only in id.
-	sched, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: apiSpec("carol")})
-	if err != nil {
-		t.Fatalf("ScheduleTask: %v", err)
-	}
-	realID := sched.Task.Id
-	missing := pending.NewIDSource().New()
-	if !pending.ValidTaskID(missing) || missing == realID {
-		t.Fatalf("bad test id %q", missing)
-	}
-
-	type call func(id, taskID string) error
-	calls := map[string]call{
-		"GetTask": func(id, taskID string) error {
-			_, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: id, TaskId: taskID})
-			return err
-		},
-		"CancelTask": func(id, taskID string) error {
-			_, err := c.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: id, TaskId: taskID})
-			return err
-		},
-		"RunTaskNow": func(id, taskID string) error {
-			_, err := c.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: id, TaskId: taskID})
-			return err
-		},
-		"ListRuns": func(id, taskID string) error {
-			_, err := c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: id, TaskId: taskID})
-			return err
-		},
-	}
-	for name, call := range calls {
-		t.Run(name, func(t *testing.T) {
-			apiWantCode(t, call("", realID), codes.InvalidArgument, "identity")
-			apiWantCode(t, call(strings.Repeat("x", 257), realID), codes.InvalidArgument, "identity")
-			apiWantCode(t, call("ctl\x01", realID), codes.InvalidArgument, "identity")
-			for _, bad := range []string{"", "nope", realID + "0", "0123456789ABCDEFGHJKMNPQRS", "8" + realID[1:], realID[:25] + "u"} {
-				apiWantCode(t, call("carol", bad), codes.InvalidArgument, "task_id")
-			}
-			apiWantCode(t, call("carol", missing), codes.NotFound, "")
-			// The task exists, but not under this identity.
-			apiWantCode(t, call("dave", realID), codes.NotFound, "")
-		})
-	}
-	// Nothing above touched the real task.
-	got, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: "carol", TaskId: realID})
-	if err != nil {
-		t.Fatalf("GetTask: %v", err)
-	}
-	if got.Task.State != taskdv1.TaskState_TASK_STATE_SCHEDULED || got.Task.Revision != sched.Task.Revision {
-		t.Fatalf("the task changed: %v", got.Task)
-	}
-
-	for _, size := range []int32{-1, 1001} {
-		_, err := c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "carol", PageSize: size})
-		apiWantCode(t, err, codes.InvalidArgument, "page_size")
-	}
-	for _, size := range []int32{0, 1, 1000} {
-		resp, err := c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "carol", PageSize: size})
-		if err != nil || len(resp.Tasks) != 1 {
-			t.Fatalf("ListTasks page_size %d: %v, %v", size, resp, err)
-		}
-	}
-	for _, tok := range []string{"garbage", "not a token", realID + "x"} {
-		_, err := c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "carol", PageToken: tok})
-		apiWantCode(t, err, codes.InvalidArgument, "page_token")
-	}
-	// (An empty identity lists the whole cluster: list_test.go.)
-	_, err = c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "bad\x01identity"})
-	apiWantCode(t, err, codes.InvalidArgument, "identity")
-
-	_, err = c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: "never-used"})
-	apiWantCode(t, err, codes.NotFound, "")
-	_, err = c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: ""})
-	apiWantCode(t, err, codes.InvalidArgument, "identity")
-	// The lookups wrote nothing either.
-	apiWantNothing(ctx, t, c, "dave")
-}
-
-func TestListTasksPaging(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
-
-	const n = 25
-	var want []string
-	for i := range n {
-		s := apiSpec("pager")
-		s.Payload = []byte(fmt.Sprint(i))
-		resp, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: s})
-		if err != nil {
-			t.Fatalf("ScheduleTask %d: %v", i, err)
-		}
-		want = append(want, resp.Task.Id)
-	}
-	// Another identity's tasks must not leak into the pages.
-	if _, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: apiSpec("pager2")}); err != nil {
-		t.Fatalf("ScheduleTask: %v", err)
-	}
-
-	var got []string
-	seen := map[string]bool{}
-	token := ""
-	pages := 0
-	for {
-		resp, err := c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "pager", PageSize: 10, PageToken: token})
-		if err != nil {
-			t.Fatalf("ListTasks page %d: %v", pages+1, err)
-		}
-		pages++
-		if pages > 3 {
-			t.Fatalf("more than 3 pages of 10 for %d tasks", n)
-		}
-		wantLen := 10
-		if pages == 3 {
-			wantLen = 5
-		}
-		if len(resp.Tasks) != wantLen {
-			t.Fatalf("page %d has %d tasks, want %d", pages, len(resp.Tasks), wantLen)
-		}
-		for _, task := range resp.Tasks {
-			if seen[task.Id] {
-				t.Fatalf("task %s listed twice", task.Id)
-			}
-			seen[task.Id] = true
-			if task.Spec.GetIdentity() != "pager" {
-				t.Fatalf("task %s of %q listed for pager", task.Id, task.Spec.GetIdentity())
-			}
-			got = append(got, task.Id)
-		}
-		if resp.NextPageToken == "" {
-			break
-		}
-		token = resp.NextPageToken
-	}
-	if pages != 3 {
-		t.Fatalf("%d pages, want 3 (the last page has an empty next_page_token)", pages)
-	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("listed\n%v\nwant creation order\n%v", got, want)
-	}
-	for i := 1; i < len(got); i++ {
-		if got[i-1] >= got[i] {
-			t.Fatalf("ids not increasing: %s then %s", got[i-1], got[i])
-		}
-	}
-
-	// A page that ends exactly at the last task says there is no more.
-	resp, err := c.ListTasks(ctx, &taskdv1.ListTasksRequest{Identity: "pager", PageSize: n})
-	if err != nil || len(resp.Tasks) != n || resp.NextPageToken != "" {
-		t.Fatalf("one page of %d: %d tasks, token %q, err %v", n, len(resp.GetTasks()), resp.GetNextPageToken(), err)
-	}
-}
-
 func TestIdempotencyKey(t *testing.T) {
 	node := apiStart(t)
 	c := node.Client
@@ -669,192 +434,5 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	if tasks := apiListAll(ctx, t, c, "frank"); len(tasks) != 1 || tasks[0].Id != r3.Task.Id {
 		t.Fatalf("frank has %d tasks, want only %s", len(tasks), r3.Task.Id)
-	}
-}
-
-func TestCancelAndRunNowStates(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
-
-	// Cancel.
-	s := apiSpec("grace")
-	s.Triggers = []*taskdv1.Trigger{apiPeriodic(time.Hour)}
-	r, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: s})
-	if err != nil {
-		t.Fatalf("ScheduleTask: %v", err)
-	}
-	id := r.Task.Id
-	c1, err := c.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: "grace", TaskId: id})
-	if err != nil {
-		t.Fatalf("CancelTask: %v", err)
-	}
-	if c1.Task.State != taskdv1.TaskState_TASK_STATE_CANCELED || c1.Task.FinishedAt == nil || c1.Task.NextFireTime != nil {
-		t.Fatalf("cancelled task: state %s, finished_at %v, next_fire_time %v", c1.Task.State, c1.Task.FinishedAt, c1.Task.NextFireTime)
-	}
-	c2, err := c.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: "grace", TaskId: id})
-	if err != nil {
-		t.Fatalf("second CancelTask: %v", err)
-	}
-	if !proto.Equal(c1.Task, c2.Task) {
-		t.Fatalf("a second cancel changed the task:\n%v\nthen\n%v", c1.Task, c2.Task)
-	}
-	_, err = c.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: "grace", TaskId: id})
-	apiWantCode(t, err, codes.FailedPrecondition, "")
-	g, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: "grace", TaskId: id})
-	if err != nil {
-		t.Fatalf("GetTask: %v", err)
-	}
-	if !proto.Equal(g.Task, c1.Task) {
-		t.Fatalf("the refused run-now changed the cancelled task:\n%v\nthen\n%v", c1.Task, g.Task)
-	}
-	if runs, err := c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: "grace", TaskId: id}); err != nil || len(runs.Runs) != 0 {
-		t.Fatalf("the cancelled task has runs %v (err %v)", runs.GetRuns(), err)
-	}
-
-	// Run now.
-	s = apiSpec("grace")
-	s.Triggers = []*taskdv1.Trigger{apiPeriodic(time.Hour)}
-	r, err = c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: s})
-	if err != nil {
-		t.Fatalf("ScheduleTask: %v", err)
-	}
-	id = r.Task.Id
-	before, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: "grace", TaskId: id})
-	if err != nil {
-		t.Fatalf("GetTask: %v", err)
-	}
-	nft := before.Task.NextFireTime
-	if nft == nil || nft.AsTime().Before(time.Now().Add(50*time.Minute)) {
-		t.Fatalf("a periodic task of 1h fires next at %v", nft)
-	}
-	if _, err := c.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: "grace", TaskId: id}); err != nil {
-		t.Fatalf("RunTaskNow: %v", err)
-	}
-	var runs []*taskdv1.Run
-	taskservicetest.Eventually(t, 20*time.Second, func() bool {
-		resp, err := c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: "grace", TaskId: id})
-		if err != nil {
-			t.Fatalf("ListRuns: %v", err)
-		}
-		runs = resp.Runs
-		return len(runs) > 0
-	}, "a run of the task after RunTaskNow")
-	if len(runs) != 1 {
-		t.Fatalf("%d runs after one RunTaskNow: %v", len(runs), runs)
-	}
-	run := runs[0]
-	if !run.Manual || run.Outcome != taskdv1.Outcome_OUTCOME_SUCCESS || run.RunNumber != 1 || run.Node != "n1" || run.TaskId != id {
-		t.Fatalf("the run: %v", run)
-	}
-	after, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: "grace", TaskId: id})
-	if err != nil {
-		t.Fatalf("GetTask: %v", err)
-	}
-	if !proto.Equal(after.Task.NextFireTime, nft) {
-		t.Fatalf("next_fire_time moved from %v to %v after a manual run", nft.AsTime(), after.Task.NextFireTime.AsTime())
-	}
-	if after.Task.State != taskdv1.TaskState_TASK_STATE_SCHEDULED || after.Task.RunCount != 1 ||
-		after.Task.LastRun.GetOutcome() != taskdv1.Outcome_OUTCOME_SUCCESS {
-		t.Fatalf("after the manual run: state %s, run_count %d, last_run %v", after.Task.State, after.Task.RunCount, after.Task.LastRun)
-	}
-	// The history is committed with the record: still exactly one run.
-	resp, err := c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: "grace", TaskId: id})
-	if err != nil || len(resp.Runs) != 1 {
-		t.Fatalf("runs after the manual run: %v (err %v)", resp.GetRuns(), err)
-	}
-}
-
-func TestGetIdentityAndListNodes(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
-
-	const n = 3
-	for range n {
-		if _, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: apiSpec("alice")}); err != nil {
-			t.Fatalf("ScheduleTask: %v", err)
-		}
-	}
-	gi, err := c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: "alice"})
-	if err != nil {
-		t.Fatalf("GetIdentity: %v", err)
-	}
-	id := gi.Identity
-	if id.GetIdentity() != "alice" || !id.Mapped || id.Node != "n1" || id.Epoch <= 0 || id.TaskCount != n {
-		t.Fatalf("GetIdentity(alice) = %v; want mapped to n1 with an epoch and %d tasks", id, n)
-	}
-
-	ln, err := c.ListNodes(ctx, &taskdv1.ListNodesRequest{})
-	if err != nil {
-		t.Fatalf("ListNodes: %v", err)
-	}
-	if len(ln.Nodes) != 1 {
-		t.Fatalf("ListNodes = %v, want n1 only", ln.Nodes)
-	}
-	nd := ln.Nodes[0]
-	switch {
-	case nd.Name != "n1":
-		t.Fatalf("node name %q", nd.Name)
-	case nd.State != taskdv1.NodeState_NODE_STATE_RUNNING:
-		t.Fatalf("node state %s", nd.State)
-	case nd.Address != node.Addr:
-		t.Fatalf("node address %q, want %q", nd.Address, node.Addr)
-	case nd.Incarnation == "" || nd.Incarnation != node.Incarnation():
-		t.Fatalf("node incarnation %q, want %q", nd.Incarnation, node.Incarnation())
-	case nd.StartedAt == nil:
-		t.Fatal("node started_at unset")
-	case nd.DispatchStart == nil || nd.DispatchStart.AsTime().IsZero():
-		t.Fatal("node dispatch_start unset while RUNNING")
-	case nd.DispatchStart.AsTime().Before(nd.StartedAt.AsTime()):
-		t.Fatalf("dispatch_start %v before started_at %v", nd.DispatchStart.AsTime(), nd.StartedAt.AsTime())
-	case !nd.DispatchStart.AsTime().Equal(node.DispatchStart()):
-		t.Fatalf("dispatch_start %v, the node says %v", nd.DispatchStart.AsTime(), node.DispatchStart())
-	case nd.IdentitiesOwned < 1:
-		t.Fatalf("identities_owned %d, want at least 1 (alice)", nd.IdentitiesOwned)
-	case len(nd.Kinds) != 1 || nd.Kinds[0] != "noop":
-		t.Fatalf("kinds %v, want [noop]", nd.Kinds)
-	}
-}
-
-func TestIdentityKeysDoNotCollide(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
-
-	ids := []string{"bob", "bob.x", "bob/x", "bob%2Fx", "bob%252Fx", "bo", "bob/"}
-	taskOf := map[string]string{}
-	for _, id := range ids {
-		r, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: apiSpec(id)})
-		if err != nil {
-			t.Fatalf("ScheduleTask(%q): %v", id, err)
-		}
-		taskOf[id] = r.Task.Id
-	}
-	for _, id := range ids {
-		tasks := apiListAll(ctx, t, c, id)
-		if len(tasks) != 1 || tasks[0].Id != taskOf[id] || tasks[0].Spec.GetIdentity() != id {
-			var got []string
-			for _, task := range tasks {
-				got = append(got, fmt.Sprintf("%s(%q)", task.Id, task.Spec.GetIdentity()))
-			}
-			t.Errorf("ListTasks(%q) = %v, want only %s", id, got, taskOf[id])
-		}
-		gi, err := c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: id})
-		if err != nil {
-			t.Errorf("GetIdentity(%q): %v", id, err)
-			continue
-		}
-		if gi.Identity.TaskCount != 1 || gi.Identity.Identity != id || !gi.Identity.Mapped {
-			t.Errorf("GetIdentity(%q) = %v, want mapped with 1 task", id, gi.Identity)
-		}
-		for _, other := range ids {
-			if other == id {
-				continue
-			}
-			if _, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: id, TaskId: taskOf[other]}); status.Code(err) != codes.NotFound {
-				t.Errorf("GetTask(%q, task of %q): got %v, want NotFound", id, other, err)
-			}
-		}
 	}
 }

@@ -1,6 +1,7 @@
 // Command taskctl is the command-line client of taskd. It talks to any node
-// of a taskd cluster over the public gRPC API (proto/taskd/v1) to schedule,
-// inspect and control tasks.
+// of a taskd cluster over the public gRPC API (proto/taskd/v1), through the
+// Go client pkg/client and its retry rules, to schedule, inspect and
+// control tasks.
 //
 // Usage:
 //

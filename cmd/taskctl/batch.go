@@ -12,11 +12,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // maxBatch is the most tasks one ScheduleTasks call takes.
-const maxBatch = 100
+const maxBatch = client.MaxBatch
 
 // readTaskSpecs reads the tasks of schedule -f from path ("-": stdin). The
 // file holds a JSON array of TaskSpecs in protojson form, or an object
@@ -85,8 +86,12 @@ func scheduleFile(e *env, path string) error {
 	out := &taskdv1.ScheduleTasksResponse{}
 	for off := 0; off < len(specs); off += maxBatch {
 		end := min(off+maxBatch, len(specs))
+		chunk := make([]client.TaskSpec, 0, end-off)
+		for _, s := range specs[off:end] {
+			chunk = append(chunk, client.TaskSpec{Proto: s})
+		}
 		ctx, cancel := e.rpcContext()
-		resp, err := c.ScheduleTasks(ctx, &taskdv1.ScheduleTasksRequest{Tasks: specs[off:end]})
+		tasks, err := c.ScheduleMany(ctx, chunk)
 		cancel()
 		if err != nil {
 			if off > 0 {
@@ -96,7 +101,9 @@ func scheduleFile(e *env, path string) error {
 			}
 			return chunkError(err, off, end, len(specs))
 		}
-		out.Tasks = append(out.Tasks, resp.GetTasks()...)
+		for _, t := range tasks {
+			out.Tasks = append(out.Tasks, t.Proto)
+		}
 	}
 	return writeScheduled(e, out)
 }

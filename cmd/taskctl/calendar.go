@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -333,8 +334,10 @@ func defineCalendarCreate(fs *flag.FlagSet) action {
 				return err
 			}
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.CreateCalendarResponse, error) {
-			return c.CreateCalendar(ctx, req)
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.CreateCalendarResponse, error) {
+			// The calendar as the API spells it: a -f file's is sent as read.
+			cal, err := c.CreateCalendar(ctx, client.Calendar{Proto: req.GetCalendar()}, req.GetReplace())
+			return &taskdv1.CreateCalendarResponse{Calendar: calendarProto(cal)}, err
 		}, func(resp *taskdv1.CreateCalendarResponse) error {
 			return writeCalendarDetail(e.stdout, resp.GetCalendar())
 		})
@@ -359,8 +362,9 @@ func defineCalendarGet(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.GetCalendarResponse, error) {
-			return c.GetCalendar(ctx, &taskdv1.GetCalendarRequest{Name: name})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.GetCalendarResponse, error) {
+			cal, err := c.Calendar(ctx, name)
+			return &taskdv1.GetCalendarResponse{Calendar: calendarProto(cal)}, err
 		}, func(resp *taskdv1.GetCalendarResponse) error {
 			return writeCalendarDetail(e.stdout, resp.GetCalendar())
 		})
@@ -373,8 +377,13 @@ func defineCalendarList(fs *flag.FlagSet) action {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListCalendarsResponse, error) {
-			return c.ListCalendars(ctx, &taskdv1.ListCalendarsRequest{})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ListCalendarsResponse, error) {
+			cals, err := c.Calendars(ctx)
+			resp := &taskdv1.ListCalendarsResponse{}
+			for _, cal := range cals {
+				resp.Calendars = append(resp.Calendars, cal.Proto)
+			}
+			return resp, err
 		}, func(resp *taskdv1.ListCalendarsResponse) error {
 			return writeCalendarsTable(e.stdout, resp.GetCalendars())
 		})
@@ -388,13 +397,21 @@ func defineCalendarDelete(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.DeleteCalendarResponse, error) {
-			return c.DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: name})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.DeleteCalendarResponse, error) {
+			return &taskdv1.DeleteCalendarResponse{}, c.DeleteCalendar(ctx, name)
 		}, func(*taskdv1.DeleteCalendarResponse) error {
 			_, err := fmt.Fprintf(e.stdout, "calendar %s deleted\n", name)
 			return err
 		})
 	}
+}
+
+// calendarProto is taskProto for a calendar.
+func calendarProto(cal *client.Calendar) *taskdv1.Calendar {
+	if cal == nil {
+		return nil
+	}
+	return cal.Proto
 }
 
 // calendarKind names a calendar's kind as the create flags do.

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -57,18 +58,18 @@ var commands = []*command{
 		name:     "get",
 		synopsis: "--identity ID TASK_ID",
 		summary:  "show a task",
-		define: taskCommand(func(ctx context.Context, c taskdv1.TaskServiceClient, id, task string) (*taskdv1.Task, proto.Message, error) {
-			resp, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: id, TaskId: task})
-			return resp.GetTask(), resp, err
+		define: taskCommand(func(ctx context.Context, c *client.Client, id, task string) (*taskdv1.Task, proto.Message, error) {
+			t, err := c.Get(ctx, id, task)
+			return taskProto(t), &taskdv1.GetTaskResponse{Task: taskProto(t)}, err
 		}),
 	},
 	{
 		name:     "cancel",
 		synopsis: "--identity ID TASK_ID",
 		summary:  "cancel a task's future runs",
-		define: taskCommand(func(ctx context.Context, c taskdv1.TaskServiceClient, id, task string) (*taskdv1.Task, proto.Message, error) {
-			resp, err := c.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: id, TaskId: task})
-			return resp.GetTask(), resp, err
+		define: taskCommand(func(ctx context.Context, c *client.Client, id, task string) (*taskdv1.Task, proto.Message, error) {
+			t, err := c.Cancel(ctx, id, task)
+			return taskProto(t), &taskdv1.CancelTaskResponse{Task: taskProto(t)}, err
 		}),
 	},
 	{
@@ -81,9 +82,9 @@ var commands = []*command{
 		name:     "run-now",
 		synopsis: "--identity ID TASK_ID",
 		summary:  "run a task once at once, leaving its schedule as it was",
-		define: taskCommand(func(ctx context.Context, c taskdv1.TaskServiceClient, id, task string) (*taskdv1.Task, proto.Message, error) {
-			resp, err := c.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: id, TaskId: task})
-			return resp.GetTask(), resp, err
+		define: taskCommand(func(ctx context.Context, c *client.Client, id, task string) (*taskdv1.Task, proto.Message, error) {
+			t, err := c.RunNow(ctx, id, task)
+			return taskProto(t), &taskdv1.RunTaskNowResponse{Task: taskProto(t)}, err
 		}),
 	},
 	{
@@ -239,8 +240,8 @@ func lookupCommandArgs(args []string) (*command, []string) {
 	return nil, args
 }
 
-// rpcContext returns the context of one RPC: every RPC has the --timeout
-// deadline.
+// rpcContext returns the context of one call: every call has the --timeout
+// deadline, within which the client retries what it may.
 func (e *env) rpcContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), e.opts.timeout)
 }
@@ -297,8 +298,9 @@ func taskRefFlags(fs *flag.FlagSet) func(args []string) (identity, task string, 
 }
 
 // taskCommand makes the define function of a command that names one task
-// and answers with it (get, cancel, run-now).
-func taskCommand(call func(ctx context.Context, c taskdv1.TaskServiceClient, identity, task string) (*taskdv1.Task, proto.Message, error)) func(fs *flag.FlagSet) action {
+// and answers with it (get, cancel, run-now): call returns the task and the
+// API's response, which -o json prints.
+func taskCommand(call func(ctx context.Context, c *client.Client, identity, task string) (*taskdv1.Task, proto.Message, error)) func(fs *flag.FlagSet) action {
 	return func(fs *flag.FlagSet) action {
 		ref := taskRefFlags(fs)
 		return func(e *env, args []string) error {
@@ -332,8 +334,13 @@ func defineRuns(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListRunsResponse, error) {
-			return c.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: identity, TaskId: id})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ListRunsResponse, error) {
+			runs, err := c.Runs(ctx, identity, id)
+			resp := &taskdv1.ListRunsResponse{}
+			for _, r := range runs {
+				resp.Runs = append(resp.Runs, r.Proto)
+			}
+			return resp, err
 		}, func(resp *taskdv1.ListRunsResponse) error {
 			return writeRunsTable(e.stdout, resp.GetRuns())
 		})
@@ -418,11 +425,20 @@ func buildListRequest(identity string, states []string, kind string, labels []st
 	return req, nil
 }
 
-// listPage fetches one page of ListTasks under its own deadline.
-func listPage(e *env, c taskdv1.TaskServiceClient, req *taskdv1.ListTasksRequest) (*taskdv1.ListTasksResponse, error) {
+// listPage fetches the page of req under its own deadline.
+func listPage(e *env, c *client.Client, req *taskdv1.ListTasksRequest) (*taskdv1.ListTasksResponse, error) {
 	ctx, cancel := e.rpcContext()
 	defer cancel()
-	return c.ListTasks(ctx, req)
+	f := client.ListFilter{Identity: req.GetIdentity(), Kind: req.GetKind(), Labels: req.GetLabels(), Node: req.GetNode(), PageSize: req.GetPageSize()}
+	for _, st := range req.GetStates() {
+		f.States = append(f.States, client.State(stateName(st)))
+	}
+	tasks, next, err := c.ListPage(ctx, f, req.GetPageToken())
+	resp := &taskdv1.ListTasksResponse{NextPageToken: next}
+	for _, t := range tasks {
+		resp.Tasks = append(resp.Tasks, t.Proto)
+	}
+	return resp, err
 }
 
 // defineNodes defines the nodes command.
@@ -431,8 +447,13 @@ func defineNodes(fs *flag.FlagSet) action {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListNodesResponse, error) {
-			return c.ListNodes(ctx, &taskdv1.ListNodesRequest{})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ListNodesResponse, error) {
+			nodes, err := c.Nodes(ctx)
+			resp := &taskdv1.ListNodesResponse{}
+			for _, n := range nodes {
+				resp.Nodes = append(resp.Nodes, n.Proto)
+			}
+			return resp, err
 		}, func(resp *taskdv1.ListNodesResponse) error {
 			return writeNodesTable(e.stdout, resp.GetNodes())
 		})
@@ -447,8 +468,9 @@ func defineIdentity(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.GetIdentityResponse, error) {
-			return c.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: id})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.GetIdentityResponse, error) {
+			got, err := c.Identity(ctx, id)
+			return &taskdv1.GetIdentityResponse{Identity: identityProto(got)}, err
 		}, func(resp *taskdv1.GetIdentityResponse) error {
 			return writeIdentityTable(e.stdout, resp.GetIdentity())
 		})
@@ -498,8 +520,9 @@ func defineMove(fs *flag.FlagSet) action {
 		if err := requireFlag("to", *to); err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.MoveIdentityResponse, error) {
-			return c.MoveIdentity(ctx, &taskdv1.MoveIdentityRequest{Identity: id, ToNode: *to})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.MoveIdentityResponse, error) {
+			moved, err := c.Move(ctx, id, *to)
+			return &taskdv1.MoveIdentityResponse{Identity: identityProto(moved)}, err
 		}, func(resp *taskdv1.MoveIdentityResponse) error {
 			return writeIdentityTable(e.stdout, resp.GetIdentity())
 		})
@@ -518,21 +541,22 @@ func defineDrain(fs *flag.FlagSet) action {
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		resp, err := c.DrainNode(ctx, &taskdv1.DrainNodeRequest{Node: args[0]})
+		n, err := c.Drain(ctx, args[0])
 		if err != nil {
 			return err
 		}
 		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
+			return writeJSON(e.stdout, &taskdv1.DrainNodeResponse{Node: n.Proto})
 		}
 		fmt.Fprintf(e.stdout, "drain of %s requested; it hands its identities away, then stops\n", args[0])
 		return nil
 	}
 }
 
-// call runs one RPC under the command's deadline and prints its answer: the
-// response as JSON with -o json, else through table.
-func call[R proto.Message](e *env, rpc func(context.Context, taskdv1.TaskServiceClient) (R, error), table func(R) error) error {
+// call runs one call of the client under the command's deadline and prints
+// its answer: the API's response, as rpc makes it of what the client
+// returned, as JSON with -o json, else through table.
+func call[R proto.Message](e *env, rpc func(context.Context, *client.Client) (R, error), table func(R) error) error {
 	c, err := e.taskClient()
 	if err != nil {
 		return err
@@ -547,4 +571,21 @@ func call[R proto.Message](e *env, rpc func(context.Context, taskdv1.TaskService
 		return writeJSON(e.stdout, resp)
 	}
 	return table(resp)
+}
+
+// taskProto is the API's form of a task the client returned, nil for none
+// (the call failed).
+func taskProto(t *client.Task) *taskdv1.Task {
+	if t == nil {
+		return nil
+	}
+	return t.Proto
+}
+
+// identityProto is taskProto for an identity.
+func identityProto(id *client.Identity) *taskdv1.Identity {
+	if id == nil {
+		return nil
+	}
+	return id.Proto
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -75,22 +76,24 @@ func defineUpdate(fs *flag.FlagSet) action {
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		got, err := c.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: o.Identity, TaskId: id})
+		got, err := c.Get(ctx, o.Identity, id)
 		if err != nil {
 			return err
 		}
-		req, err := edit(got.GetTask())
+		req, err := edit(got.Proto)
 		if err != nil {
 			return err
 		}
-		resp, err := c.UpdateTask(ctx, req)
+		// The spec as the API spells it, so that what the flags leave
+		// alone is sent back as it was read.
+		updated, err := c.Update(ctx, req.GetIdentity(), req.GetTaskId(), client.TaskSpec{Proto: req.GetSpec()}, req.GetRevision())
 		if err != nil {
 			return err
 		}
 		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
+			return writeJSON(e.stdout, &taskdv1.UpdateTaskResponse{Task: updated.Proto})
 		}
-		return writeTaskDetail(e.stdout, resp.GetTask())
+		return writeTaskDetail(e.stdout, updated.Proto)
 	}
 }
 
@@ -198,20 +201,23 @@ func definePause(fs *flag.FlagSet) action {
 		}
 		switch {
 		case tg.task != "":
-			return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.PauseTaskResponse, error) {
-				return c.PauseTask(ctx, &taskdv1.PauseTaskRequest{Identity: tg.identity, TaskId: tg.task})
+			return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.PauseTaskResponse, error) {
+				t, err := c.Pause(ctx, tg.identity, tg.task)
+				return &taskdv1.PauseTaskResponse{Task: taskProto(t)}, err
 			}, func(resp *taskdv1.PauseTaskResponse) error {
 				return writeTaskDetail(e.stdout, resp.GetTask())
 			})
 		case tg.kind != "":
-			return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.PauseKindResponse, error) {
-				return c.PauseKind(ctx, &taskdv1.PauseKindRequest{Kind: tg.kind})
+			return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.PauseKindResponse, error) {
+				p, err := c.PauseKind(ctx, tg.kind)
+				return &taskdv1.PauseKindResponse{Pause: pauseProto(p)}, err
 			}, func(resp *taskdv1.PauseKindResponse) error {
 				return writePausesTable(e.stdout, []*taskdv1.Pause{resp.GetPause()})
 			})
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.PauseIdentityResponse, error) {
-			return c.PauseIdentity(ctx, &taskdv1.PauseIdentityRequest{Identity: tg.identity})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.PauseIdentityResponse, error) {
+			p, err := c.PauseIdentity(ctx, tg.identity)
+			return &taskdv1.PauseIdentityResponse{Pause: pauseProto(p)}, err
 		}, func(resp *taskdv1.PauseIdentityResponse) error {
 			return writePausesTable(e.stdout, []*taskdv1.Pause{resp.GetPause()})
 		})
@@ -228,21 +234,22 @@ func defineResume(fs *flag.FlagSet) action {
 		}
 		switch {
 		case tg.task != "":
-			return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ResumeTaskResponse, error) {
-				return c.ResumeTask(ctx, &taskdv1.ResumeTaskRequest{Identity: tg.identity, TaskId: tg.task})
+			return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ResumeTaskResponse, error) {
+				t, err := c.Resume(ctx, tg.identity, tg.task)
+				return &taskdv1.ResumeTaskResponse{Task: taskProto(t)}, err
 			}, func(resp *taskdv1.ResumeTaskResponse) error {
 				return writeTaskDetail(e.stdout, resp.GetTask())
 			})
 		case tg.kind != "":
-			return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ResumeKindResponse, error) {
-				return c.ResumeKind(ctx, &taskdv1.ResumeKindRequest{Kind: tg.kind})
+			return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ResumeKindResponse, error) {
+				return &taskdv1.ResumeKindResponse{}, c.ResumeKind(ctx, tg.kind)
 			}, func(*taskdv1.ResumeKindResponse) error {
 				_, err := fmt.Fprintf(e.stdout, "kind %s resumed\n", tg.kind)
 				return err
 			})
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ResumeIdentityResponse, error) {
-			return c.ResumeIdentity(ctx, &taskdv1.ResumeIdentityRequest{Identity: tg.identity})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ResumeIdentityResponse, error) {
+			return &taskdv1.ResumeIdentityResponse{}, c.ResumeIdentity(ctx, tg.identity)
 		}, func(*taskdv1.ResumeIdentityResponse) error {
 			_, err := fmt.Fprintf(e.stdout, "identity %s resumed\n", tg.identity)
 			return err
@@ -256,8 +263,13 @@ func definePauses(fs *flag.FlagSet) action {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.ListPausesResponse, error) {
-			return c.ListPauses(ctx, &taskdv1.ListPausesRequest{})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.ListPausesResponse, error) {
+			pauses, err := c.Pauses(ctx)
+			resp := &taskdv1.ListPausesResponse{}
+			for _, p := range pauses {
+				resp.Pauses = append(resp.Pauses, p.Proto)
+			}
+			return resp, err
 		}, func(resp *taskdv1.ListPausesResponse) error {
 			return writePausesTable(e.stdout, resp.GetPauses())
 		})
@@ -330,15 +342,40 @@ func definePreview(fs *flag.FlagSet) action {
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		resp, err := c.PreviewTriggers(ctx, req)
+		fts, err := c.Preview(ctx, previewSpec(req))
 		if err != nil {
 			return err
 		}
-		if e.opts.format == formatJSON {
-			return writeFireTimesJSON(e.stdout, resp.GetFireTimes())
+		protos := make([]*taskdv1.PreviewFireTime, len(fts))
+		for i, ft := range fts {
+			protos[i] = ft.Proto
 		}
-		return writeFireTimes(e.stdout, resp.GetFireTimes(), len(req.GetTriggers()) > 1)
+		if e.opts.format == formatJSON {
+			return writeFireTimesJSON(e.stdout, protos)
+		}
+		return writeFireTimes(e.stdout, protos, len(req.GetTriggers()) > 1)
 	}
+}
+
+// previewSpec is the client's form of a preview request: its triggers as
+// the API spells them.
+func previewSpec(req *taskdv1.PreviewTriggersRequest) client.PreviewSpec {
+	p := client.PreviewSpec{Calendars: req.GetCalendars(), Count: req.GetCount()}
+	if req.GetFrom() != nil {
+		p.From = req.GetFrom().AsTime()
+	}
+	for _, t := range req.GetTriggers() {
+		p.Triggers = append(p.Triggers, client.Trigger{Proto: t})
+	}
+	return p
+}
+
+// pauseProto is taskProto for a pause.
+func pauseProto(p *client.Pause) *taskdv1.Pause {
+	if p == nil {
+		return nil
+	}
+	return p.Proto
 }
 
 // writeFireTimesJSON writes fire times as a JSON list of RFC 3339 UTC

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/pkg/client"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -324,7 +325,7 @@ func TestAgainstNode(t *testing.T) {
 		// A change between this command's read and its write: ABORTED, and
 		// the other change stands.
 		meddled := false
-		racing := &racingClient{TaskServiceClient: c.node.Client, afterGet: func(task *taskdv1.Task) {
+		racing := &racingClient{afterGet: func(task *taskdv1.Task) {
 			meddled = true
 			spec := proto.Clone(task.GetSpec()).(*taskdv1.TaskSpec)
 			spec.Data, spec.Priority = nil, 42
@@ -335,7 +336,7 @@ func TestAgainstNode(t *testing.T) {
 			}
 		}}
 		var out, errOut bytes.Buffer
-		code := runEnv([]string{"update", "--identity", "upd", id, "--priority", "5"}, &env{stdout: &out, stderr: &errOut, client: racing})
+		code := runEnv([]string{"update", "--identity", "upd", id, "--priority", "5"}, &env{stdout: &out, stderr: &errOut, client: racing.client(t, c.node.Addr)})
 		if !meddled || code != exitError || !strings.HasPrefix(errOut.String(), "taskctl: update: Aborted: ") || !strings.Contains(errOut.String(), "read it again") {
 			t.Errorf("update raced by another: exit %d, stderr %q", code, errOut.String())
 		}
@@ -522,17 +523,28 @@ func TestAgainstNode(t *testing.T) {
 // racingClient calls afterGet between a GetTask and the caller's next call,
 // as another client's change between this command's read and its write.
 type racingClient struct {
-	taskdv1.TaskServiceClient
 	afterGet func(*taskdv1.Task)
 }
 
-// GetTask reads the task, then lets afterGet change it.
-func (c *racingClient) GetTask(ctx context.Context, req *taskdv1.GetTaskRequest, opts ...grpc.CallOption) (*taskdv1.GetTaskResponse, error) {
-	resp, err := c.TaskServiceClient.GetTask(ctx, req, opts...)
-	if err == nil {
+// client is a client of addr whose GetTask calls read the task, then let
+// afterGet change it. The command closes it.
+func (c *racingClient) client(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	cl, err := client.New(context.Background(), []string{addr}, client.WithLazyConnect(),
+		client.WithDialOptions(grpc.WithUnaryInterceptor(c.intercept)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// intercept runs a call, then afterGet after a GetTask.
+func (c *racingClient) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoke(ctx, method, req, reply, cc, opts...)
+	if resp, ok := reply.(*taskdv1.GetTaskResponse); ok && err == nil {
 		c.afterGet(resp.GetTask())
 	}
-	return resp, err
+	return err
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/taskd/taskd/internal/eventview"
 	"github.com/taskd/taskd/internal/resume"
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -124,9 +125,16 @@ var errCaughtUp = errors.New("no event for the idle time")
 // stopping, for instance).
 var errStreamEnded = errors.New("the server ended the stream")
 
+// eventStream is one opened stream of events.
+type eventStream interface {
+	Recv() (*taskdv1.WatchEventsResponse, error)
+}
+
 // eventWatch is one run of the events command.
 type eventWatch struct {
-	client taskdv1.TaskServiceClient
+	// open opens one stream from req, which it must not keep: its cursor
+	// changes (client.Watch in the command, a script in tests).
+	open   func(ctx context.Context, req *taskdv1.WatchEventsRequest) (eventStream, error)
 	req    *taskdv1.WatchEventsRequest // its cursor follows the events printed
 	follow bool
 	idle   time.Duration
@@ -196,7 +204,7 @@ func (w *eventWatch) stream(ctx context.Context) (progress bool, err error) {
 		quiet = time.AfterFunc(w.idle, func() { cancel(errCaughtUp) })
 		defer quiet.Stop()
 	}
-	s, err := w.client.WatchEvents(sctx, w.req)
+	s, err := w.open(sctx, w.req)
 	if err != nil {
 		return false, w.streamErr(sctx, err)
 	}
@@ -277,7 +285,9 @@ func defineEvents(fs *flag.FlagSet) action {
 		ctx, stop := signal.NotifyContext(e.context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		w := &eventWatch{
-			client:  c,
+			open: func(ctx context.Context, req *taskdv1.WatchEventsRequest) (eventStream, error) {
+				return watch(ctx, c, req)
+			},
 			req:     req,
 			follow:  o.Follow,
 			idle:    o.Idle,
@@ -297,6 +307,35 @@ func defineEvents(fs *flag.FlagSet) action {
 		}
 		return err
 	}
+}
+
+// watch opens one stream of the events req selects through the client,
+// which does not reopen it: eventWatch does, by its own rules.
+func watch(ctx context.Context, c *client.Client, req *taskdv1.WatchEventsRequest) (eventStream, error) {
+	f := client.EventFilter{Identity: req.GetIdentity(), TaskID: req.GetTaskId(), Kind: req.GetKind(), Node: req.GetNode(), Cursor: req.GetCursor()}
+	for _, t := range req.GetTypes() {
+		f.Types = append(f.Types, client.EventType(strings.TrimPrefix(t.String(), "EVENT_TYPE_")))
+	}
+	s, err := c.Watch(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return apiEvents{s}, nil
+}
+
+// apiEvents gives a client's event stream the form eventWatch prints.
+type apiEvents struct{ s *client.EventStream }
+
+func (a apiEvents) Recv() (*taskdv1.WatchEventsResponse, error) {
+	evs, err := a.s.Recv()
+	if err != nil {
+		return nil, err
+	}
+	resp := &taskdv1.WatchEventsResponse{}
+	for _, ev := range evs {
+		resp.Events = append(resp.Events, ev.Proto)
+	}
+	return resp, nil
 }
 
 // hintError is an error with advice for the person who runs the command,

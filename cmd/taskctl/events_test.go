@@ -286,7 +286,9 @@ func TestEventWatch(t *testing.T) {
 			var printed []string
 			warns := 0
 			w := &eventWatch{
-				client: client,
+				open: func(ctx context.Context, req *taskdv1.WatchEventsRequest) (eventStream, error) {
+					return client.WatchEvents(ctx, req)
+				},
 				req:    &taskdv1.WatchEventsRequest{Identity: "alice", Cursor: tc.cursor},
 				follow: tc.follow,
 				// Long enough that the fake's events, which come at once,

@@ -1,6 +1,7 @@
 // Command taskctl is the command-line client of taskd. It talks to any node
-// of a taskd cluster over the public gRPC API (proto/taskd/v1) to schedule,
-// inspect and control tasks.
+// of a taskd cluster over the public gRPC API (proto/taskd/v1), through the
+// Go client pkg/client and its retry rules, to schedule, inspect and
+// control tasks.
 //
 // Usage:
 //
@@ -22,13 +23,9 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/taskd/taskd/internal/buildinfo"
 	"github.com/taskd/taskd/internal/tlsfiles"
 	"github.com/taskd/taskd/pkg/client"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // Exit codes of run.
@@ -76,7 +73,7 @@ func usagef(format string, args ...any) error {
 }
 
 // env is what a command's action works with: the global options, the
-// streams and a lazily dialled client.
+// streams and a lazily made client of the node.
 type env struct {
 	cmd    string
 	opts   *globalOptions
@@ -88,49 +85,44 @@ type env struct {
 	// person would press Ctrl-C.
 	ctx context.Context
 
-	conn   *grpc.ClientConn
-	client taskdv1.TaskServiceClient
+	// client is the client of --addr, made on first use.
+	client *client.Client
 }
 
-// taskClient returns the gRPC client, creating the connection on first use.
-// grpc.NewClient does not connect; the first RPC does.
-func (e *env) taskClient() (taskdv1.TaskServiceClient, error) {
+// taskClient returns the client of --addr, creating it on first use. It
+// connects with the first call, so that a node that does not answer fails
+// that call with the reason the connection gave. Its calls are retried
+// and fail over by pkg/client's rules: only what cannot be done twice.
+// Tasks scheduled without --idempotency-key are stored without one, as
+// asked, and such a schedule is sent once.
+func (e *env) taskClient() (*client.Client, error) {
 	if e.client != nil {
 		return e.client, nil
 	}
-	conn, err := e.dial()
-	if err != nil {
-		return nil, err
-	}
-	e.client = taskdv1.NewTaskServiceClient(conn)
-	return e.client, nil
-}
-
-// dial returns the connection to --addr, creating it on first use.
-func (e *env) dial() (*grpc.ClientConn, error) {
-	if e.conn != nil {
-		return e.conn, nil
-	}
-	creds := insecure.NewCredentials()
+	opts := []client.Option{client.WithLazyConnect(), client.WithoutGeneratedKeys(), client.WithCallTimeout(e.opts.timeout)}
 	if e.opts.tls.Set() {
 		c, err := tlsfiles.ClientConfig(e.opts.tls)
 		if err != nil {
 			return nil, usagef("TLS: %v", err)
 		}
-		// client.TLSCredentials: an error then says when the node asked
-		// for a client certificate that was not given.
-		creds = client.TLSCredentials(c)
+		// pkg/client's TLS credentials: an error then says when the node
+		// asked for a client certificate that was not given.
+		opts = append(opts, client.WithTLS(c))
 	}
-	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
 	if e.opts.token != "" {
-		dialOpts = append(dialOpts, grpc.WithPerRPCCredentials(client.Bearer(e.opts.token)))
+		opts = append(opts, client.WithToken(e.opts.token))
 	}
-	conn, err := grpc.NewClient(e.opts.addr, dialOpts...)
+	c, err := client.New(context.Background(), []string{e.opts.addr}, opts...)
 	if err != nil {
-		return nil, usagef("invalid --addr %q: %v", e.opts.addr, err)
+		msg := err.Error()
+		var ce *client.Error
+		if errors.As(err, &ce) {
+			msg = ce.Message
+		}
+		return nil, usagef("invalid --addr %q: %s", e.opts.addr, msg)
 	}
-	e.conn = conn
-	return conn, nil
+	e.client = c
+	return c, nil
 }
 
 // context returns the command's base context.
@@ -141,11 +133,11 @@ func (e *env) context() context.Context {
 	return e.ctx
 }
 
-// close releases the connection, if one was made.
+// close releases the client, if one was made.
 func (e *env) close() {
-	if e.conn != nil {
-		_ = e.conn.Close()
-		e.conn, e.client = nil, nil
+	if e.client != nil {
+		_ = e.client.Close()
+		e.client = nil
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -77,14 +78,14 @@ func defineSchedule(fs *flag.FlagSet) action {
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		resp, err := c.ScheduleTask(ctx, req)
+		task, existing, err := c.Schedule(ctx, client.TaskSpec{Proto: req.GetTask()})
 		if err != nil {
 			return err
 		}
 		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
+			return writeJSON(e.stdout, &taskdv1.ScheduleTaskResponse{Task: task.Proto, Existing: existing})
 		}
-		_, err = fmt.Fprintln(e.stdout, resp.GetTask().GetId())
+		_, err = fmt.Fprintln(e.stdout, task.ID)
 		return err
 	}
 }

@@ -6,22 +6,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/taskd/taskd/pkg/client"
 	"github.com/taskd/taskd/pkg/tokens"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // envToken names the environment variable that holds the bearer token.
 const envToken = "TASKCTL_TOKEN"
-
-// tokenClient returns the TokenService client over the command's
-// connection.
-func (e *env) tokenClient() (taskdv1.TokenServiceClient, error) {
-	conn, err := e.dial()
-	if err != nil {
-		return nil, err
-	}
-	return taskdv1.NewTokenServiceClient(conn), nil
-}
 
 // defineTokenCreate defines "token create": it stores a token through the
 // TokenService and prints its bearer once; with --offline it makes a token
@@ -70,20 +61,20 @@ func defineTokenCreate(fs *flag.FlagSet) action {
 			fmt.Fprintln(e.stderr, "taskctl: the token is shown only now; add the line to each node's --tokens-file and send the nodes SIGHUP")
 			return nil
 		}
-		c, err := e.tokenClient()
+		c, err := e.taskClient()
 		if err != nil {
 			return err
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		resp, err := c.CreateToken(ctx, &taskdv1.CreateTokenRequest{Id: *id, Verbs: vs, Identities: scopes, Description: *description})
+		tok, bearer, err := c.CreateToken(ctx, client.TokenSpec{ID: *id, Verbs: vs, Identities: scopes, Description: *description})
 		if err != nil {
 			return err
 		}
 		if e.opts.format == formatJSON {
-			return writeJSON(e.stdout, resp)
+			return writeJSON(e.stdout, &taskdv1.CreateTokenResponse{Token: tok.Proto, Bearer: bearer})
 		}
-		fmt.Fprintf(e.stdout, "token: %s\n", resp.GetBearer())
+		fmt.Fprintf(e.stdout, "token: %s\n", bearer)
 		fmt.Fprintln(e.stderr, "taskctl: the token is shown only now; the cluster keeps only its hash")
 		return nil
 	}
@@ -95,15 +86,19 @@ func defineTokenList(fs *flag.FlagSet) action {
 		if err := noArgs(args); err != nil {
 			return err
 		}
-		c, err := e.tokenClient()
+		c, err := e.taskClient()
 		if err != nil {
 			return err
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		resp, err := c.ListTokens(ctx, &taskdv1.ListTokensRequest{})
+		toks, err := c.Tokens(ctx)
 		if err != nil {
 			return err
+		}
+		resp := &taskdv1.ListTokensResponse{}
+		for _, t := range toks {
+			resp.Tokens = append(resp.Tokens, t.Proto)
 		}
 		if e.opts.format == formatJSON {
 			return writeJSON(e.stdout, resp)
@@ -118,13 +113,13 @@ func defineTokenRevoke(fs *flag.FlagSet) action {
 		if len(args) != 1 {
 			return usagef("want one token ID")
 		}
-		c, err := e.tokenClient()
+		c, err := e.taskClient()
 		if err != nil {
 			return err
 		}
 		ctx, cancel := e.rpcContext()
 		defer cancel()
-		if _, err := c.RevokeToken(ctx, &taskdv1.RevokeTokenRequest{Id: args[0]}); err != nil {
+		if err := c.RevokeToken(ctx, args[0]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "revoked %s\n", args[0])

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -92,10 +93,16 @@ func defineTriggerRemove(fs *flag.FlagSet) action {
 	}
 }
 
-// updateCall sends an UpdateTask and prints the task as updated.
+// updateCall adds and removes the triggers req names and prints the task
+// as updated.
 func updateCall(e *env, req *taskdv1.UpdateTaskRequest) error {
-	return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.UpdateTaskResponse, error) {
-		return c.UpdateTask(ctx, req)
+	return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.UpdateTaskResponse, error) {
+		edit := client.TriggerEdit{Remove: req.GetRemoveTriggers(), Revision: req.GetRevision()}
+		for _, t := range req.GetAddTriggers() {
+			edit.Add = append(edit.Add, client.Trigger{Proto: t})
+		}
+		t, err := c.EditTriggers(ctx, req.GetIdentity(), req.GetTaskId(), edit)
+		return &taskdv1.UpdateTaskResponse{Task: taskProto(t)}, err
 	}, func(resp *taskdv1.UpdateTaskResponse) error {
 		return writeTaskDetail(e.stdout, resp.GetTask())
 	})
@@ -109,8 +116,8 @@ func defineDelete(fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		return call(e, func(ctx context.Context, c taskdv1.TaskServiceClient) (*taskdv1.DeleteTaskResponse, error) {
-			return c.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: identity, TaskId: id})
+		return call(e, func(ctx context.Context, c *client.Client) (*taskdv1.DeleteTaskResponse, error) {
+			return &taskdv1.DeleteTaskResponse{}, c.Delete(ctx, identity, id)
 		}, func(*taskdv1.DeleteTaskResponse) error {
 			_, err := fmt.Fprintf(e.stdout, "task %s deleted\n", id)
 			return err

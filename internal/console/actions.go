@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+	"github.com/taskd/taskd/pkg/client"
 )
 
 // actionSpec is one control action of the console: the API call it makes
@@ -16,7 +16,7 @@ type actionSpec struct {
 	title   string
 	confirm bool // destructive: a confirmation step comes first
 	needs   []string
-	call    func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error)
+	call    func(ctx context.Context, api *client.Client, f actionForm) (string, error)
 }
 
 // actionForm is the posted form of an action.
@@ -29,48 +29,48 @@ type actionForm struct {
 // admin for move and drain) decide.
 var actions = map[string]actionSpec{
 	"cancel": {title: "Cancel task", confirm: true, needs: []string{"identity", "task_id"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: f.Identity, TaskId: f.TaskID})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			_, err := api.Cancel(ctx, f.Identity, f.TaskID)
 			return "task " + f.TaskID + " cancelled", err
 		}},
 	"delete": {title: "Delete task", confirm: true, needs: []string{"identity", "task_id"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: f.Identity, TaskId: f.TaskID})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			err := api.Delete(ctx, f.Identity, f.TaskID)
 			return "task " + f.TaskID + " deleted", err
 		}},
 	"run-now": {title: "Run task now", needs: []string{"identity", "task_id"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: f.Identity, TaskId: f.TaskID})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			_, err := api.RunNow(ctx, f.Identity, f.TaskID)
 			return "a manual run of task " + f.TaskID + " was requested", err
 		}},
 	"pause-task": {title: "Pause task", needs: []string{"identity", "task_id"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.PauseTask(ctx, &taskdv1.PauseTaskRequest{Identity: f.Identity, TaskId: f.TaskID})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			_, err := api.Pause(ctx, f.Identity, f.TaskID)
 			return "task " + f.TaskID + " paused", err
 		}},
 	"resume-task": {title: "Resume task", needs: []string{"identity", "task_id"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.ResumeTask(ctx, &taskdv1.ResumeTaskRequest{Identity: f.Identity, TaskId: f.TaskID})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			_, err := api.Resume(ctx, f.Identity, f.TaskID)
 			return "task " + f.TaskID + " resumed", err
 		}},
 	"pause-identity": {title: "Pause identity", needs: []string{"identity"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.PauseIdentity(ctx, &taskdv1.PauseIdentityRequest{Identity: f.Identity})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			_, err := api.PauseIdentity(ctx, f.Identity)
 			return "identity " + f.Identity + " paused", err
 		}},
 	"resume-identity": {title: "Resume identity", needs: []string{"identity"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.ResumeIdentity(ctx, &taskdv1.ResumeIdentityRequest{Identity: f.Identity})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			err := api.ResumeIdentity(ctx, f.Identity)
 			return "identity " + f.Identity + " resumed", err
 		}},
 	"move": {title: "Move identity", confirm: true, needs: []string{"identity", "node"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			resp, err := api.MoveIdentity(ctx, &taskdv1.MoveIdentityRequest{Identity: f.Identity, ToNode: f.Node})
-			return fmt.Sprintf("identity %s moved to %s (epoch %d)", f.Identity, f.Node, resp.GetIdentity().GetEpoch()), err
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			moved, err := api.Move(ctx, f.Identity, f.Node)
+			return fmt.Sprintf("identity %s moved to %s (epoch %d)", f.Identity, f.Node, moved.Epoch), err
 		}},
 	"drain": {title: "Drain node", confirm: true, needs: []string{"node"},
-		call: func(ctx context.Context, api taskdv1.TaskServiceClient, f actionForm) (string, error) {
-			_, err := api.DrainNode(ctx, &taskdv1.DrainNodeRequest{Node: f.Node})
+		call: func(ctx context.Context, api *client.Client, f actionForm) (string, error) {
+			_, err := api.Drain(ctx, f.Node)
 			return "node " + f.Node + " is draining", err
 		}},
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/taskd/taskd/pkg/client"
 )
 
 // tokenCookie holds the viewer's bearer token ("ID.SECRET") once set on the
@@ -44,12 +45,11 @@ func (c *Console) call(r *http.Request) (context.Context, context.CancelFunc) {
 	return withToken(ctx, r), cancel
 }
 
-// withToken adds r's bearer token to ctx's outgoing metadata.
+// withToken makes the calls of ctx carry r's bearer token, and no token
+// when r has none: the token belongs to this request's context, not to the
+// client every viewer shares.
 func withToken(ctx context.Context, r *http.Request) context.Context {
-	if tok := bearer(r); tok != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
-	}
-	return ctx
+	return client.ContextWithToken(ctx, bearer(r))
 }
 
 // httpError is a failure with the HTTP status it is shown with.

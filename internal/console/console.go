@@ -3,9 +3,12 @@
 // tasks, runs and live events, and forms for the control actions.
 //
 // The console holds no privilege of its own: every page and every action
-// is a call to the node's own gRPC API over a loopback connection, carrying
+// is a call to the node's own gRPC API over a loopback connection, made
+// through pkg/client (whose retry rules it shares with taskctl), carrying
 // the viewer's bearer token (an Authorization header, or a cookie set by the
-// console's token form) as the call's "authorization" metadata. The API's
+// console's token form) as the call's "authorization" metadata: the token
+// goes with the context of the viewer's request (client.ContextWithToken),
+// never with the client, which all viewers share. The API's
 // interceptors therefore decide for the console exactly as they do for any
 // client, with the same verbs and identity scopes; a refusal is shown with
 // HTTP status 401 or 403.
@@ -29,11 +32,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/taskd/taskd/internal/backoff"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+	"github.com/taskd/taskd/pkg/client"
 )
 
 //go:embed templates/*.html
@@ -86,14 +87,15 @@ type Console struct {
 	timeout time.Duration
 	now     func() time.Time
 	log     hclog.Logger
-	conn    *grpc.ClientConn
-	api     taskdv1.TaskServiceClient
-	pages   map[string]*template.Template
-	static  http.Handler
-	chart   *chart
-	mux     *http.ServeMux
-	hosts   *HostPolicy
-	csrf    *csrfKeys
+	// api is the client of the node's API. It holds no token: each call
+	// carries its viewer's (see call).
+	api    *client.Client
+	pages  map[string]*template.Template
+	static http.Handler
+	chart  *chart
+	mux    *http.ServeMux
+	hosts  *HostPolicy
+	csrf   *csrfKeys
 
 	// stopping ends the live-event streams of viewers when the console
 	// closes, so an HTTP server's shutdown does not wait on them.
@@ -111,7 +113,16 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Target == "" {
 		return nil, errors.New("console: no API target")
 	}
-	creds := insecure.NewCredentials()
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	opts := []client.Option{
+		client.WithLazyConnect(),
+		client.WithCallTimeout(timeout),
+		// A task list page holds up to 1000 tasks with payload and data.
+		client.WithDialOptions(grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256 << 20))),
+	}
 	if cfg.TLS != nil {
 		tc := cfg.TLS.Clone()
 		if cfg.ServerName != "" {
@@ -120,27 +131,25 @@ func New(cfg Config) (*Console, error) {
 				tc.ServerName = h
 			}
 		}
-		creds = credentials.NewTLS(tc)
+		opts = append(opts, client.WithTLS(tc))
 	}
-	conn, err := grpc.NewClient(cfg.Target, grpc.WithTransportCredentials(creds),
-		// A task list page holds up to 1000 tasks with payload and data.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	api, err := client.New(context.Background(), []string{cfg.Target}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("console: dial %s: %w", cfg.Target, err)
 	}
 	pages, err := parsePages()
 	if err != nil {
-		_ = conn.Close()
+		_ = api.Close()
 		return nil, err
 	}
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
-		_ = conn.Close()
+		_ = api.Close()
 		return nil, err
 	}
 	csrf, err := newCSRFKeys()
 	if err != nil {
-		_ = conn.Close()
+		_ = api.Close()
 		return nil, err
 	}
 	hosts := cfg.Hosts
@@ -155,18 +164,13 @@ func New(cfg Config) (*Console, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = defaultTimeout
-	}
 	stopping, stop := context.WithCancel(context.Background())
 	c := &Console{
 		node:     cfg.Node,
 		timeout:  timeout,
 		now:      now,
 		log:      log.Named("console").With("node", cfg.Node),
-		conn:     conn,
-		api:      taskdv1.NewTaskServiceClient(conn),
+		api:      api,
 		pages:    pages,
 		static:   http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
 		chart:    newChart(now),
@@ -201,7 +205,7 @@ func LoopbackTarget(addr net.Addr) string {
 func (c *Console) Close() {
 	c.closeOnce.Do(func() {
 		c.stop()
-		_ = c.conn.Close()
+		_ = c.api.Close()
 	})
 }
 
@@ -285,15 +289,12 @@ func (c *Console) Run(ctx context.Context) {
 func (c *Console) feed(ctx context.Context, cursor string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, streamLife)
 	defer cancel()
-	stream, err := c.api.WatchEvents(ctx, &taskdv1.WatchEventsRequest{
-		Types:  []taskdv1.EventType{taskdv1.EventType_EVENT_TYPE_STARTED},
-		Cursor: cursor,
-	})
+	stream, err := c.api.Watch(ctx, client.EventFilter{Types: []client.EventType{"STARTED"}, Cursor: cursor})
 	if err != nil {
 		return cursor, err
 	}
 	for {
-		resp, err := stream.Recv()
+		evs, err := stream.Recv()
 		if err != nil {
 			if ctx.Err() == context.DeadlineExceeded {
 				return cursor, nil
@@ -301,14 +302,14 @@ func (c *Console) feed(ctx context.Context, cursor string) (string, error) {
 			return cursor, err
 		}
 		c.setFeedErr(nil)
-		for _, ev := range resp.GetEvents() {
-			cursor = ev.GetCursor()
-			if ev.GetNode() != c.node { // this node's runs come from RunStarted, even without the stream
+		for _, ev := range evs {
+			cursor = ev.Cursor
+			if ev.Node != c.node { // this node's runs come from RunStarted, even without the stream
 				lag := time.Duration(-1) // a run-now run has no fire time
-				if ev.GetFireTime() != nil {
-					lag = max(ev.GetTime().AsTime().Sub(ev.GetFireTime().AsTime()), 0)
+				if !ev.FireTime.IsZero() {
+					lag = max(ev.Time.Sub(ev.FireTime), 0)
 				}
-				c.chart.add(ev.GetNode(), ev.GetTime().AsTime(), lag)
+				c.chart.add(ev.Node, ev.Time, lag)
 			}
 		}
 	}

@@ -199,9 +199,9 @@ type page struct {
 	header http.Header
 }
 
-// client is an HTTP client that does not follow redirects, so a test sees
+// httpClient is an HTTP client that does not follow redirects, so a test sees
 // the console's 303 after an action.
-func client(jar http.CookieJar) *http.Client {
+func httpClient(jar http.CookieJar) *http.Client {
 	return &http.Client{Jar: jar, Timeout: wait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
@@ -215,7 +215,7 @@ func (tn *testNode) get(t *testing.T, tok, path string) page {
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	return do(t, client(nil), req)
+	return do(t, httpClient(nil), req)
 }
 
 // csrfCookieOf returns the CSRF cookie the console sets on a page it
@@ -251,7 +251,7 @@ func (tn *testNode) post(t *testing.T, tok, path string, form url.Values) page {
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	return do(t, client(nil), req)
+	return do(t, httpClient(nil), req)
 }
 
 func do(t *testing.T, c *http.Client, req *http.Request) page {
@@ -409,7 +409,7 @@ func TestAuthorisation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client(jar)
+	c := httpClient(jar)
 	req, _ := http.NewRequest(http.MethodGet, n.web.URL+"/ui/token", nil)
 	do(t, c, req).want(t, "token page", 200, `name="csrf"`)
 	csrf := ""
@@ -435,7 +435,7 @@ func TestAuthorisation(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "https://evil.example")
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	do(t, client(nil), req).want(t, "cross-site post", 403, "Origin")
+	do(t, httpClient(nil), req).want(t, "cross-site post", 403, "Origin")
 	if s := n.task(t, "alice", task.GetId()).GetState(); s != taskdv1.TaskState_TASK_STATE_SCHEDULED {
 		t.Fatalf("a cross-site cancel changed the task: %s", s)
 	}

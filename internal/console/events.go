@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskd/taskd/internal/eventview"
 	"github.com/taskd/taskd/internal/resume"
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -51,6 +52,15 @@ func parseEventFilter(q url.Values) (eventFilter, error) {
 		}
 	}
 	return f, nil
+}
+
+// watch is the filter of the stream that resumes after cursor.
+func (f eventFilter) watch(cursor string) client.EventFilter {
+	w := client.EventFilter{Identity: f.identity, Kind: f.kind, Cursor: cursor}
+	for _, t := range f.types {
+		w.Types = append(w.Types, client.EventType(strings.TrimPrefix(t.String(), "EVENT_TYPE_")))
+	}
+	return w
 }
 
 // liveEvent is one event as the page's script gets it.
@@ -116,7 +126,7 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	// filter by the same rules, so it answers first, with the HTTP status
 	// the refusal means.
 	pctx, pcancel := c.call(r)
-	_, err = c.api.ListTasks(pctx, &taskdv1.ListTasksRequest{Identity: f.identity, Kind: f.kind, PageSize: 1})
+	_, _, err = c.api.ListPage(pctx, client.ListFilter{Identity: f.identity, Kind: f.kind, PageSize: 1}, "")
 	pcancel()
 	if err != nil {
 		c.fail(w, r, apiError("WatchEvents", err))
@@ -126,9 +136,7 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(withToken(r.Context(), r), streamLife)
 	defer cancel()
 	defer context.AfterFunc(c.stopping, cancel)()
-	stream, err := c.api.WatchEvents(ctx, &taskdv1.WatchEventsRequest{
-		Identity: f.identity, Kind: f.kind, Types: f.types, Cursor: r.Header.Get("Last-Event-ID"),
-	})
+	stream, err := c.api.Watch(ctx, f.watch(r.Header.Get("Last-Event-ID")))
 	if err != nil {
 		c.fail(w, r, apiError("WatchEvents", err))
 		return
@@ -158,17 +166,17 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	// it, and the handler waits for it before returning. It reads at most
 	// one response ahead of the writes.
 	type recv struct {
-		resp *taskdv1.WatchEventsResponse
-		err  error
+		evs []client.Event
+		err error
 	}
 	got := make(chan recv)
 	recvDone := make(chan struct{})
 	go func() {
 		defer close(recvDone)
 		for {
-			resp, err := stream.Recv()
+			evs, err := stream.Recv()
 			select {
-			case got <- recv{resp, err}:
+			case got <- recv{evs, err}:
 			case <-ctx.Done():
 				return
 			}
@@ -205,12 +213,12 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			var sb strings.Builder
-			for _, ev := range g.resp.GetEvents() {
-				b, err := json.Marshal(toLive(ev))
+			for _, ev := range g.evs {
+				b, err := json.Marshal(toLive(ev.Proto))
 				if err != nil {
 					continue
 				}
-				fmt.Fprintf(&sb, "id: %s\nevent: task\ndata: %s\n\n", ev.GetCursor(), b)
+				fmt.Fprintf(&sb, "id: %s\nevent: task\ndata: %s\n\n", ev.Cursor, b)
 			}
 			if !send("%s", sb.String()) {
 				return

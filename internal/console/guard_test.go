@@ -2,10 +2,13 @@ package console
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +34,7 @@ func (tn *testNode) rawPost(t *testing.T, path string, form url.Values, cookies 
 		}
 		req.Header.Set(k, v)
 	}
-	return do(t, client(nil), req)
+	return do(t, httpClient(nil), req)
 }
 
 // An action or a token form posted without this browser's CSRF token is
@@ -126,7 +129,7 @@ func TestHostCheck(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, n.web.URL+"/ui/tasks", nil)
 	req.Host = "evil.example:" + port
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	if p := do(t, client(nil), req); p.status != 421 || strings.Contains(p.body, task.GetId()) || p.header.Get("Set-Cookie") != "" {
+	if p := do(t, httpClient(nil), req); p.status != 421 || strings.Contains(p.body, task.GetId()) || p.header.Get("Set-Cookie") != "" {
 		t.Fatalf("rebinding read: HTTP %d, Set-Cookie %q, body:\n%s", p.status, p.header.Get("Set-Cookie"), p.body)
 	}
 	n.rawPost(t, "/ui/action", pause, []*http.Cookie{ck}, map[string]string{
@@ -203,5 +206,64 @@ func TestHostPolicy(t *testing.T) {
 		if got := specific.originAllowed(c.origin, c.host); got != c.want {
 			t.Errorf("originAllowed(%q, %q) = %v, want %v", c.origin, c.host, got, c.want)
 		}
+	}
+}
+
+// Every viewer's calls carry that viewer's token and no other, though all
+// viewers share the console's one client of the API (the token goes with
+// the request's context, client.ContextWithToken): viewers with an admin
+// token, a token scoped to alice and none at all ask for the whole
+// cluster's tasks at the same time, and each gets what its own token
+// allows, never what another's would.
+func TestViewersTokensStayTheirOwn(t *testing.T) {
+	cli := tst.StartEtcd(t).Client(t)
+	n := startNode(t, cli, "n1", true)
+	bobs := n.schedule(t, "bob", time.Hour, nil)
+	viewers := []struct {
+		token  string
+		status int
+		has    string
+	}{
+		{adminToken, http.StatusOK, bobs.GetId()},
+		{aliceToken, http.StatusForbidden, "PermissionDenied"},
+		{"", http.StatusUnauthorized, "Unauthenticated"},
+	}
+	const rounds = 20
+	errs := make(chan error, rounds*len(viewers))
+	var wg sync.WaitGroup
+	for round := range rounds {
+		for _, v := range viewers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, err := http.NewRequest(http.MethodGet, n.web.URL+"/ui/tasks", nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if v.token != "" {
+					req.Header.Set("Authorization", "Bearer "+v.token)
+				}
+				resp, err := httpClient(nil).Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if resp.StatusCode != v.status || !strings.Contains(string(b), v.has) {
+					errs <- fmt.Errorf("round %d, token %q: HTTP %d, want %d holding %q", round, tokenID(v.token), resp.StatusCode, v.status, v.has)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskd/taskd/pkg/client"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -30,34 +31,37 @@ type nodeRow struct {
 func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.call(r)
 	defer cancel()
-	nodes, err := c.api.ListNodes(ctx, &taskdv1.ListNodesRequest{})
+	nodes, err := c.api.Nodes(ctx)
 	if err != nil {
 		c.fail(w, r, apiError("ListNodes", err))
 		return
 	}
-	pauses, err := c.api.ListPauses(ctx, &taskdv1.ListPausesRequest{})
+	pauses, err := c.api.Pauses(ctx)
 	if err != nil {
 		c.fail(w, r, apiError("ListPauses", err))
 		return
 	}
 	snap := c.chart.snapshot()
 	runs := map[string]int{}
-	d := clusterData{Pauses: pauses.GetPauses(), Since: c.chart.since}
+	d := clusterData{Since: c.chart.since}
+	for _, p := range pauses {
+		d.Pauses = append(d.Pauses, p.Proto)
+	}
 	for _, s := range snap {
 		runs[s.Node] = s.Runs
 	}
 	charted := map[string]bool{}
-	for _, n := range nodes.GetNodes() {
-		d.Nodes = append(d.Nodes, nodeRow{Node: n, Self: n.GetName() == c.node, RunsHour: runs[n.GetName()]})
+	for _, n := range nodes {
+		d.Nodes = append(d.Nodes, nodeRow{Node: n.Proto, Self: n.Name == c.node, RunsHour: runs[n.Name]})
 	}
 	for _, s := range snap {
 		charted[s.Node] = true
 		d.Charts = append(d.Charts, draw(s))
 	}
 	// Every registered node gets a chart, empty until it runs something.
-	for _, n := range nodes.GetNodes() {
-		if !charted[n.GetName()] {
-			d.Charts = append(d.Charts, draw(c.chart.empty(n.GetName())))
+	for _, n := range nodes {
+		if !charted[n.Name] {
+			d.Charts = append(d.Charts, draw(c.chart.empty(n.Name)))
 		}
 	}
 	sort.Slice(d.Charts, func(i, j int) bool { return d.Charts[i].Node < d.Charts[j].Node })
@@ -93,23 +97,23 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 	d := identitiesData{Query: strings.TrimSpace(q.Get("identity")), Token: q.Get("page_token")}
 	ctx, cancel := c.call(r)
 	defer cancel()
-	nodes, err := c.api.ListNodes(ctx, &taskdv1.ListNodesRequest{})
+	nodes, err := c.api.Nodes(ctx)
 	if err != nil {
 		c.fail(w, r, apiError("ListNodes", err))
 		return
 	}
-	for _, n := range nodes.GetNodes() {
-		if n.GetState() == taskdv1.NodeState_NODE_STATE_RUNNING {
-			d.Nodes = append(d.Nodes, n)
+	for _, n := range nodes {
+		if n.Proto.GetState() == taskdv1.NodeState_NODE_STATE_RUNNING {
+			d.Nodes = append(d.Nodes, n.Proto)
 		}
 	}
 	if d.Query != "" {
-		resp, err := c.api.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: d.Query})
+		found, err := c.api.Identity(ctx, d.Query)
 		if err != nil {
 			c.fail(w, r, apiError("GetIdentity "+d.Query, err))
 			return
 		}
-		d.Found = resp.GetIdentity()
+		d.Found = found.Proto
 		c.render(w, r, http.StatusOK, "identities", "Identity "+d.Query, d)
 		return
 	}
@@ -118,7 +122,7 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 	token := d.Token
 	var ids []string
 	for d.Scanned < identityScan && len(ids) < identityListMost {
-		resp, err := c.api.ListTasks(ctx, &taskdv1.ListTasksRequest{PageSize: 500, PageToken: token})
+		tasks, next, err := c.api.ListPage(ctx, client.ListFilter{PageSize: 500}, token)
 		if err != nil {
 			if token == d.Token && token != "" && code(err) == "InvalidArgument" {
 				c.fail(w, r, badInput("page_token", "is not a page token of this list"))
@@ -127,13 +131,13 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, apiError("ListTasks", err))
 			return
 		}
-		for _, t := range resp.GetTasks() {
+		for _, t := range tasks {
 			d.Scanned++
-			if id := t.GetSpec().GetIdentity(); len(ids) == 0 || ids[len(ids)-1] != id {
+			if id := t.Spec.Identity; len(ids) == 0 || ids[len(ids)-1] != id {
 				ids = append(ids, id)
 			}
 		}
-		token = resp.GetNextPageToken()
+		token = next
 		if token == "" {
 			d.Complete = true
 			break
@@ -141,12 +145,12 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Next = token
 	for _, id := range ids {
-		resp, err := c.api.GetIdentity(ctx, &taskdv1.GetIdentityRequest{Identity: id})
+		got, err := c.api.Identity(ctx, id)
 		if err != nil {
 			c.fail(w, r, apiError("GetIdentity "+id, err))
 			return
 		}
-		d.List = append(d.List, resp.GetIdentity())
+		d.List = append(d.List, got.Proto)
 	}
 	c.render(w, r, http.StatusOK, "identities", "Identities", d)
 }
@@ -177,31 +181,31 @@ func (f taskFilter) query() url.Values {
 	return v
 }
 
-// request checks the filter and makes the ListTasks request, naming the
-// field that is wrong.
-func (f taskFilter) request(size int) (*taskdv1.ListTasksRequest, error) {
-	req := &taskdv1.ListTasksRequest{Identity: f.Identity, Kind: f.Kind, Node: f.Node, PageToken: f.PageToken, PageSize: int32(size)}
+// request checks the filter and makes the client's filter of the list
+// (the page token goes with it), naming the field that is wrong.
+func (f taskFilter) request(size int) (client.ListFilter, error) {
+	lf := client.ListFilter{Identity: f.Identity, Kind: f.Kind, Node: f.Node, PageSize: int32(size)}
 	if f.State != "" {
 		for s := range strings.SplitSeq(f.State, ",") {
 			s = strings.ToUpper(strings.TrimSpace(s))
 			v, ok := taskdv1.TaskState_value["TASK_STATE_"+strings.TrimPrefix(s, "TASK_STATE_")]
 			if !ok || v == 0 {
-				return nil, badInput("state", "%q is not a task state (%s)", s, strings.Join(stateNames(), ", "))
+				return lf, badInput("state", "%q is not a task state (%s)", s, strings.Join(stateNames(), ", "))
 			}
-			req.States = append(req.States, taskdv1.TaskState(v))
+			lf.States = append(lf.States, client.State(strings.TrimPrefix(taskdv1.TaskState(v).String(), "TASK_STATE_")))
 		}
 	}
 	if f.Label != "" {
-		req.Labels = map[string]string{}
+		lf.Labels = map[string]string{}
 		for kv := range strings.SplitSeq(f.Label, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok || k == "" {
-				return nil, badInput("label", "%q is not key=value (several: k1=v1,k2=v2)", kv)
+				return lf, badInput("label", "%q is not key=value (several: k1=v1,k2=v2)", kv)
 			}
-			req.Labels[k] = v
+			lf.Labels[k] = v
 		}
 	}
-	return req, nil
+	return lf, nil
 }
 
 // tasksPageSize is the tasks page's page size.
@@ -222,14 +226,14 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 		}
 		size = n
 	}
-	req, err := f.request(size)
+	lf, err := f.request(size)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	ctx, cancel := c.call(r)
 	defer cancel()
-	resp, err := c.api.ListTasks(ctx, req)
+	tasks, next, err := c.api.ListPage(ctx, lf, f.PageToken)
 	if err != nil {
 		if f.PageToken != "" && code(err) == "InvalidArgument" && strings.Contains(err.Error(), "page_token") {
 			c.fail(w, r, badInput("page_token", "is not a page token of this list (start again from the first page)"))
@@ -238,10 +242,13 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, apiError("ListTasks", err))
 		return
 	}
-	d := tasksData{Filter: f, Tasks: resp.GetTasks(), PageSize: size}
-	if resp.GetNextPageToken() != "" {
+	d := tasksData{Filter: f, PageSize: size}
+	for _, t := range tasks {
+		d.Tasks = append(d.Tasks, t.Proto)
+	}
+	if next != "" {
 		v := f.query()
-		v.Set("page_token", resp.GetNextPageToken())
+		v.Set("page_token", next)
 		if size != tasksPageSize {
 			v.Set("page_size", strconv.Itoa(size))
 		}
@@ -250,9 +257,9 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request) {
 	if f.PageToken != "" {
 		d.First = Prefix + "tasks?" + f.query().Encode()
 	}
-	if nodes, err := c.api.ListNodes(ctx, &taskdv1.ListNodesRequest{}); err == nil {
-		for _, n := range nodes.GetNodes() {
-			d.Nodes = append(d.Nodes, n.GetName())
+	if nodes, err := c.api.Nodes(ctx); err == nil {
+		for _, n := range nodes {
+			d.Nodes = append(d.Nodes, n.Name)
 		}
 	}
 	c.render(w, r, http.StatusOK, "tasks", "Tasks", d)
@@ -277,17 +284,21 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := c.call(r)
 	defer cancel()
-	task, err := c.api.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: identity, TaskId: id})
+	task, err := c.api.Get(ctx, identity, id)
 	if err != nil {
 		c.fail(w, r, apiError("GetTask", err))
 		return
 	}
-	runs, err := c.api.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: identity, TaskId: id})
+	runs, err := c.api.Runs(ctx, identity, id)
 	if err != nil {
 		c.fail(w, r, apiError("ListRuns", err))
 		return
 	}
-	c.render(w, r, http.StatusOK, "task", "Task "+id, taskData{Task: task.GetTask(), Runs: runs.GetRuns()})
+	d := taskData{Task: task.Proto}
+	for _, run := range runs {
+		d.Runs = append(d.Runs, run.Proto)
+	}
+	c.render(w, r, http.StatusOK, "task", "Task "+id, d)
 }
 
 // eventsData is the events page's filter.

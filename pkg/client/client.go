@@ -29,6 +29,7 @@ type Client struct {
 	endpoints []string
 	conns     []*grpc.ClientConn
 	apis      []taskdv1.TaskServiceClient
+	tokens    []taskdv1.TokenServiceClient
 	// cur is the endpoint calls go to first; it moves on when that
 	// endpoint fails with UNAVAILABLE or times out.
 	cur atomic.Uint32
@@ -58,6 +59,8 @@ type options struct {
 	backoff     time.Duration
 	maxBackoff  time.Duration
 	dialOptions []grpc.DialOption
+	lazy        bool
+	keepKeyless bool
 }
 
 // Option sets up a Client.
@@ -68,7 +71,8 @@ type Option func(*options)
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
 
 // WithToken sends "authorization: Bearer TOKEN" with every call, as made by
-// `taskctl token create`.
+// `taskctl token create` (a call whose context has its own token,
+// ContextWithToken, sends that one instead).
 func WithToken(token string) Option { return func(o *options) { o.token = token } }
 
 // WithDialTimeout bounds how long New waits for the first endpoint to
@@ -90,6 +94,21 @@ func WithRetries(attempts int, initial, max time.Duration) Option {
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
 }
+
+// WithLazyConnect makes New return at once, without waiting for an
+// endpoint to answer: the first call connects, and when no node answers it
+// fails with the reason the connection gave (connection refused, a TLS
+// problem) instead of New's "no endpoint answered". For a client made
+// before its node serves (the console of a starting node) or one that
+// makes a single call (taskctl).
+func WithLazyConnect() Option { return func(o *options) { o.lazy = true } }
+
+// WithoutGeneratedKeys makes Schedule and ScheduleMany send a durable task
+// without an IdempotencyKey as it is, instead of giving it a random key:
+// the task is stored without a key, as the caller wrote it (taskctl's
+// tasks are), and because nothing then tells a retry from a second task,
+// such a call is sent once only, as RunNow is.
+func WithoutGeneratedKeys() Option { return func(o *options) { o.keepKeyless = true } }
 
 // New connects to a cluster through endpoints (each "host:port" of a
 // node's gRPC API) and returns once one of them answers, or with an error
@@ -114,10 +133,10 @@ func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, erro
 		tlsCreds = TLSCredentials(o.tls).(*certCreds)
 		creds = tlsCreds
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, o.dialOptions...)
-	if o.token != "" {
-		dial = append(dial, grpc.WithPerRPCCredentials(bearer(o.token)))
-	}
+	// The token credentials are there without a token too: a call's
+	// context may carry one (ContextWithToken).
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithPerRPCCredentials(callToken(o.token))},
+		o.dialOptions...)
 	c := &Client{endpoints: endpoints, o: o, dial: dial, tlsCreds: tlsCreds}
 	for _, ep := range endpoints {
 		conn, err := grpc.NewClient(ep, dial...)
@@ -127,6 +146,10 @@ func New(ctx context.Context, endpoints []string, opts ...Option) (*Client, erro
 		}
 		c.conns = append(c.conns, conn)
 		c.apis = append(c.apis, taskdv1.NewTaskServiceClient(conn))
+		c.tokens = append(c.tokens, taskdv1.NewTokenServiceClient(conn))
+	}
+	if o.lazy {
+		return c, nil
 	}
 	if err := c.waitReady(ctx); err != nil {
 		c.Close()
@@ -234,14 +257,21 @@ const (
 	once
 )
 
-// call runs fn against the current endpoint, failing over and retrying as
-// r allows, each attempt under the call timeout and all under ctx.
+// call runs fn against the current endpoint's TaskService, failing over
+// and retrying as r allows, each attempt under the call timeout and all
+// under ctx.
 func (c *Client) call(ctx context.Context, op string, r retry, fn func(context.Context, taskdv1.TaskServiceClient) error) error {
+	return c.callEndpoint(ctx, op, r, func(ctx context.Context, i uint32) error { return fn(ctx, c.apis[i]) })
+}
+
+// callEndpoint is call for any service: fn gets the index of the endpoint
+// the attempt goes to.
+func (c *Client) callEndpoint(ctx context.Context, op string, r retry, fn func(context.Context, uint32) error) error {
 	b := backoff.New(c.o.backoff, c.o.maxBackoff)
 	for attempt := 1; ; attempt++ {
 		i := c.pick()
 		actx, cancel := context.WithTimeout(ctx, c.o.callTimeout)
-		err := fn(actx, c.apis[i])
+		err := fn(actx, i)
 		cancel()
 		if err == nil {
 			return nil
@@ -285,8 +315,40 @@ func (c *Client) pick() uint32 {
 
 // Bearer returns the per-call credentials that send "authorization:
 // Bearer TOKEN" with every call, for connections made without this
-// package (WithToken uses it).
+// package.
 func Bearer(token string) credentials.PerRPCCredentials { return bearer(token) }
+
+// callTokenKey is the context key of ContextWithToken's token.
+type callTokenKey struct{}
+
+// ContextWithToken returns a context whose calls send token as their
+// bearer token instead of the client's own (WithToken); an empty token
+// sends none. It is how one Client serves several callers, each with its
+// token, as the console does for its viewers: the token goes only with the
+// calls made with this context (and their retries), never with another
+// call of the client.
+func ContextWithToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, callTokenKey{}, token)
+}
+
+// callToken is the token credentials of every connection: the call's own
+// token (ContextWithToken) if its context has one, else the client's, else
+// none.
+type callToken string
+
+func (t callToken) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	tok := string(t)
+	if own, ok := ctx.Value(callTokenKey{}).(string); ok {
+		tok = own
+	}
+	if tok == "" {
+		return nil, nil
+	}
+	return map[string]string{"authorization": "Bearer " + tok}, nil
+}
+
+// RequireTransportSecurity is false, as for bearer.
+func (callToken) RequireTransportSecurity() bool { return false }
 
 type bearer string
 

@@ -48,6 +48,10 @@ type Error struct {
 	Message string
 	// Attempts made, 1 when the call was not retried.
 	Attempts int
+	// st is the status as the server sent it, with its details (the
+	// cursor a stream ended with, internal/resume); nil for the client's
+	// own errors.
+	st *status.Status
 }
 
 func (e *Error) Error() string {
@@ -57,8 +61,14 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.Op, e.Code, e.Message)
 }
 
-// GRPCStatus lets status.FromError and status.Code read the error.
-func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+// GRPCStatus lets status.FromError and status.Code read the error, with
+// the details the server sent.
+func (e *Error) GRPCStatus() *status.Status {
+	if e.st != nil {
+		return e.st
+	}
+	return status.New(e.Code, e.Message)
+}
 
 // Is matches the sentinel of e's code.
 func (e *Error) Is(target error) bool {
@@ -83,7 +93,7 @@ func wrap(op string, err error, attempts int) error {
 		return err
 	}
 	st := status.Convert(err)
-	return &Error{Op: op, Code: st.Code(), Message: st.Message(), Attempts: attempts}
+	return &Error{Op: op, Code: st.Code(), Message: st.Message(), Attempts: attempts, st: st}
 }
 
 // invalid is a client-side refusal of a bad argument, worded as the

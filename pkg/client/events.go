@@ -40,14 +40,10 @@ type EventFilter struct {
 // limit and still misses nothing.
 func (c *Client) Events(ctx context.Context, f EventFilter) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		req := &taskdv1.WatchEventsRequest{Identity: f.Identity, TaskId: f.TaskID, Kind: f.Kind, Node: f.Node, Cursor: f.Cursor}
-		for i, t := range f.Types {
-			et := eventTypeToProto(t)
-			if et == taskdv1.EventType_EVENT_TYPE_UNSPECIFIED {
-				yield(Event{}, invalid("Events", fmt.Sprintf("Types[%d]", i), "%q is not an event type", t))
-				return
-			}
-			req.Types = append(req.Types, et)
+		req, err := f.request("Events")
+		if err != nil {
+			yield(Event{}, err)
+			return
 		}
 		b := backoff.New(c.o.backoff, c.o.maxBackoff)
 		for ctx.Err() == nil {
@@ -120,4 +116,87 @@ func reconnectable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// EventStream is one event stream, as Watch opened it. It is not safe for
+// concurrent use: one goroutine calls Recv.
+type EventStream struct {
+	stream interface {
+		Recv() (*taskdv1.WatchEventsResponse, error)
+	}
+	cancel context.CancelFunc
+	// c and endpoint are where it goes: a broken stream moves the client
+	// on to the next endpoint, for the caller's next Watch.
+	c        *Client
+	endpoint uint32
+}
+
+// Watch opens one stream of the events that match f, on the current
+// endpoint, and does not reopen it when it breaks: for a caller with a
+// rule of its own for a broken stream (taskctl's events command reports
+// each reconnection and stops a catch-up at the first break; the console
+// hands the cursor to the browser, which reconnects). Events, which
+// reconnects by itself and misses nothing, is the one to use otherwise.
+// The stream ends with ctx, or with Close.
+func (c *Client) Watch(ctx context.Context, f EventFilter) (*EventStream, error) {
+	req, err := f.request("Watch")
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s := &EventStream{cancel: cancel, c: c, endpoint: c.pick()}
+	stream, err := c.apis[s.endpoint].WatchEvents(sctx, req)
+	if err != nil {
+		cancel()
+		return nil, s.failed(err)
+	}
+	s.stream = stream
+	return s, nil
+}
+
+// Recv returns the events of the next message of the stream, in order. It
+// returns io.EOF when the node ended the stream without an error (it is
+// stopping), else the stream's error as an *Error: its gRPC status keeps
+// the details the node sent, such as the cursor to go on from of a stream
+// it ended (RESOURCE_EXHAUSTED for a reader that fell behind, see
+// docs/contract.md).
+func (s *EventStream) Recv() ([]Event, error) {
+	resp, err := s.stream.Recv()
+	if err == io.EOF {
+		return nil, err
+	}
+	if err != nil {
+		return nil, s.failed(err)
+	}
+	evs := make([]Event, 0, len(resp.GetEvents()))
+	for _, e := range resp.GetEvents() {
+		evs = append(evs, eventFromProto(e))
+	}
+	return evs, nil
+}
+
+// failed moves the client on from an endpoint that did not answer and
+// returns err as an *Error.
+func (s *EventStream) failed(err error) error {
+	if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
+		s.c.cur.CompareAndSwap(s.endpoint, (s.endpoint+1)%uint32(len(s.c.conns)))
+	}
+	return wrap("Watch", err, 1)
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() { s.cancel() }
+
+// request is the WatchEvents request of f; op names the caller in an
+// error.
+func (f EventFilter) request(op string) (*taskdv1.WatchEventsRequest, error) {
+	req := &taskdv1.WatchEventsRequest{Identity: f.Identity, TaskId: f.TaskID, Kind: f.Kind, Node: f.Node, Cursor: f.Cursor}
+	for i, t := range f.Types {
+		et := eventTypeToProto(t)
+		if et == taskdv1.EventType_EVENT_TYPE_UNSPECIFIED {
+			return nil, invalid(op, fmt.Sprintf("Types[%d]", i), "%q is not an event type", t)
+		}
+		req.Types = append(req.Types, et)
+	}
+	return req, nil
 }

@@ -60,7 +60,7 @@ func ExampleClient_PauseKind() {
 	}
 	defer c.Close()
 
-	if err := c.PauseKind(ctx, "email"); err != nil {
+	if _, err := c.PauseKind(ctx, "email"); err != nil {
 		panic(err)
 	}
 	task, _, err := c.Schedule(ctx, client.TaskSpec{

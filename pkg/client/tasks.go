@@ -23,16 +23,11 @@ const MaxBatch = 100
 // that first task instead of storing a second. existing is true when the
 // key returned a task stored before the answering attempt: by an earlier
 // call with the same key, or by this call's own attempt whose answer was
-// lost.
+// lost. With WithoutGeneratedKeys a task without a key is stored without
+// one, and the call is not retried once it may have reached a node.
 func (c *Client) Schedule(ctx context.Context, spec TaskSpec) (task *Task, existing bool, err error) {
 	p := spec.toProto()
-	r := idempotent
-	switch {
-	case p.NonDurable:
-		r = once
-	case p.IdempotencyKey == "":
-		p.IdempotencyKey = newKey()
-	}
+	r := c.keyed(p)
 	err = c.call(ctx, "Schedule", r, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
 		resp, err := api.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: p})
 		if err == nil {
@@ -54,11 +49,8 @@ func (c *Client) ScheduleMany(ctx context.Context, specs []TaskSpec) ([]*Task, e
 	r := idempotent
 	for _, s := range specs {
 		p := s.toProto()
-		switch {
-		case p.NonDurable:
+		if c.keyed(p) == once {
 			r = once
-		case p.IdempotencyKey == "":
-			p.IdempotencyKey = newKey()
 		}
 		req.Tasks = append(req.Tasks, p)
 	}
@@ -74,6 +66,22 @@ func (c *Client) ScheduleMany(ctx context.Context, specs []TaskSpec) ([]*Task, e
 		return err
 	})
 	return tasks, err
+}
+
+// keyed gives a durable task without an idempotency key a random one
+// (unless WithoutGeneratedKeys) and says how a call that stores it may be
+// retried: only a key makes a second delivery harmless.
+func (c *Client) keyed(p *taskdv1.TaskSpec) retry {
+	switch {
+	case p.NonDurable:
+		return once
+	case p.IdempotencyKey != "":
+		return idempotent
+	case c.o.keepKeyless:
+		return once
+	}
+	p.IdempotencyKey = newKey()
+	return idempotent
 }
 
 // newKey is a random idempotency key: 128 bits, so two never meet.
@@ -112,14 +120,10 @@ type ListFilter struct {
 // yields.
 func (c *Client) List(ctx context.Context, f ListFilter) iter.Seq2[*Task, error] {
 	return func(yield func(*Task, error) bool) {
-		req := &taskdv1.ListTasksRequest{Identity: f.Identity, Kind: f.Kind, Labels: f.Labels, Node: f.Node, PageSize: f.PageSize}
-		for i, s := range f.States {
-			st := stateToProto(s)
-			if st == taskdv1.TaskState_TASK_STATE_UNSPECIFIED {
-				yield(nil, invalid("List", fmt.Sprintf("States[%d]", i), "%q is not a task state (SCHEDULED, RUNNING, RETRYING, PAUSED, COMPLETED, DEAD, CANCELED)", s))
-				return
-			}
-			req.States = append(req.States, st)
+		req, err := f.request("List")
+		if err != nil {
+			yield(nil, err)
+			return
 		}
 		for {
 			var page *taskdv1.ListTasksResponse
@@ -143,6 +147,41 @@ func (c *Client) List(ctx context.Context, f ListFilter) iter.Seq2[*Task, error]
 			req.PageToken = page.GetNextPageToken()
 		}
 	}
+}
+
+// ListPage returns one page of the tasks List yields, the one pageToken
+// names ("" the first), with the token of the next page ("" after the
+// last): for a caller that shows a page at a time and lets its user go on.
+// A token is good only for the filter it came with.
+func (c *Client) ListPage(ctx context.Context, f ListFilter, pageToken string) (tasks []*Task, next string, err error) {
+	req, err := f.request("ListPage")
+	if err != nil {
+		return nil, "", err
+	}
+	req.PageToken = pageToken
+	err = c.call(ctx, "ListPage", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		page, err := api.ListTasks(ctx, req)
+		tasks, next = tasks[:0], page.GetNextPageToken()
+		for _, t := range page.GetTasks() {
+			tasks = append(tasks, taskFromProto(t))
+		}
+		return err
+	})
+	return tasks, next, err
+}
+
+// request is the first ListTasks request of f; op names the caller in an
+// error.
+func (f ListFilter) request(op string) (*taskdv1.ListTasksRequest, error) {
+	req := &taskdv1.ListTasksRequest{Identity: f.Identity, Kind: f.Kind, Labels: f.Labels, Node: f.Node, PageSize: f.PageSize}
+	for i, s := range f.States {
+		st := stateToProto(s)
+		if st == taskdv1.TaskState_TASK_STATE_UNSPECIFIED {
+			return nil, invalid(op, fmt.Sprintf("States[%d]", i), "%q is not a task state (SCHEDULED, RUNNING, RETRYING, PAUSED, COMPLETED, DEAD, CANCELED)", s)
+		}
+		req.States = append(req.States, st)
+	}
+	return req, nil
 }
 
 // Cancel stops a task's future runs and returns it; cancelling a cancelled
@@ -186,6 +225,29 @@ func (c *Client) EditTriggers(ctx context.Context, identity, taskID string, e Tr
 	}
 	var t *Task
 	err := c.call(ctx, "EditTriggers", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.UpdateTask(ctx, req)
+		t = taskFromProto(resp.GetTask())
+		return err
+	})
+	return t, err
+}
+
+// Update replaces a task's spec, keeping its id and history, and returns
+// the task as updated. Start from the Spec of a Get: Identity, Kind, Scope,
+// NonDurable and IdempotencyKey must stay as they are (the node refuses a
+// change), and Data nil keeps the task's data (a Get's Spec holds the data
+// as read, which a run may have replaced since: set it to nil unless you
+// mean to replace it). A trigger given with its name keeps its progress.
+// Revision, when not 0, makes the update conditional on the task's
+// revision (ErrAborted if it changed since it was read). It is not retried
+// once it may have reached a node (a conditional update applied twice
+// would fail the second time, an unconditional one could overwrite a
+// change made in between): after ErrUnavailable, Get the task before
+// calling again.
+func (c *Client) Update(ctx context.Context, identity, taskID string, spec TaskSpec, revision int64) (*Task, error) {
+	req := &taskdv1.UpdateTaskRequest{Identity: identity, TaskId: taskID, Spec: spec.toProto(), Revision: revision}
+	var t *Task
+	err := c.call(ctx, "Update", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
 		resp, err := api.UpdateTask(ctx, req)
 		t = taskFromProto(resp.GetTask())
 		return err
@@ -262,12 +324,19 @@ func (c *Client) Resume(ctx context.Context, identity, taskID string) (*Task, er
 	return t, err
 }
 
-// PauseIdentity pauses every task of an identity, present and future.
-func (c *Client) PauseIdentity(ctx context.Context, identity string) error {
-	return c.call(ctx, "PauseIdentity", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		_, err := api.PauseIdentity(ctx, &taskdv1.PauseIdentityRequest{Identity: identity})
+// PauseIdentity pauses every task of an identity, present and future, and
+// returns the pause.
+func (c *Client) PauseIdentity(ctx context.Context, identity string) (*Pause, error) {
+	var p *Pause
+	err := c.call(ctx, "PauseIdentity", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.PauseIdentity(ctx, &taskdv1.PauseIdentityRequest{Identity: identity})
+		if err == nil {
+			pp := pauseFromProto(resp.GetPause())
+			p = &pp
+		}
 		return err
 	})
+	return p, err
 }
 
 // ResumeIdentity lifts a PauseIdentity.
@@ -278,12 +347,19 @@ func (c *Client) ResumeIdentity(ctx context.Context, identity string) error {
 	})
 }
 
-// PauseKind pauses every task of a kind in the cluster, present and future.
-func (c *Client) PauseKind(ctx context.Context, kind string) error {
-	return c.call(ctx, "PauseKind", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		_, err := api.PauseKind(ctx, &taskdv1.PauseKindRequest{Kind: kind})
+// PauseKind pauses every task of a kind in the cluster, present and
+// future, and returns the pause.
+func (c *Client) PauseKind(ctx context.Context, kind string) (*Pause, error) {
+	var p *Pause
+	err := c.call(ctx, "PauseKind", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
+		resp, err := api.PauseKind(ctx, &taskdv1.PauseKindRequest{Kind: kind})
+		if err == nil {
+			pp := pauseFromProto(resp.GetPause())
+			p = &pp
+		}
 		return err
 	})
+	return p, err
 }
 
 // ResumeKind lifts a PauseKind.
@@ -301,7 +377,7 @@ func (c *Client) Pauses(ctx context.Context) ([]Pause, error) {
 		resp, err := api.ListPauses(ctx, &taskdv1.ListPausesRequest{})
 		ps = ps[:0]
 		for _, p := range resp.GetPauses() {
-			ps = append(ps, Pause{Identity: p.GetIdentity(), Kind: p.GetKind(), Since: timeOf(p.GetSince())})
+			ps = append(ps, pauseFromProto(p))
 		}
 		return err
 	})

@@ -1,11 +1,7 @@
 package client
 
 import (
-	"strings"
 	"time"
-
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -93,6 +89,12 @@ type Trigger struct {
 	Name string
 	// Misfire overrides the task's misfire policy for this trigger.
 	Misfire Misfire
+	// Proto, when set, is sent as it is instead of the fields above: for a
+	// caller that holds the API's form already (a trigger read as
+	// protojson), which the fields cannot all express (a trigger without a
+	// kind, for the node to refuse by name). Triggers the client returns
+	// leave it nil.
+	Proto *taskdv1.Trigger
 }
 
 // Now is a one-shot trigger that fires as soon as the task is stored.
@@ -156,6 +158,13 @@ type TaskSpec struct {
 	// with it. They take no idempotency key, so Schedule does not retry them
 	// after an error that leaves their fate unknown.
 	NonDurable bool
+	// Proto, when set, is sent instead of the fields above, as it is but
+	// for the IdempotencyKey Schedule may fill in: for a caller that holds
+	// the API's form already (a spec read as protojson, or one returned in
+	// Task.Proto and changed), which the fields cannot all express (an
+	// explicit requests_recovery, a zero timeout, a trigger for the node to
+	// refuse by name). Specs the client returns leave it nil.
+	Proto *taskdv1.TaskSpec
 }
 
 // RunSummary is the short form of a task's most recent run.
@@ -226,6 +235,8 @@ type Run struct {
 	Trigger        int32
 	TriggerName    string
 	TriggerRemoved bool
+	// Proto is the run as the API returned it.
+	Proto *taskdv1.Run
 }
 
 // Identity is an identity's mapping and load.
@@ -242,6 +253,8 @@ type Identity struct {
 	Active      bool
 	StatusNode  string
 	StatusSince time.Time
+	// Proto is the identity as the API returned it.
+	Proto *taskdv1.Identity
 }
 
 // Node is a registered taskd node.
@@ -263,6 +276,8 @@ type Node struct {
 	// LeaseRemaining is the time left on the node's lease unless renewed
 	// (renewed every quarter of its TTL); zero when it has expired.
 	LeaseRemaining time.Duration
+	// Proto is the node as the API returned it.
+	Proto *taskdv1.Node
 }
 
 // Event is one task event from the cluster's event stream.
@@ -291,6 +306,8 @@ type Event struct {
 	TriggerName string
 	// Cursor resumes a watch after this event.
 	Cursor string
+	// Proto is the event as the API sent it.
+	Proto *taskdv1.Event
 }
 
 // Pause is an identity or kind pause in force.
@@ -298,278 +315,6 @@ type Pause struct {
 	Identity string
 	Kind     string
 	Since    time.Time
-}
-
-// toProto turns a spec into the API's form.
-func (s TaskSpec) toProto() *taskdv1.TaskSpec {
-	p := &taskdv1.TaskSpec{
-		Identity:       s.Identity,
-		Kind:           s.Kind,
-		Payload:        s.Payload,
-		Data:           s.Data,
-		NonDurable:     s.NonDurable,
-		Scope:          scopeToProto(s.Scope),
-		Misfire:        misfireToProto(s.Misfire),
-		Priority:       s.Priority,
-		MaxAttempts:    s.MaxAttempts,
-		AllowOverlap:   s.AllowOverlap,
-		Calendars:      s.Calendars,
-		Labels:         s.Labels,
-		IdempotencyKey: s.IdempotencyKey,
-	}
-	for _, t := range s.Triggers {
-		p.Triggers = append(p.Triggers, t.toProto())
-	}
-	if s.Backoff.Initial > 0 || s.Backoff.Max > 0 {
-		p.Backoff = &taskdv1.Backoff{Initial: durationOrNil(s.Backoff.Initial), Max: durationOrNil(s.Backoff.Max)}
-	}
-	p.Timeout = durationOrNil(s.Timeout)
-	if s.NoRecovery {
-		no := false
-		p.RequestsRecovery = &no
-	}
-	return p
-}
-
-func (t Trigger) toProto() *taskdv1.Trigger {
-	p := &taskdv1.Trigger{Name: t.Name, Misfire: misfireToProto(t.Misfire)}
-	switch {
-	case t.Cron != "":
-		p.Kind = &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{
-			Expression: t.Cron, TimeZone: t.TimeZone, Start: timeOrNil(t.Start), End: timeOrNil(t.End)}}
-	case t.Interval != 0:
-		p.Kind = &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{
-			Interval: durationpb.New(t.Interval), Start: timeOrNil(t.Start), End: timeOrNil(t.End), Count: t.Count}}
-	case t.OnStartup:
-		p.Kind = &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}
-	default:
-		p.Kind = &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timeOrNil(t.At), Delay: durationOrNil(t.Delay)}}
-	}
-	return p
-}
-
-func triggerFromProto(p *taskdv1.Trigger) Trigger {
-	t := Trigger{Name: p.GetName(), Misfire: misfireFromProto(p.GetMisfire())}
-	switch k := p.GetKind().(type) {
-	case *taskdv1.Trigger_Once:
-		t.At, t.Delay = timeOf(k.Once.GetAt()), k.Once.GetDelay().AsDuration()
-	case *taskdv1.Trigger_Periodic:
-		t.Interval, t.Start, t.End, t.Count = k.Periodic.GetInterval().AsDuration(), timeOf(k.Periodic.GetStart()), timeOf(k.Periodic.GetEnd()), k.Periodic.GetCount()
-	case *taskdv1.Trigger_Cron:
-		t.Cron, t.TimeZone, t.Start, t.End = k.Cron.GetExpression(), k.Cron.GetTimeZone(), timeOf(k.Cron.GetStart()), timeOf(k.Cron.GetEnd())
-	case *taskdv1.Trigger_OnStartup:
-		t.OnStartup = true
-	}
-	return t
-}
-
-func specFromProto(p *taskdv1.TaskSpec) TaskSpec {
-	s := TaskSpec{
-		Identity:       p.GetIdentity(),
-		Kind:           p.GetKind(),
-		Payload:        p.GetPayload(),
-		Data:           p.GetData(),
-		NonDurable:     p.GetNonDurable(),
-		Misfire:        misfireFromProto(p.GetMisfire()),
-		Priority:       p.GetPriority(),
-		MaxAttempts:    p.GetMaxAttempts(),
-		Backoff:        Backoff{Initial: p.GetBackoff().GetInitial().AsDuration(), Max: p.GetBackoff().GetMax().AsDuration()},
-		Timeout:        p.GetTimeout().AsDuration(),
-		NoRecovery:     p.RequestsRecovery != nil && !p.GetRequestsRecovery(),
-		AllowOverlap:   p.GetAllowOverlap(),
-		Calendars:      p.GetCalendars(),
-		Labels:         p.GetLabels(),
-		IdempotencyKey: p.GetIdempotencyKey(),
-	}
-	switch p.GetScope() {
-	case taskdv1.Scope_SCOPE_IDENTITY:
-		s.Scope = ScopeIdentity
-	case taskdv1.Scope_SCOPE_EVERY_NODE:
-		s.Scope = ScopeEveryNode
-	}
-	for _, t := range p.GetTriggers() {
-		s.Triggers = append(s.Triggers, triggerFromProto(t))
-	}
-	return s
-}
-
-func taskFromProto(p *taskdv1.Task) *Task {
-	if p == nil {
-		return nil
-	}
-	t := &Task{
-		ID:            p.GetId(),
-		Spec:          specFromProto(p.GetSpec()),
-		State:         State(enumName(p.GetState().String(), "TASK_STATE_")),
-		CreatedAt:     timeOf(p.GetCreatedAt()),
-		FinishedAt:    timeOf(p.GetFinishedAt()),
-		NextFireTime:  timeOf(p.GetNextFireTime()),
-		RunCount:      p.GetRunCount(),
-		Attempt:       p.GetAttempt(),
-		Revision:      p.GetRevision(),
-		Paused:        p.GetPaused(),
-		PausedBy:      p.GetPausedBy(),
-		Misfires:      p.GetMisfires(),
-		Waiting:       p.GetWaiting(),
-		WaitingSince:  timeOf(p.GetWaitingSince()),
-		WaitingReason: p.GetWaitingReason(),
-		Proto:         p,
-	}
-	for _, ts := range p.GetNextFireTimes() {
-		t.NextFireTimes = append(t.NextFireTimes, timeOf(ts))
-	}
-	if lr := p.GetLastRun(); lr != nil {
-		t.LastRun = &RunSummary{
-			RunNumber: lr.GetRunNumber(),
-			Outcome:   outcomeOf(lr.GetOutcome()),
-			StartedAt: timeOf(lr.GetStartedAt()),
-			EndedAt:   timeOf(lr.GetEndedAt()),
-			Node:      lr.GetNode(),
-			Message:   lr.GetMessage(),
-		}
-	}
-	return t
-}
-
-func runFromProto(p *taskdv1.Run) Run {
-	return Run{
-		TaskID:         p.GetTaskId(),
-		RunNumber:      p.GetRunNumber(),
-		Attempt:        p.GetAttempt(),
-		FireTime:       timeOf(p.GetFireTime()),
-		StartedAt:      timeOf(p.GetStartedAt()),
-		EndedAt:        timeOf(p.GetEndedAt()),
-		Node:           p.GetNode(),
-		Outcome:        outcomeOf(p.GetOutcome()),
-		Message:        p.GetMessage(),
-		Fence:          p.GetFence(),
-		Manual:         p.GetManual(),
-		Recovery:       p.GetRecovery(),
-		Trigger:        p.GetTrigger(),
-		TriggerName:    p.GetTriggerName(),
-		TriggerRemoved: p.GetTriggerRemoved(),
-	}
-}
-
-func identityFromProto(p *taskdv1.Identity) *Identity {
-	return &Identity{
-		Name:        p.GetIdentity(),
-		Mapped:      p.GetMapped(),
-		Node:        p.GetNode(),
-		Epoch:       p.GetEpoch(),
-		TaskCount:   p.GetTaskCount(),
-		Active:      p.GetActive(),
-		StatusNode:  p.GetStatusNode(),
-		StatusSince: timeOf(p.GetStatusSince()),
-	}
-}
-
-func nodeFromProto(p *taskdv1.Node) Node {
-	return Node{
-		Name:            p.GetName(),
-		Incarnation:     p.GetIncarnation(),
-		Address:         p.GetAddress(),
-		State:           NodeState(enumName(p.GetState().String(), "NODE_STATE_")),
-		StartedAt:       timeOf(p.GetStartedAt()),
-		DispatchStart:   timeOf(p.GetDispatchStart()),
-		IdentitiesOwned: p.GetIdentitiesOwned(),
-		Kinds:           p.GetKinds(),
-		Leader:          p.GetLeader(),
-		LeaseRemaining:  p.GetLeaseRemaining().AsDuration(),
-	}
-}
-
-func eventFromProto(p *taskdv1.Event) Event {
-	return Event{
-		Type:        EventType(enumName(p.GetType().String(), "EVENT_TYPE_")),
-		Time:        timeOf(p.GetTime()),
-		Node:        p.GetNode(),
-		Identity:    p.GetIdentity(),
-		TaskID:      p.GetTaskId(),
-		Kind:        p.GetKind(),
-		RunNumber:   p.GetRunNumber(),
-		Attempt:     p.GetAttempt(),
-		Fence:       p.GetFence(),
-		Outcome:     outcomeOf(p.GetOutcome()),
-		Message:     p.GetMessage(),
-		Next:        timeOf(p.GetNext()),
-		FireTime:    timeOf(p.GetFireTime()),
-		Count:       p.GetCount(),
-		Trigger:     p.GetTrigger(),
-		TriggerName: p.GetTriggerName(),
-		Cursor:      p.GetCursor(),
-	}
-}
-
-func outcomeOf(o taskdv1.Outcome) Outcome {
-	if o == taskdv1.Outcome_OUTCOME_UNSPECIFIED {
-		return ""
-	}
-	return Outcome(enumName(o.String(), "OUTCOME_"))
-}
-
-func scopeToProto(s Scope) taskdv1.Scope {
-	switch s {
-	case ScopeIdentity:
-		return taskdv1.Scope_SCOPE_IDENTITY
-	case ScopeEveryNode:
-		return taskdv1.Scope_SCOPE_EVERY_NODE
-	}
-	// Left unspecified, the server refuses it naming the field.
-	return taskdv1.Scope_SCOPE_UNSPECIFIED
-}
-
-func misfireToProto(m Misfire) taskdv1.MisfirePolicy {
-	switch m {
-	case MisfireOnceNow:
-		return taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW
-	case MisfireSkip:
-		return taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP
-	case MisfireFireAll:
-		return taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL
-	}
-	return taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED
-}
-
-func misfireFromProto(m taskdv1.MisfirePolicy) Misfire {
-	switch m {
-	case taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ONCE_NOW:
-		return MisfireOnceNow
-	case taskdv1.MisfirePolicy_MISFIRE_POLICY_SKIP:
-		return MisfireSkip
-	case taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL:
-		return MisfireFireAll
-	}
-	return MisfireDefault
-}
-
-func stateToProto(s State) taskdv1.TaskState {
-	return taskdv1.TaskState(taskdv1.TaskState_value["TASK_STATE_"+strings.ToUpper(string(s))])
-}
-
-func eventTypeToProto(t EventType) taskdv1.EventType {
-	return taskdv1.EventType(taskdv1.EventType_value["EVENT_TYPE_"+strings.ToUpper(string(t))])
-}
-
-func enumName(name, prefix string) string { return strings.TrimPrefix(name, prefix) }
-
-func timeOf(ts *timestamppb.Timestamp) time.Time {
-	if ts == nil {
-		return time.Time{}
-	}
-	return ts.AsTime()
-}
-
-func timeOrNil(t time.Time) *timestamppb.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return timestamppb.New(t)
-}
-
-func durationOrNil(d time.Duration) *durationpb.Duration {
-	if d == 0 {
-		return nil
-	}
-	return durationpb.New(d)
+	// Proto is the pause as the API returned it.
+	Proto *taskdv1.Pause
 }

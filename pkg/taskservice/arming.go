@@ -129,7 +129,7 @@ func (h *armedHeap) Pop() any {
 // to start either way. n.mu held.
 func (n *Node) armableLocked(e *entry) bool {
 	st := e.ident
-	if !st.durable || st.every || st.lost || e.purge || e.ex().overlapOf != nil || e.gone {
+	if !st.scope.owned() || st.lost || e.purge || e.ex().overlapOf != nil || e.gone {
 		return false
 	}
 	rec := e.record()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/record"
-	"github.com/taskd/taskd/internal/writepath"
 )
 
 // dispatchLoop pops due entries in order and hands them to their identity's
@@ -419,7 +418,7 @@ func (n *Node) reschedLocked(e *entry) {
 	}
 	e.clearAwait()
 	at, purge, ok := record.Due(rec, n.cfg.Retention, n.timingLocked(rec, now))
-	if !ok || (purge && e.ident.every) { // an EVERY_NODE task is purged by its canceller
+	if !ok || (purge && !e.ident.scope.purgesFinished()) {
 		n.queue.remove(e)
 		return
 	}
@@ -444,34 +443,14 @@ func (n *Node) purge(e *entry) {
 	n.mu.Lock()
 	st, rec, rev, epoch := e.ident, e.record(), e.rev, e.ident.epoch
 	n.mu.Unlock()
-	if !st.durable || rec == nil {
-		if !st.every && rec != nil {
-			n.dropLocalRefs(rec, rec.GetSpec().GetCalendars())
-		}
-		n.mu.Lock()
-		n.removeEntryLocked(e)
-		n.mu.Unlock()
-		return
-	}
-	ctx, cancel := n.etcdCtx(n.life)
-	txn := n.shapes.Purge(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: epoch, TaskRev: rev}, rec)
-	resp, err := n.writer.Commit(ctx, txn)
-	cancel()
-	if err != nil {
-		n.settleNotStarted(e, time.Minute)
-		return
-	}
-	if !resp.Succeeded {
-		n.conflict(e, epoch, txn.Refusal(resp.Responses))
-		return
-	}
+	st.scope.purge(n, e, rec, rev, epoch)
+}
+
+// removePurged takes a purged task's entry out of the node.
+func (n *Node) removePurged(e *entry) {
 	n.mu.Lock()
 	n.removeEntryLocked(e)
-	empty := st.tasks.len() == 0
 	n.mu.Unlock()
-	if empty {
-		n.voter.Recheck(st.name) // its idle unmapping may go ahead now
-	}
 }
 
 // jitter is the random source of retry backoff.

@@ -204,7 +204,7 @@ func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mv
 	n.mu.Lock()
 	st := n.every[id]
 	if st == nil {
-		st = &identState{name: id, every: true}
+		st = &identState{name: id, scope: everyScope{}}
 		n.every[id] = st
 	}
 	e := st.tasks.get(shared.Id)

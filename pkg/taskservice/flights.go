@@ -27,9 +27,13 @@ type taskRef struct {
 	task     string
 }
 
+// owned reports whether r names a task of an identity owned here
+// (IDENTITY scope).
+func (r taskRef) owned() bool { return !r.every && !r.local }
+
 // ref is the entry's task.
 func (e *entry) ref() taskRef {
-	return taskRef{every: e.ident.every, local: !e.ident.durable && !e.ident.every, identity: e.ident.name, task: e.id}
+	return e.ident.scope.ref(e)
 }
 
 // flight is one run in flight.
@@ -153,7 +157,7 @@ func (n *Node) inFlightLocked(ref taskRef) bool {
 func (n *Node) identityFlightsLocked(id string) int {
 	c := 0
 	for ref := range n.flights {
-		if !ref.every && !ref.local && ref.identity == id {
+		if ref.owned() && ref.identity == id {
 			c++
 		}
 	}
@@ -164,7 +168,7 @@ func (n *Node) identityFlightsLocked(id string) int {
 // that it moved away. Caller holds n.mu.
 func (n *Node) identityLeftFlightsLocked(id string) {
 	for ref, f := range n.flights {
-		if !ref.every && !ref.local && ref.identity == id && !f.leftDone {
+		if ref.owned() && ref.identity == id && !f.leftDone {
 			f.leftDone = true
 			close(f.left)
 			if f.armed != nil {
@@ -178,7 +182,7 @@ func (n *Node) identityLeftFlightsLocked(id string) {
 // the node can no longer prove it owns their identities. Caller holds n.mu.
 func (n *Node) fenceFlightsLocked(cause error) {
 	for ref, f := range n.flights {
-		if !ref.every && !ref.local {
+		if ref.owned() {
 			f.cancel(cause)
 			if f.armed != nil {
 				n.fireLocked(f.armed) // settles now, not called

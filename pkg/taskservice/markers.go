@@ -53,20 +53,11 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 	waitingSince := e.ex().awaitSince.time()
 	n.mu.Unlock()
 
-	var (
-		fr    *storev1.ForwardedResult
-		alive bool
-	)
-	if !e.ident.every {
-		ctx, cancel := n.etcdCtx(n.life)
-		var err error
-		fr, alive, err = n.readForwarded(ctx, e.ident.name, e.id, m)
-		cancel()
-		if err != nil {
-			n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
-			n.settleNotStarted(e, time.Second)
-			return
-		}
+	fr, alive, err := e.ident.scope.forwardedResult(n, e, m)
+	if err != nil {
+		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
+		n.settleNotStarted(e, time.Second)
+		return
 	}
 	now := time.Now()
 	var (
@@ -174,27 +165,13 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
-	txn := w.txn
-	if !st.every {
-		txn = n.shapes.DeletingForwarded(txn, st.name, e.id)
-	}
+	txn := st.scope.settling(n, e, w.txn)
 	ctx, cancel := n.etcdCtx(n.life)
 	resp, err := n.writer.Commit(ctx, txn)
 	cancel()
-	switch {
-	case err == nil && !resp.Succeeded && !st.every:
-		n.conflict(e, snap.epoch, txn.Refusal(resp.Responses))
-		return
-	case err != nil || !resp.Succeeded:
-		// The marker stays: the entry's next start comes back here (for an
-		// EVERY_NODE task after reading its progress again).
-		if err != nil {
-			n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
-		}
-		n.settleNotStarted(e, time.Second)
-		if st.every {
-			n.spawn(func() { n.reloadEveryProgress(e) })
-		}
+	if err != nil || !resp.Succeeded {
+		// The marker stays: the entry's next start comes back here.
+		st.scope.settleFailed(n, e, snap, txn, resp, err)
 		return
 	}
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,

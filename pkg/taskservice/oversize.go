@@ -47,7 +47,7 @@ func (o *oversize) shrink(n *Node, e *entry, f *flight, res *runResult, ev *Even
 		*res = oversizedResult(*res, err)
 		ev.Outcome, ev.Message, *outcomeEvent = res.outcome, res.message, EventFailed
 		return true
-	case !o.stripRecord && !st.every:
+	case !o.stripRecord && st.scope.ownsRecord():
 		o.stripRecord, o.why = true, err.Error()
 		n.log.Error("task record too large to store; recording the task DEAD without its large fields", "identity", st.name,
 			"task", e.id, "error", err)

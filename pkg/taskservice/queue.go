@@ -16,9 +16,11 @@ import (
 type identState struct {
 	name    string
 	epoch   int64
-	durable bool
-	every   bool // the EVERY_NODE tasks of the identity (not owned: run here)
-	lost    bool
+	// scope is how the identity's tasks are kept, started and committed
+	// (scope.go): owned here (IDENTITY), EVERY_NODE (not owned: run
+	// here), or non-durable.
+	scope scope
+	lost  bool
 	// leaving marks an identity chosen to move away (rebalancerequest.go):
 	// none of its runs starts until its move is made or given up.
 	leaving bool
@@ -270,7 +272,7 @@ func (e *entry) cold() bool { return e.rec == nil && e.raw == "" && e.rev > 0 }
 // the queue, and not even that (cold) for one due more than coldAfter from
 // now. Caller holds n.mu.
 func (e *entry) freeze(now time.Time, coldAfter time.Duration) {
-	if e.rec == nil || !e.ident.durable || e.running {
+	if e.rec == nil || !e.ident.scope.owned() || e.running {
 		return
 	}
 	if e.coldable(now, coldAfter) {

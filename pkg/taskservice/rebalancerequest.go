@@ -316,7 +316,7 @@ func (n *Node) chooseToMove(limit int, horizon time.Time) []*identState {
 	}
 	busy := map[string]bool{}
 	for ref := range n.flights {
-		if !ref.every && !ref.local {
+		if ref.owned() {
 			busy[ref.identity] = true
 		}
 	}

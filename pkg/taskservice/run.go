@@ -9,8 +9,6 @@ import (
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
-	"github.com/taskd/taskd/pkg/identity"
-	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -55,7 +53,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 		Node:      n.cfg.Name,
 		Manual:    p.Manual,
 		Recovery:  p.Recovery,
-		Durable:   e.ident.durable,
+		Durable:   e.ident.scope.owned(),
 	}
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.Recovery}
 	runCtx, span := n.startRunSpan(f.ctx, run, p.Rec.Traceparent)
@@ -235,18 +233,9 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
 		Attempt: p.Attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
 		FireTime: p.Fire, Duration: res.ended.Sub(res.started)}
-	if !st.durable && !st.every {
-		rec := record.Clone(p.Rec)
-		_, next := applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
-		n.endFlight(f, rec, 0)
-		n.emitResult(ev, outcomeEvent, next, rec)
-		return
-	}
-	c := &commitState{base: p.Rec, epoch: epoch, rev: rev}
-	if st.every {
-		n.mu.Lock()
-		c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.ex().prog.GetManualServedRev(), e.ex().shared
-		n.mu.Unlock()
+	c := st.scope.beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
+	if c == nil {
+		return // recorded in memory only
 	}
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)
 	// A commit too large for etcd is made smaller, never retried as it is
@@ -360,33 +349,7 @@ type resultTxn struct {
 //     registration, the shared record's revision and the progress
 //     revision; Else reads the shared record.
 func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
-	st := e.ident
-	if st.every {
-		np := splitEvery(rec, c.served)
-		txn, err := n.shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
-		if err != nil {
-			return resultTxn{}, err
-		}
-		shared, sharedRev := c.shared, c.rev
-		return resultTxn{
-			txn: txn,
-			committed: func(rev int64) *storev1.TaskRecord {
-				// The entry's record merges the shared record with this
-				// node's progress; its rev stays the shared record's.
-				n.mu.Lock()
-				e.extra().prog, e.x.progRev = np, rev
-				e.rec = mergeEvery(shared, sharedRev, np, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
-				n.mu.Unlock()
-				return nil
-			},
-		}, nil
-	}
-	// hist nil: an armed run undone leaves no history.
-	txn, err := n.shapes.Commit(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: c.epoch, TaskRev: c.rev}, rec, hist, n.cfg.History)
-	if err != nil {
-		return resultTxn{}, err
-	}
-	return resultTxn{txn: txn, committed: func(int64) *storev1.TaskRecord { return rec }}, nil
+	return e.ident.scope.resultWrite(n, e, c, rec, hist)
 }
 
 // commitConflict handles a commit whose fence failed, from the Else
@@ -407,82 +370,15 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 // it); a changed shared record (cancel, run-now) is folded in.
 func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
-	st := e.ident
-	dropped := func(base *storev1.TaskRecord, rev int64) {
-		ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
-		n.emit(ev)
-		n.endFlight(f, base, rev)
-	}
-	if st.every {
-		kvs := r.Shared.Kvs
-		if len(kvs) == 0 || kvs[0].ModRevision == c.rev {
-			dropped(nil, 0)
-			return false, nil
-		}
-		fresh, err := pending.Decode(kvs[0].Value)
-		if err != nil {
-			n.log.Error("decode EVERY_NODE task after a failed commit", "task", e.id, "error", err)
-			dropped(nil, 0)
-			return false, nil
-		}
-		c.shared, c.rev = fresh, kvs[0].ModRevision
-		n.mu.Lock()
-		e.extra().shared, e.rev = fresh, c.rev
-		n.mu.Unlock()
-		c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.calendarsOf(fresh.GetSpec().GetCalendars()))
-		return true, nil
-	}
-	owner, oerr := identity.OwnerFromResponse(st.name, r.Mapping)
-	kvs := r.Task.Kvs
-	if len(kvs) == 0 {
-		// Deleted meanwhile: nothing to commit into.
-		n.endFlight(f, nil, 0)
-		ev.Type = outcomeEvent
-		n.emit(ev)
-		return false, nil
-	}
-	fresh, derr := pending.Decode(kvs[0].Value)
-	if derr != nil {
-		n.log.Error("decode task after a failed commit", "task", e.id, "error", derr)
-		n.endFlight(f, nil, 0)
-		return false, nil
-	}
-	freshRev := kvs[0].ModRevision
-	if !sameRun(fresh.Running, p.Marker) {
-		if c.maybeApplied && committedAs(fresh, p.Marker, res.ended) {
-			// An earlier attempt was applied although its reply was lost.
-			n.endFlight(f, fresh, freshRev)
-			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
-			return false, nil
-		}
-		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
-			"task", e.id, "run", p.RunNumber, "epoch", c.epoch, "owner", owner.Node)
-		dropped(fresh, freshRev)
-		return false, nil
-	}
-	if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
-		c.base, c.rev, c.epoch = fresh, freshRev, owner.Epoch
-		return true, nil
-	}
-	ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.Marker, res)
-	if errors.Is(err, ErrTooLarge) {
-		return false, err
-	}
-	if err != nil {
-		c.maybeApplied = true
-		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
-		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life)
-		return true, nil
-	}
-	if !ok {
-		return true, nil // the task changed: look again
-	}
-	n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
-		"run", p.RunNumber, "owner", owner.Node, "outcome", res.outcome.String())
-	ev.Type = outcomeEvent
+	return e.ident.scope.commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
+}
+
+// droppedRun ends a run whose result is not committed: DROPPED, its
+// flight ended with the record base (nil: leave it) at rev.
+func (n *Node) droppedRun(f *flight, ev Event, base *storev1.TaskRecord, rev int64) {
+	ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
 	n.emit(ev)
-	n.endFlight(f, nil, 0)
-	return false, nil
+	n.endFlight(f, base, rev)
 }
 
 // outcomeEventOf is the event that reports an outcome.

@@ -2,7 +2,6 @@ package taskservice
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -85,7 +84,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	if at.After(now) {
 		tm = n.entryTimingLocked(e, cur, at) // armed: planned as of its fire time
 	}
-	if st.durable && snap.epoch < n.registeredRev {
+	if st.scope.owned() && snap.epoch < n.registeredRev {
 		// Owned under an epoch from before this node's current registration
 		// (loaded while it registered again): re-mapped first, then run.
 		n.mu.Unlock()
@@ -166,13 +165,7 @@ type startSnap struct {
 
 func (n *Node) snapLocked(e *entry) startSnap {
 	s := startSnap{rev: e.rev, lease: n.leaseID}
-	switch {
-	case e.ident.every:
-		s.progRev, s.served = e.ex().progRev, e.ex().prog.GetManualServedRev()
-		s.manualIn = e.rec != nil && e.rec.ManualRequested
-	case e.ident.durable:
-		s.epoch = e.ident.epoch
-	}
+	e.ident.scope.snapLocked(e, &s)
 	return s
 }
 
@@ -188,92 +181,7 @@ func (n *Node) snapLocked(e *entry) startSnap {
 //     registration, the shared record's revision and the progress revision.
 //   - non-durable: nothing is written.
 func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
-	st := e.ident
-	switch {
-	case st.every:
-		served := snap.served
-		if snap.manualIn && !p.Rec.ManualRequested {
-			served = snap.rev
-		}
-		np := splitEvery(p.Rec, served)
-		kind := p.Rec.GetSpec().GetKind()
-		txn, err := n.shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
-		if err != nil {
-			n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
-			n.settleNotStarted(e, time.Second)
-			return 0, nil, false
-		}
-		ctx, cancel := n.startCtx()
-		resp, err := n.writer.Commit(ctx, txn)
-		cancel()
-		if err == nil && !resp.Succeeded {
-			if r := txn.Refusal(resp.Responses); n.learnPausesFrom(st.name, kind, r.PauseIdentity, r.PauseKind) {
-				n.putBack(e) // parks it: the pause is known now
-				return 0, nil, false
-			}
-		}
-		if err != nil || !resp.Succeeded {
-			if err != nil {
-				n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
-			}
-			// The task changed (its watch brings it), this node registered
-			// again, or the write's outcome is unknown: read the progress
-			// again, so that a marker written after all is resolved.
-			n.settleNotStarted(e, n.cfg.HandoffPeriod)
-			n.spawn(func() { n.reloadEveryProgress(e) })
-			return 0, nil, false
-		}
-		rev := resp.Header.Revision
-		return rev, func() { e.rec, e.extra().prog, e.x.progRev = p.Rec, np, rev }, true
-	case !st.durable:
-		return 0, func() { e.rec = p.Rec }, true
-	}
-	// Besides the epoch and the task, a start is fenced on this node's own
-	// registration, under the lease it had when the start was planned
-	// (writepath.Lease), and on the pauses of its identity and kind
-	// (pauses.go).
-	kind := p.Rec.GetSpec().GetKind()
-	txn, err := n.shapes.Start(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: snap.epoch, TaskRev: snap.rev},
-		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: kind}, p.Rec)
-	if err != nil {
-		n.log.Error("encode task", "task", e.id, "error", err)
-		n.settleNotStarted(e, time.Second)
-		return 0, nil, false
-	}
-	parent := n.life
-	if p.before != nil {
-		parent = context.WithoutCancel(n.life) // armed ahead
-	}
-	ctx, cancel := n.startCtxFrom(parent)
-	out := n.batch.Do(ctx, txn)
-	cancel()
-	if errors.Is(out.Err, ErrTooLarge) {
-		// The task's record is too large to write (one stored before its
-		// fields had limits): nothing was written, and sending it again
-		// every second cannot help; it is tried again after a minute, and
-		// a cancel of the task (which makes it smaller) ends it.
-		n.log.Error("start run: the task's record is too large to write", "identity", st.name, "task", e.id, "error", out.Err)
-		n.settleNotStarted(e, time.Minute)
-		return 0, nil, false
-	}
-	if out.Err != nil {
-		// If the write was applied after all, the next attempt's compare
-		// fails, finds this marker and resolves it (the handler was not
-		// called, so the fire time runs again).
-		n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
-			"maybe_applied", !out.NotSent, "error", out.Err)
-		n.settleNotStarted(e, time.Second)
-		return 0, nil, false
-	}
-	if !out.OK {
-		if n.learnPausesFrom(st.name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
-			n.putBack(e) // parks it: the pause is known now
-			return 0, nil, false
-		}
-		n.conflict(e, snap.epoch, out.Refusal)
-		return 0, nil, false
-	}
-	return out.Rev, func() { e.rec, e.raw, e.rev = p.Rec, "", out.Rev }, true
+	return e.ident.scope.writeStart(n, e, p, snap)
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e

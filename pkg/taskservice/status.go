@@ -24,7 +24,7 @@ func (n *Node) touchLocked(e *entry) {
 		return
 	}
 	e.counted = want
-	if e.ident.durable {
+	if e.ident.scope.owned() {
 		d := -1
 		if want {
 			d = 1

@@ -451,7 +451,7 @@ func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskR
 	st := n.idents[id]
 	if st == nil || st.lost || st.epoch < epoch {
 		if st == nil || st.lost {
-			st = &identState{name: id, durable: true}
+			st = &identState{name: id, scope: ownedScope{}}
 			n.idents[id] = st
 		}
 		st.epoch = epoch
@@ -480,7 +480,7 @@ func (n *Node) addLocal(r *storev1.TaskRecord) {
 	id := r.Spec.Identity
 	st := n.local[id]
 	if st == nil {
-		st = &identState{name: id}
+		st = &identState{name: id, scope: localScope{}}
 		n.local[id] = st
 	}
 	e := &entry{ident: st, id: r.Id, rec: r, idx: -1}

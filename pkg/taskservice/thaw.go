@@ -45,7 +45,7 @@ func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.Look
 // drop its record (coldAfter 0: none may). Caller holds n.mu.
 func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
 	st, rec := e.ident, e.rec
-	if coldAfter <= 0 || !st.durable || st.every || e.purge || e.ex().overlapOf != nil || e.ex().shadow != nil || e.rev <= 0 ||
+	if coldAfter <= 0 || !st.scope.owned() || e.purge || e.ex().overlapOf != nil || e.ex().shadow != nil || e.rev <= 0 ||
 		e.ex().awaitSince != 0 || e.due.time().Sub(now) <= coldAfter {
 		return false
 	}
@@ -102,7 +102,7 @@ func (n *Node) storedOf(kvs []*mvccpb.KeyValue) ([]pending.Stored, error) {
 // is no longer far enough from its due time. n.mu held.
 func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
 	st, g := e.ident, &s.Glance
-	if !st.durable || st.every || n.inFlightLocked(e.ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
+	if !st.scope.owned() || n.inFlightLocked(e.ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
 	}
 	if _, ok := n.pauses.identities[st.name]; ok {

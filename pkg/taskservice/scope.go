@@ -1,0 +1,63 @@
+package taskservice
+
+import (
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/taskd/taskd/internal/writepath"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// scope is what differs between the three scopes a task can have (contract
+// §6), so that a run's start, commit and settling, and a task's purge, are
+// one path each through the node, with the scope's part behind this
+// interface. Each implementation holds no state: an identState carries
+// its scope, and the node passes itself in.
+//
+//   - ownedScope (IDENTITY, durable): the identity is owned here at an
+//     epoch; the task's record is written fenced on the epoch and its
+//     revision (scope_owned.go).
+//   - everyScope (EVERY_NODE): stored once, run on every node; this node
+//     writes only its own progress, fenced on its registration
+//     (scope_every.go).
+//   - localScope (non-durable): kept in memory only; nothing is written
+//     (scope_local.go).
+type scope interface {
+	// owned reports whether the identity is owned here at an epoch
+	// (IDENTITY): its epoch fences the starts, and the look-ahead,
+	// overlapping runs and cold records apply.
+	owned() bool
+	// ownsRecord reports whether the task's record is this node's to
+	// rewrite (an EVERY_NODE task's shared record is not).
+	ownsRecord() bool
+	// ref is e's key among the runs in flight.
+	ref(e *entry) taskRef
+	// snapLocked adds to s what a start of e carries under this scope.
+	snapLocked(e *entry, s *startSnap)
+	// writeStart writes the run marker of plan p for e (see
+	// Node.writeStart).
+	writeStart(n *Node, e *entry, p startPlan, snap startSnap) (int64, func(), bool)
+	// beginCommit starts the commit of a run's result: it returns the
+	// state the stored commit loop starts from, or nil when the scope
+	// records the result in memory, which it then has done.
+	beginCommit(n *Node, e *entry, f *flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, epoch, rev int64) *commitState
+	// resultWrite builds the Txn that commits rec with its history entry.
+	resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error)
+	// commitConflict handles a commit whose fence failed (see
+	// Node.commitConflict).
+	commitConflict(n *Node, e *entry, f *flight, c *commitState, p startPlan, res runResult,
+		r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error)
+	// forwardedResult reads the result another node forwarded for the run
+	// of marker m, and whether that node is still registered under the
+	// marker's incarnation.
+	forwardedResult(n *Node, e *entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error)
+	// settling is the Txn that settles a run marker, from its commit's.
+	settling(n *Node, e *entry, commit writepath.Txn) writepath.Txn
+	// settleFailed handles a settling Txn that failed or was refused.
+	settleFailed(n *Node, e *entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error)
+	// purgesFinished reports whether this node purges the scope's
+	// finished tasks at the end of their retention.
+	purgesFinished() bool
+	// purge deletes a finished task at the end of its retention.
+	purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64)
+}

@@ -16,6 +16,8 @@ type Refusal struct {
 	PauseIdentity *clientv3.GetResponse // the identity's pause
 	PauseKind     *clientv3.GetResponse // the kind's pause
 	Shared        *clientv3.GetResponse // an EVERY_NODE task's shared record
+	Calendar      *clientv3.GetResponse // a calendar
+	CalendarUser  *clientv3.GetResponse // one of a calendar's users (keys only)
 }
 
 // read names what one Else operation of a shape reads.
@@ -28,6 +30,8 @@ const (
 	readPauseIdentity
 	readPauseKind
 	readShared
+	readCalendar
+	readCalendarUser
 )
 
 // Refusal names the Else responses els of t.
@@ -51,6 +55,10 @@ func (t Txn) Refusal(els []*etcdserverpb.ResponseOp) Refusal {
 			r.PauseKind = g
 		case readShared:
 			r.Shared = g
+		case readCalendar:
+			r.Calendar = g
+		case readCalendarUser:
+			r.CalendarUser = g
 		}
 	}
 	return r

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/calendar"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -89,13 +90,7 @@ func (n *Node) validateCalendarRefs(field string, names []string) error {
 
 // calendarCmps are the compares of a Txn that stores tasks listing
 // calendars: each still exists.
-func (n *Node) calendarCmps(names []string) []clientv3.Cmp {
-	cmps := make([]clientv3.Cmp, 0, len(names))
-	for _, name := range names {
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(n.keys.Calendar(name)), ">", 0))
-	}
-	return cmps
-}
+func (n *Node) calendarCmps(names []string) []clientv3.Cmp { return n.shapes.CalendarsExist(names) }
 
 // loadCalendars reads every calendar, compiles them, and returns the
 // revision it read at.
@@ -219,22 +214,16 @@ func (n *Node) CreateCalendar(ctx context.Context, c *taskdv1.Calendar, replace 
 			}
 			return nil, invalid("calendar", "%s", err.Error())
 		}
-		b, err := proto.Marshal(c)
+		baseRev := int64(0)
+		if c.Base != "" {
+			baseRev = revOf(resp.Kvs, n.keys.Calendar(c.Base))
+		}
+		txn, err := n.shapes.StoreCalendar(c, oldRev, baseRev, old.GetBase())
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		key := n.keys.Calendar(c.Name)
-		cmps := []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", oldRev)}
-		ops := []clientv3.Op{clientv3.OpPut(key, string(b))}
-		if c.Base != "" {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(n.keys.Calendar(c.Base)), "=", revOf(resp.Kvs, n.keys.Calendar(c.Base))))
-			ops = append(ops, clientv3.OpPut(n.keys.CalendarBaseRef(c.Base, c.Name), ""))
-		}
-		if old != nil && old.Base != "" && old.Base != c.Base {
-			ops = append(ops, clientv3.OpDelete(n.keys.CalendarBaseRef(old.Base, c.Name)))
-		}
-		tr, err := n.cli.Txn(cctx).If(cmps...).Then(ops...).Commit()
+		tr, err := n.writer.Commit(cctx, txn)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("store calendar: %w", ErrOutcomeUnknown)
@@ -309,19 +298,14 @@ func (n *Node) ListCalendars(ctx context.Context) ([]*taskdv1.Calendar, error) {
 func (n *Node) DeleteCalendar(ctx context.Context, name string) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	key, users := n.keys.Calendar(name), n.keys.CalendarUsers(name)
-	resp, err := n.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0),
-			clientv3.Compare(clientv3.CreateRevision(users), "=", 0).WithPrefix()).
-		Then(clientv3.OpGet(key), clientv3.OpDelete(key)).
-		Else(clientv3.OpGet(key), clientv3.OpGet(users, clientv3.WithPrefix(), clientv3.WithLimit(1), clientv3.WithKeysOnly())).
-		Commit()
+	txn := n.shapes.DeleteCalendar(name)
+	resp, err := n.writer.Commit(cctx, txn)
 	if err != nil {
 		return fmt.Errorf("delete calendar: %w", ErrOutcomeUnknown)
 	}
 	if resp.Succeeded {
 		var old taskdv1.Calendar
-		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 && proto.Unmarshal(kvs[0].Value, &old) == nil && old.Base != "" {
+		if kvs := writepath.DeletedCalendar(resp).Kvs; len(kvs) > 0 && proto.Unmarshal(kvs[0].Value, &old) == nil && old.Base != "" {
 			// The reference to its base goes too (best effort: a stale
 			// reference only keeps the base from being deleted).
 			if _, err := n.cli.Delete(cctx, n.keys.CalendarBaseRef(old.Base, name)); err != nil {
@@ -339,12 +323,13 @@ func (n *Node) DeleteCalendar(ctx context.Context, name string) error {
 		n.setCalendars(next)
 		return nil
 	}
-	if len(resp.Responses[0].GetResponseRange().GetKvs()) == 0 {
+	refusal := txn.Refusal(resp.Responses)
+	if len(refusal.Calendar.Kvs) == 0 {
 		return fmt.Errorf("calendar %q: %w", name, ErrNotFound)
 	}
 	user := "a user"
-	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
-		rest := strings.TrimPrefix(string(kvs[0].Key), users)
+	if kvs := refusal.CalendarUser.Kvs; len(kvs) > 0 {
+		rest := strings.TrimPrefix(string(kvs[0].Key), n.keys.CalendarUsers(name))
 		switch {
 		case strings.HasPrefix(rest, "t/"):
 			user = "task " + rest[strings.LastIndex(rest, "/")+1:]

@@ -217,15 +217,14 @@ func (n *Node) controlLoop(ctx context.Context) {
 	})
 }
 
-func (n *Node) controlKey(node string) string { return n.cfg.Prefix + "control/" + node + "/drain" }
+func (n *Node) controlKey(node string) string { return n.shapes.DrainRequest(node) }
 
 // drainRequested starts a drain asked for through the control key, and
 // removes the request. A request meant for an earlier incarnation of this
 // name (left behind when it died) is only removed.
 func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64) {
 	cctx, cancel := n.etcdCtx(ctx)
-	_, _ = n.cli.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(n.controlKey(n.cfg.Name)), "=", rev)).
-		Then(clientv3.OpDelete(n.controlKey(n.cfg.Name))).Commit()
+	_, _ = n.writer.Commit(cctx, n.shapes.TakeDrainRequest(rev))
 	cancel()
 	if incarnation != n.incarnation {
 		return

@@ -109,23 +109,15 @@ func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFen
 	return writepath.EveryFence{Identity: e.ident.name, Task: e.id, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 
-func putProgress(key string, p *storev1.EveryNodeProgress) (clientv3.Op, error) {
-	b, err := proto.Marshal(p)
-	if err != nil {
-		return clientv3.Op{}, fmt.Errorf("encode progress: %w", err)
-	}
-	return clientv3.OpPut(key, string(b)), nil
-}
-
 // loadEvery reads every EVERY_NODE task and this node's progress on each,
 // queues them, and returns the revision read at.
 func (n *Node) loadEvery(ctx context.Context) (int64, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Txn(cctx).Then(
+	resp, err := n.writer.Read(cctx,
 		clientv3.OpGet(n.keys.AllEvery(), clientv3.WithPrefix()),
 		clientv3.OpGet(n.keys.EveryProgressOf(n.cfg.Name), clientv3.WithPrefix()),
-	).Commit()
+	)
 	if err != nil {
 		return 0, fmt.Errorf("load EVERY_NODE tasks: %w", err)
 	}
@@ -254,10 +246,10 @@ func (n *Node) removeEvery(id, taskID string) {
 func (n *Node) reloadEveryProgress(e *entry) {
 	ctx, cancel := n.etcdCtx(n.life)
 	defer cancel()
-	resp, err := n.cli.Txn(ctx).Then(
+	resp, err := n.writer.Read(ctx,
 		clientv3.OpGet(n.keys.Every(e.ident.name, e.id)),
 		clientv3.OpGet(n.keys.EveryProgress(n.cfg.Name, e.id)),
-	).Commit()
+	)
 	if err != nil {
 		return // the next start's fenced write fails and comes back here
 	}

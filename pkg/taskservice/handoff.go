@@ -122,7 +122,7 @@ func (n *Node) takeHandoffs(ctx context.Context, es []handoff.Entry) []error {
 		}
 	}
 	cctx, cancel := n.etcdCtx(ctx)
-	resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
+	resp, err := n.writer.Read(cctx, ops...)
 	cancel()
 	if err != nil && etcdstatus.TooLarge(err) {
 		// The read (or its answer) is too large as a whole: one identity

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -69,10 +70,7 @@ func (n *Node) register(ctx context.Context, rejoining bool) error {
 	if err != nil {
 		return err
 	}
-	resp, err := n.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", oldRev)).
-		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(lease.ID))).
-		Commit()
+	resp, err := n.writer.Commit(cctx, n.shapes.Register(oldRev, writepath.Lease(lease.ID), b))
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", n.cfg.Name, err)
 	}
@@ -138,11 +136,7 @@ func (n *Node) publish(ctx context.Context) error {
 	n.mu.Unlock()
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	key := n.nodesPrefix + n.cfg.Name
-	resp, err := n.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.LeaseValue(key), "=", int64(lease))).
-		Then(clientv3.OpPut(key, string(b), clientv3.WithLease(lease))).
-		Commit()
+	resp, err := n.writer.Commit(cctx, n.shapes.Publish(writepath.Lease(lease), b))
 	if err != nil {
 		return fmt.Errorf("publish node %s: %w", n.cfg.Name, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -20,21 +21,6 @@ import (
 // when it is purged, and an UpdateTask moves it with the task's list. A
 // node that registers again under a new lease (it lost the old one) writes
 // the references of the tasks it still holds under the new one.
-
-// localRefOps are the puts (or, with del, the deletes) of rec's
-// references to names, under lease.
-func (n *Node) localRefOps(rec *storev1.TaskRecord, names []string, lease clientv3.LeaseID, del bool) []clientv3.Op {
-	ops := make([]clientv3.Op, 0, len(names))
-	for _, name := range names {
-		key := n.keys.CalendarLocalRef(name, n.cfg.Name, rec.GetSpec().GetIdentity(), rec.GetId())
-		if del {
-			ops = append(ops, clientv3.OpDelete(key))
-		} else {
-			ops = append(ops, clientv3.OpPut(key, "", clientv3.WithLease(lease)))
-		}
-	}
-	return ops
-}
 
 // addLocalTasks queues the non-durable tasks of a schedule request, having
 // written their calendar references first, each in a Txn that compares the
@@ -76,7 +62,7 @@ func (n *Node) addLocalTasks(ctx context.Context, recs []*storev1.TaskRecord) er
 func (n *Node) putLocalRefs(ctx context.Context, rec *storev1.TaskRecord, names []string, lease clientv3.LeaseID) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Txn(cctx).If(n.calendarCmps(names)...).Then(n.localRefOps(rec, names, lease, false)...).Commit()
+	resp, err := n.writer.Commit(cctx, n.shapes.LocalRefs(rec, names, writepath.Lease(lease)))
 	if err != nil {
 		return fmt.Errorf("write the calendar references of a non-durable task: %w", err)
 	}
@@ -103,7 +89,7 @@ func (n *Node) dropLocalRefs(rec *storev1.TaskRecord, names []string) {
 	}
 	ctx, cancel := n.etcdCtx(n.life)
 	defer cancel()
-	if _, err := n.cli.Txn(ctx).Then(n.localRefOps(rec, names, 0, true)...).Commit(); err != nil {
+	if _, err := n.writer.Commit(ctx, n.shapes.DropLocalRefs(rec, names)); err != nil {
 		n.log.Warn("remove a non-durable task's calendar references; they end with the node's lease", "task", rec.GetId(), "error", err)
 	}
 }
@@ -142,16 +128,14 @@ func (n *Node) restoreLocalRefs(ctx context.Context) error {
 	for _, st := range n.local {
 		for e := range st.tasks.all() {
 			if rec := e.record(); rec != nil {
-				ops = append(ops, n.localRefOps(rec, rec.GetSpec().GetCalendars(), lease, false)...)
+				ops = append(ops, n.shapes.LocalRefPuts(rec, rec.GetSpec().GetCalendars(), writepath.Lease(lease))...)
 			}
 		}
 	}
 	n.mu.Unlock()
-	for len(ops) > 0 {
-		chunk := ops[:min(len(ops), n.cfg.MaxTxnOps)]
-		ops = ops[len(chunk):]
+	for _, txn := range n.shapes.RestoreLocalRefs(ops, n.cfg.MaxTxnOps) {
 		cctx, cancel := n.etcdCtx(ctx)
-		_, err := n.cli.Txn(cctx).Then(chunk...).Commit()
+		_, err := n.writer.Commit(cctx, txn)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("write the calendar references of the non-durable tasks under the new lease: %w", err)

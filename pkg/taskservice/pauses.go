@@ -221,7 +221,7 @@ func (n *Node) PauseIdentity(ctx context.Context, id string) (*taskdv1.Pause, er
 	if err := identity.Validate(id); err != nil {
 		return nil, invalid("identity", "%s", err.Error())
 	}
-	p, err := n.putPause(ctx, n.keys.PauseIdentity(id), &taskdv1.Pause{Identity: id, Since: timestamppb.Now()})
+	p, err := n.putPause(ctx, &taskdv1.Pause{Identity: id, Since: timestamppb.Now()})
 	if err == nil {
 		n.learnPause(id, "", p.Since.AsTime())
 		n.emit(Event{Type: EventPaused, Identity: id})
@@ -249,7 +249,7 @@ func (n *Node) PauseKind(ctx context.Context, kind string) (*taskdv1.Pause, erro
 	if err := validateKind("kind", kind); err != nil {
 		return nil, err
 	}
-	p, err := n.putPause(ctx, n.keys.PauseKind(kind), &taskdv1.Pause{Kind: kind, Since: timestamppb.Now()})
+	p, err := n.putPause(ctx, &taskdv1.Pause{Kind: kind, Since: timestamppb.Now()})
 	if err == nil {
 		n.learnPause("", kind, p.Since.AsTime())
 		n.emit(Event{Type: EventPaused, Kind: kind})
@@ -293,22 +293,26 @@ func (n *Node) ListPauses(ctx context.Context) ([]*taskdv1.Pause, error) {
 	return append(ids, kinds...), nil
 }
 
-func (n *Node) putPause(ctx context.Context, key string, p *taskdv1.Pause) (*taskdv1.Pause, error) {
-	b, err := proto.Marshal(p)
+// putPause writes p (of its kind if it names one, else of its identity)
+// unless a pause is in force there, and returns the pause in force.
+func (n *Node) putPause(ctx context.Context, p *taskdv1.Pause) (*taskdv1.Pause, error) {
+	txn, err := n.shapes.Pause(p)
 	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(b))).
-		Else(clientv3.OpGet(key)).Commit()
+	resp, err := n.writer.Commit(cctx, txn)
 	if err != nil {
 		return nil, fmt.Errorf("record pause: %w", ErrOutcomeUnknown)
 	}
 	if !resp.Succeeded {
-		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		r := txn.Refusal(resp.Responses)
+		inForce := r.PauseIdentity
+		if p.Kind != "" {
+			inForce = r.PauseKind
+		}
+		if kvs := inForce.Kvs; len(kvs) > 0 {
 			old := &taskdv1.Pause{}
 			if proto.Unmarshal(kvs[0].Value, old) == nil {
 				return old, nil

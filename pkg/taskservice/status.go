@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -44,16 +43,13 @@ func (n *Node) sendVote(id string, active bool) {
 	}
 	epoch := st.epoch
 	n.mu.Unlock()
-	b, err := proto.Marshal(&storev1.Status{Node: n.cfg.Name, Active: active, Since: timestamppb.Now()})
+	txn, err := n.shapes.Vote(id, epoch, &storev1.Status{Node: n.cfg.Name, Active: active, Since: timestamppb.Now()})
 	if err != nil {
 		return
 	}
 	ctx, cancel := n.etcdCtx(n.life)
 	defer cancel()
-	_, err = n.cli.Txn(ctx).
-		If(n.idmap.Fence(id, epoch)).
-		Then(clientv3.OpPut(n.idmap.Keys().Status(id), string(b))).
-		Commit()
+	_, err = n.writer.Commit(ctx, txn)
 	if err != nil && n.life.Err() == nil {
 		n.log.Warn("status vote not written", "identity", id, "active", active, "error", err)
 		return
@@ -77,15 +73,9 @@ func (n *Node) unmapIdle(id string) {
 	}
 	epoch := st.epoch
 	n.mu.Unlock()
-	keys := n.idmap.Keys()
 	ctx, cancel := n.etcdCtx(n.life)
 	defer cancel()
-	resp, err := n.cli.Txn(ctx).
-		If(n.idmap.Fence(id, epoch),
-			clientv3.Compare(clientv3.CreateRevision(n.keys.Tasks(id)), "=", 0).WithPrefix()).
-		Then(clientv3.OpDelete(keys.Mapping(id)), clientv3.OpDelete(keys.Owned(n.cfg.Name, id)),
-			clientv3.OpDelete(keys.Status(id))).
-		Commit()
+	resp, err := n.writer.Commit(ctx, n.shapes.UnmapIdle(id, epoch))
 	if err != nil {
 		if n.life.Err() == nil {
 			n.log.Warn("unmap idle identity", "identity", id, "error", err)

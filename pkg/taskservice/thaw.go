@@ -165,7 +165,7 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 		ops[i] = clientv3.OpGet(n.keys.Task(e.ident.name, e.id))
 	}
 	cctx, cancel := n.etcdCtx(ctx)
-	resp, err := n.cli.Txn(cctx).Then(ops...).Commit()
+	resp, err := n.writer.Read(cctx, ops...)
 	cancel()
 	if err != nil {
 		return err

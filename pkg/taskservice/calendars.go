@@ -88,10 +88,6 @@ func (n *Node) validateCalendarRefs(field string, names []string) error {
 	return nil
 }
 
-// calendarCmps are the compares of a Txn that stores tasks listing
-// calendars: each still exists.
-func (n *Node) calendarCmps(names []string) []clientv3.Cmp { return n.shapes.CalendarsExist(names) }
-
 // loadCalendars reads every calendar, compiles them, and returns the
 // revision it read at.
 func (n *Node) loadCalendars(ctx context.Context) (int64, error) {

@@ -179,21 +179,8 @@ func (n *Node) pauseLoop(ctx context.Context, rev int64) {
 	})
 }
 
-// pauseFence is what a start of a task of identity id and kind compares:
-// neither is paused. pauseElse reads both when the compare fails.
-func (n *Node) pauseFence(id, kind string) []clientv3.Cmp {
-	return []clientv3.Cmp{
-		clientv3.Compare(clientv3.CreateRevision(n.keys.PauseIdentity(id)), "=", 0),
-		clientv3.Compare(clientv3.CreateRevision(n.keys.PauseKind(kind)), "=", 0),
-	}
-}
-
-func (n *Node) pauseElse(id, kind string) []clientv3.Op {
-	return []clientv3.Op{clientv3.OpGet(n.keys.PauseIdentity(id)), clientv3.OpGet(n.keys.PauseKind(kind))}
-}
-
-// learnPausesFrom records the pauses a failed start's Else read (the
-// responses of pauseElse); it reports whether any is in force.
+// learnPausesFrom records the pauses a failed start's Else read
+// (Refusal.PauseIdentity, .PauseKind); it reports whether any is in force.
 func (n *Node) learnPausesFrom(id, kind string, rr ...*clientv3.GetResponse) bool {
 	found := false
 	for i, r := range rr {

@@ -54,7 +54,7 @@ func BenchmarkThroughput(b *testing.B) {
 			}
 			// Scheduled under a kind pause, so that the timed part is the
 			// runs alone: due, started, handled and committed.
-			if err := c.PauseKind(ctx, "noop"); err != nil {
+			if _, err := c.PauseKind(ctx, "noop"); err != nil {
 				b.Fatal(err)
 			}
 			for i := 0; i < b.N; i += client.MaxBatch {

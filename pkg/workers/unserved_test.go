@@ -265,7 +265,7 @@ func TestUnservedEpisodeEndsWhenNoRunWaits(t *testing.T) {
 	if got := log.count(beginDeclared, "kind=thumb"); got != 2 {
 		t.Fatalf("%d lines %q; want 2, one per episode", got, beginDeclared)
 	}
-	if err := c.PauseKind(ctx, "thumb"); err != nil {
+	if _, err := c.PauseKind(ctx, "thumb"); err != nil {
 		t.Fatal(err)
 	}
 	waiting(0)

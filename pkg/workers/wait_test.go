@@ -117,7 +117,7 @@ func TestRunWaitingForAWorkerIsNotFailed(t *testing.T) {
 	if err != nil || welcome.GetWelcome() == nil {
 		t.Fatalf("hello: %v %v", welcome, err)
 	}
-	if err := c.PauseIdentity(ctx, "dana"); err != nil {
+	if _, err := c.PauseIdentity(ctx, "dana"); err != nil {
 		t.Fatal(err)
 	}
 	const timeout = 200 * time.Millisecond
@@ -263,7 +263,7 @@ func TestWaitingRunOfAMovedIdentityRunsOnTheNewOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.PauseIdentity(ctx, "erin"); err != nil {
+	if _, err := c.PauseIdentity(ctx, "erin"); err != nil {
 		t.Fatal(err)
 	}
 	task, _, err := c.Schedule(ctx, spec("erin", "job"))

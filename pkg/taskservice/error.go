@@ -3,6 +3,7 @@ package taskservice
 import (
 	"errors"
 
+	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/writepath"
 )
 
@@ -44,7 +45,7 @@ var ErrAlreadyExists = errors.New("already exists")
 // ErrTooManyStreams refuses a WatchEvents stream past the node's
 // Config.MaxEventStreams (RESOURCE_EXHAUSTED): each stream may hold up to
 // Config.EventBuffer bytes for its reader, so their number is bounded too.
-var ErrTooManyStreams = errors.New("the node serves as many event streams as it may (--max-event-streams)")
+var ErrTooManyStreams = eventhub.ErrTooManyStreams
 
 // ErrTooLarge reports a write larger than etcd takes in one request (its
 // encoded size against --max-request-bytes, Config.MaxRequestBytes, or its

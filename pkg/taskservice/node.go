@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -93,7 +94,7 @@ type Node struct {
 	stopped  bool
 
 	voter *vote.Voter
-	hub   *eventHub // the one watch of the event streams (eventhub.go)
+	hub   *eventhub.Hub // the one watch of the event streams
 	// The write path (internal/writepath): the Txn shapes, the Writer of
 	// lone Txns, and the batchers of the fenced writes.
 	shapes   writepath.Shapes
@@ -184,7 +185,8 @@ func New(cfg Config) (*Node, error) {
 	n.keeper = startstop.New(context.Background(), n.log, 2*cfg.EtcdTimeout)
 	n.detached = startstop.New(context.Background(), n.log, 0)
 	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
-	n.hub = newEventHub(n)
+	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
+		Life: n.life, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
 	return n, nil
 }
 
@@ -248,7 +250,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.mu.Unlock()
 
 	// The event streams are served from the start (the API is).
-	n.loops.Go("events", n.hub.run)
+	n.loops.Go("events", n.hub.Run)
 	// Each step is retried while etcd fails (a lost reply, a leader
 	// election), until ctx ends: a start must not die of one failed call.
 	// A refusal (a live node holds the name) is final.

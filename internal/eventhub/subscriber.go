@@ -1,46 +1,11 @@
-package taskservice
+package eventhub
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"sync"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
-)
-
-// ErrReaderBehind reports a WatchEvents stream whose reader fell behind by
-// more than the stream's buffer (Config.EventBuffer): the node ended it
-// rather than buffer without limit (RESOURCE_EXHAUSTED). The error is a
-// *StreamEndError: reconnect with its Cursor.
-var ErrReaderBehind = errors.New("the event reader fell behind")
-
-// ErrStreamInterrupted reports a WatchEvents stream the node ended because
-// it is stopping, or because its own watch lost events (UNAVAILABLE). The
-// error is a *StreamEndError: reconnect with its Cursor, to any node.
-var ErrStreamInterrupted = errors.New("the event stream was interrupted")
-
-// StreamEndError ends a WatchEvents stream that the node could not carry
-// on. Every event up to Cursor that matched the filter was sent, and none
-// after it: a new stream from Cursor goes on without a gap or a repeat.
-type StreamEndError struct {
-	Err    error // ErrReaderBehind or ErrStreamInterrupted
-	Cursor string
-	Reason string
-}
-
-func (e *StreamEndError) Error() string {
-	return fmt.Sprintf("%s (%s); resume from cursor %s", e.Err, e.Reason, e.Cursor)
-}
-
-func (e *StreamEndError) Unwrap() error { return e.Err }
-
-// Why a subscriber was ended (subscriber.finish).
-var (
-	errStreamStopping = errors.New("the node is stopping")
-	errEventGap       = errors.New("the node's event watch lost history to compaction")
-	errSubBehind      = errors.New("more events waited for the reader than its buffer holds")
 )
 
 // pos is a place in the event stream: an event's revision and index.
@@ -70,8 +35,11 @@ func (p pos) covers(rev int64, idx int) bool {
 // event) is taken out of the buffer first. While catching up, the hub's
 // events wait in held, bounded the same way, so a catch-up holds at most
 // twice the bound.
+//
+// Lock: mu guards the buffers and the end; it is taken under Hub.mu (the
+// Hub's offers and ends), never the other way.
 type subscriber struct {
-	filter EventFilter
+	filter Filter
 	limit  int
 	wake   chan struct{} // the stream has something to send, or was ended
 	room   chan struct{} // the stream sent what it held
@@ -88,7 +56,7 @@ type subscriber struct {
 	end         error
 }
 
-func newSubscriber(f EventFilter, limit int, from pos, cursor string) *subscriber {
+func newSubscriber(f Filter, limit int, from pos, cursor string) *subscriber {
 	return &subscriber{filter: f, limit: limit, skip: from, acc: cursor,
 		wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 }
@@ -279,15 +247,4 @@ func (s *subscriber) serve(ctx context.Context, send func([]*taskdv1.Event) erro
 			return ctx.Err()
 		}
 	}
-}
-
-// endError is what a stream ended for why returns.
-func endError(why error, cursor string) error {
-	switch {
-	case errors.Is(why, errSubBehind):
-		return &StreamEndError{Err: ErrReaderBehind, Cursor: cursor, Reason: why.Error()}
-	case errors.Is(why, errStreamStopping), errors.Is(why, errEventGap):
-		return &StreamEndError{Err: ErrStreamInterrupted, Cursor: cursor, Reason: why.Error()}
-	}
-	return why
 }

@@ -1,103 +1,63 @@
-package taskservice
+package eventhub
 
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+	"github.com/taskd/taskd/pkg/pending"
 )
 
-// The event hub is the node's one etcd watch of the event stream: it
-// watches the whole key prefix with previous values, derives each
-// revision's events once (eventdiff.go), and offers them to every
-// WatchEvents stream of the node (its subscribers, eventsub.go). It never
+// Config is what a Hub needs of its node.
+type Config struct {
+	Client *clientv3.Client
+	// Prefix is the cluster's key prefix (ending in '/'): the Hub watches
+	// all of it.
+	Prefix string
+	Logger hclog.Logger
+	// EtcdTimeout bounds each of the Hub's etcd reads.
+	EtcdTimeout time.Duration
+	// Life is the node's life: once it ends, no stream starts and one
+	// waiting for the Hub's first list ends (ErrStreamInterrupted).
+	Life context.Context
+	// Buffer bounds, in encoded bytes, the events one stream holds for its
+	// reader (a revision's events always fit an empty buffer).
+	Buffer int
+	// MaxStreams bounds the streams open at once (ErrTooManyStreams).
+	MaxStreams int
+}
+
+// Hub is the node's one etcd watch of the event stream, and its
+// subscribers. It watches the whole key prefix with previous values,
+// derives each revision's events once (derive.go), and offers them to
+// every stream it feeds (its subscribers), in revision order. It never
 // waits for a subscriber: one whose buffer is full is ended instead
-// (RESOURCE_EXHAUSTED with the cursor to resume from), so the hub reads
+// (RESOURCE_EXHAUSTED with the cursor to resume from), so the Hub reads
 // its watch as fast as etcd sends it and etcd's client, which buffers a
 // watch's responses without limit, holds next to nothing.
 //
-// Until this release every stream had a watch of its own, fed at its
-// reader's pace: a reader that stopped reading made etcd's client buffer
-// every write of the cluster for it (216 MiB after 42 MB of writes).
-
-// sizedEvent is one derived event with its encoded size, both computed
-// once for every subscriber.
-type sizedEvent struct {
-	ev   *taskdv1.Event
-	idx  int // within its revision: the second half of its cursor
-	size int
-}
-
-// revEvents are the events of one etcd revision, in order.
-type revEvents struct {
-	rev int64
-	evs []sizedEvent
-}
-
-// eventDeriver turns watched writes into events with their cursors, keeping
-// what the derivation needs between writes: each EVERY_NODE task's identity
-// and kind.
-type eventDeriver struct {
-	n     *Node
-	every map[string][2]string
-}
-
-func newEventDeriver(n *Node) *eventDeriver {
-	return &eventDeriver{n: n, every: map[string][2]string{}}
-}
-
-// revisions groups one watch response's writes by revision and derives
-// each revision's events; fn is called for every revision in order (also
-// for one whose writes make no event) and stops the walk by returning
-// false. etcd sends all of a revision's writes in one response (a watch
-// without WithFragment), so a revision's event indexes start at 0 here.
-func (d *eventDeriver) revisions(wes []*clientv3.Event, fn func(revEvents) bool) bool {
-	for i := 0; i < len(wes); {
-		rev := wes[i].Kv.ModRevision
-		re := revEvents{rev: rev}
-		for ; i < len(wes) && wes[i].Kv.ModRevision == rev; i++ {
-			for _, e := range d.n.derive(wes[i], d.every) {
-				idx := len(re.evs)
-				e.Cursor = formatCursor(rev, idx)
-				re.evs = append(re.evs, sizedEvent{ev: e, idx: idx, size: proto.Size(e)})
-			}
-		}
-		if !fn(re) {
-			return false
-		}
-	}
-	return true
-}
-
-// note keeps what deriving later writes needs from wes without deriving
-// their events: the identity and kind of each EVERY_NODE task stored.
-func (d *eventDeriver) note(wes []*clientv3.Event) {
-	every := d.n.keys.AllEvery()
-	for _, we := range wes {
-		if we.Type == clientv3.EventTypePut && strings.HasPrefix(string(we.Kv.Key), every) {
-			d.n.noteEvery(d.every, we.Kv)
-		}
-	}
-}
-
-// eventHub is the node's one watch of the event stream and its
-// subscribers.
-type eventHub struct {
-	n *Node
+// Before the Hub every stream had a watch of its own, fed at its reader's
+// pace: a reader that stopped reading made etcd's client buffer every
+// write of the cluster for it (216 MiB after 42 MB of writes).
+//
+// Lock: mu guards subs, gap, ready, stopped and the writes of pos; der is
+// used by the Hub's goroutine only. mu is taken before a subscriber's mu,
+// never under it.
+type Hub struct {
+	cfg  Config
+	keys pending.Keys
 	// pos is the hub's position: every revision up to it has been offered
 	// to the subscribers (zero until the first list). Written under mu.
 	pos atomic.Int64
 	// streams counts the WatchEvents streams open, joined or catching up,
-	// against Config.MaxEventStreams.
+	// against Config.MaxStreams.
 	streams atomic.Int64
 
 	mu      sync.Mutex
@@ -105,19 +65,26 @@ type eventHub struct {
 	gap     bool          // the watch broke on a compacted revision: the events after pos are lost
 	ready   chan struct{} // closed by the first list
 	stopped bool
-	der     *eventDeriver // used by the hub's goroutine only
+	der     *deriver // used by the hub's goroutine only
 }
 
-func newEventHub(n *Node) *eventHub {
-	return &eventHub{n: n, subs: map[*subscriber]struct{}{}, ready: make(chan struct{}), der: newEventDeriver(n)}
+// New returns a Hub that serves no stream until Run's first list.
+func New(cfg Config) *Hub {
+	h := &Hub{cfg: cfg, keys: pending.NewKeys(cfg.Prefix), subs: map[*subscriber]struct{}{}, ready: make(chan struct{})}
+	h.der = h.newDeriver()
+	return h
 }
 
-// run follows the prefix until ctx ends, then ends every subscriber with
+func (h *Hub) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, h.cfg.EtcdTimeout)
+}
+
+// Run follows the prefix until ctx ends, then ends every subscriber with
 // UNAVAILABLE and its cursor.
-func (h *eventHub) run(ctx context.Context) {
+func (h *Hub) Run(ctx context.Context) {
 	f := etcdwatch.Follower{
-		Client:  h.n.cli,
-		Key:     h.n.cfg.Prefix,
+		Client:  h.cfg.Client,
+		Key:     h.cfg.Prefix,
 		Options: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()},
 		List:    h.list,
 		Events:  h.events,
@@ -129,7 +96,7 @@ func (h *eventHub) run(ctx context.Context) {
 				h.gap = true
 				h.mu.Unlock()
 			}
-			h.n.log.Debug("event watch broken; resuming", "error", err)
+			h.cfg.Logger.Debug("event watch broken; resuming", "error", err)
 		},
 	}
 	f.Run(ctx)
@@ -142,22 +109,22 @@ func (h *eventHub) run(ctx context.Context) {
 // and start again at the current revision; the subscribers, which would
 // miss the events in between, are then ended with UNAVAILABLE and their
 // cursors (a reconnect from one gets OUT_OF_RANGE if it was compacted).
-func (h *eventHub) list(ctx context.Context) (int64, error) {
+func (h *Hub) list(ctx context.Context) (int64, error) {
 	h.mu.Lock()
 	pos, gap := h.pos.Load(), h.gap
 	h.mu.Unlock()
 	if pos != 0 && !gap {
 		return pos, nil
 	}
-	cctx, cancel := h.n.etcdCtx(ctx)
-	resp, err := h.n.cli.Get(cctx, h.n.keys.AllEvery(), clientv3.WithPrefix())
+	cctx, cancel := h.etcdCtx(ctx)
+	resp, err := h.cfg.Client.Get(cctx, h.keys.AllEvery(), clientv3.WithPrefix())
 	cancel()
 	if err != nil {
 		return 0, err
 	}
-	der := newEventDeriver(h.n)
+	der := h.newDeriver()
 	for _, kv := range resp.Kvs {
-		h.n.noteEvery(der.every, kv)
+		der.noteEvery(kv)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -167,7 +134,7 @@ func (h *eventHub) list(ctx context.Context) (int64, error) {
 			s.finish(errEventGap)
 			delete(h.subs, s)
 		}
-		h.n.log.Warn("event watch resumed past a compacted revision; the event streams were ended", "from", pos, "to", resp.Header.Revision)
+		h.cfg.Logger.Warn("event watch resumed past a compacted revision; the event streams were ended", "from", pos, "to", resp.Header.Revision)
 	}
 	h.gap = false
 	h.pos.Store(resp.Header.Revision)
@@ -184,7 +151,7 @@ func (h *eventHub) list(ctx context.Context) (int64, error) {
 // subscriber it derives nothing (that is most of a busy node's writes'
 // decoding): it keeps only what later derivations need and moves its
 // position on, under mu, so a stream that joins after sees it there.
-func (h *eventHub) events(_ context.Context, wes []*clientv3.Event) {
+func (h *Hub) events(_ context.Context, wes []*clientv3.Event) {
 	if len(wes) == 0 {
 		return
 	}
@@ -219,13 +186,13 @@ func (h *eventHub) events(_ context.Context, wes []*clientv3.Event) {
 }
 
 // waitReady waits for the hub's first list, ctx, or its stop.
-func (h *eventHub) waitReady(ctx context.Context) error {
+func (h *Hub) waitReady(ctx context.Context) error {
 	select {
 	case <-h.ready:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-h.n.life.Done():
+	case <-h.cfg.Life.Done():
 		return errStreamStopping
 	}
 }
@@ -237,10 +204,10 @@ func (h *eventHub) waitReady(ctx context.Context) error {
 // with hold, s is added in its catch-up state (the hub's offers wait in
 // held) and its catch-up delivers the revisions up to at; without hold
 // nothing changes. A stopped hub refuses.
-func (h *eventHub) join(s *subscriber, delivered pos, hold bool) (joined, caught bool, at int64, err error) {
+func (h *Hub) join(s *subscriber, delivered pos, hold bool) (joined, caught bool, at int64, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stopped || h.n.life.Err() != nil {
+	if h.stopped || h.cfg.Life.Err() != nil {
 		return false, false, 0, errStreamStopping
 	}
 	at = h.pos.Load()
@@ -258,14 +225,15 @@ func (h *eventHub) join(s *subscriber, delivered pos, hold bool) (joined, caught
 }
 
 // unsubscribe removes s (a stream that ended).
-func (h *eventHub) unsubscribe(s *subscriber) {
+func (h *Hub) unsubscribe(s *subscriber) {
 	h.mu.Lock()
 	delete(h.subs, s)
 	h.mu.Unlock()
 }
 
-// subscribers counts the subscribers (for tests and stats).
-func (h *eventHub) subscribers() int {
+// Subscribers counts the streams the Hub's watch feeds now (a stream still
+// catching up from an old cursor joins it later); for tests and stats.
+func (h *Hub) Subscribers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.subs)
@@ -273,7 +241,7 @@ func (h *eventHub) subscribers() int {
 
 // stop ends every subscriber (UNAVAILABLE with its cursor) and refuses new
 // ones.
-func (h *eventHub) stop() {
+func (h *Hub) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopped = true
@@ -282,8 +250,3 @@ func (h *eventHub) stop() {
 		delete(h.subs, s)
 	}
 }
-
-// EventStreams counts the WatchEvents streams the node's event watch
-// feeds now (a stream still catching up from an old cursor joins it
-// later).
-func (n *Node) EventStreams() int { return n.hub.subscribers() }

@@ -1,4 +1,4 @@
-package taskservice
+package eventhub
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // sent what it holds, and watches again from that revision.
 //
 // The join: once the catch-up has delivered the revision the hub was at
-// when the stream began, it joins the hub (eventHub.join). If the hub is
+// when the stream began, it joins the hub (Hub.join). If the hub is
 // no further than the catch-up, the stream is live at once and the hub's
 // offers skip what the catch-up delivered. Otherwise the hub's offers after
 // its position P wait in the stream's held buffer while the catch-up
@@ -34,12 +34,12 @@ var errCatchUpPaused = errors.New("catch-up paused")
 // hub, s ends, or ctx ends. p0 is the hub's position when the stream
 // began. It ends s with ErrCursorExpired when the history it needs was
 // compacted.
-func (n *Node) catchUp(ctx context.Context, s *subscriber, from pos, p0 int64, cursor string) {
-	der := newEventDeriver(n)
+func (h *Hub) catchUp(ctx context.Context, s *subscriber, from pos, p0 int64, cursor string) {
+	der := h.newDeriver()
 	// Which identity and kind each EVERY_NODE task had, for the events of
 	// the nodes' progress records (which name the task only).
-	cctx, cancel := n.etcdCtx(ctx)
-	resp, err := n.cli.Get(cctx, n.keys.AllEvery(), clientv3.WithPrefix(), clientv3.WithRev(from.rev-1))
+	cctx, cancel := h.etcdCtx(ctx)
+	resp, err := h.cfg.Client.Get(cctx, h.keys.AllEvery(), clientv3.WithPrefix(), clientv3.WithRev(from.rev-1))
 	cancel()
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
@@ -51,7 +51,7 @@ func (n *Node) catchUp(ctx context.Context, s *subscriber, from pos, p0 int64, c
 		return
 	default:
 		for _, kv := range resp.Kvs {
-			n.noteEvery(der.every, kv)
+			der.noteEvery(kv)
 		}
 	}
 	next := from.rev // the first revision not delivered yet
@@ -60,8 +60,8 @@ func (n *Node) catchUp(ctx context.Context, s *subscriber, from pos, p0 int64, c
 		wctx, stop := context.WithCancelCause(ctx)
 		done := false
 		f := etcdwatch.Follower{
-			Client:  n.cli,
-			Key:     n.cfg.Prefix,
+			Client:  h.cfg.Client,
+			Key:     h.cfg.Prefix,
 			Options: []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithPrevKV()},
 			FromRev: next - 1,
 			// After a break the watch resumes where the catch-up is.
@@ -99,7 +99,7 @@ func (n *Node) catchUp(ctx context.Context, s *subscriber, from pos, p0 int64, c
 						s.caughtUp()
 						done = true
 					case joinedAt < 0 && re.rev >= p0:
-						joined, caught, at, err := n.hub.join(s, pos{re.rev, maxIdx}, true)
+						joined, caught, at, err := h.join(s, pos{re.rev, maxIdx}, true)
 						if err != nil {
 							s.finish(err)
 							done = true

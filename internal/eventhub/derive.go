@@ -1,0 +1,187 @@
+package eventhub
+
+import (
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// sizedEvent is one derived event with its encoded size, both computed
+// once for every subscriber.
+type sizedEvent struct {
+	ev   *taskdv1.Event
+	idx  int // within its revision: the second half of its cursor
+	size int
+}
+
+// revEvents are the events of one etcd revision, in order.
+type revEvents struct {
+	rev int64
+	evs []sizedEvent
+}
+
+// deriver turns watched writes into events with their cursors, keeping
+// what the derivation needs between writes: each EVERY_NODE task's identity
+// and kind. A deriver is used by one goroutine (the Hub's, or one
+// catch-up's).
+type deriver struct {
+	keys   pending.Keys
+	prefix string
+	every  map[string][2]string // task id: identity, kind
+}
+
+func (h *Hub) newDeriver() *deriver {
+	return &deriver{keys: h.keys, prefix: h.cfg.Prefix, every: map[string][2]string{}}
+}
+
+// revisions groups one watch response's writes by revision and derives
+// each revision's events; fn is called for every revision in order (also
+// for one whose writes make no event) and stops the walk by returning
+// false. etcd sends all of a revision's writes in one response (a watch
+// without WithFragment), so a revision's event indexes start at 0 here.
+func (d *deriver) revisions(wes []*clientv3.Event, fn func(revEvents) bool) bool {
+	for i := 0; i < len(wes); {
+		rev := wes[i].Kv.ModRevision
+		re := revEvents{rev: rev}
+		for ; i < len(wes) && wes[i].Kv.ModRevision == rev; i++ {
+			for _, e := range d.derive(wes[i]) {
+				idx := len(re.evs)
+				e.Cursor = formatCursor(rev, idx)
+				re.evs = append(re.evs, sizedEvent{ev: e, idx: idx, size: proto.Size(e)})
+			}
+		}
+		if !fn(re) {
+			return false
+		}
+	}
+	return true
+}
+
+// note keeps what deriving later writes needs from wes without deriving
+// their events: the identity and kind of each EVERY_NODE task stored.
+func (d *deriver) note(wes []*clientv3.Event) {
+	every := d.keys.AllEvery()
+	for _, we := range wes {
+		if we.Type == clientv3.EventTypePut && strings.HasPrefix(string(we.Kv.Key), every) {
+			d.noteEvery(we.Kv)
+		}
+	}
+}
+
+// noteEvery remembers an EVERY_NODE task's identity and kind.
+func (d *deriver) noteEvery(kv *mvccpb.KeyValue) {
+	id, taskID, err := d.keys.SplitEvery(string(kv.Key))
+	if err != nil {
+		return
+	}
+	if rec, err := pending.Decode(kv.Value); err == nil {
+		d.every[taskID] = [2]string{id, rec.GetSpec().GetKind()}
+	}
+}
+
+// derive returns the events one write stands for.
+func (d *deriver) derive(we *clientv3.Event) []*taskdv1.Event {
+	key := string(we.Kv.Key)
+	var cur, prev []byte
+	if we.Type == clientv3.EventTypePut {
+		cur = we.Kv.Value
+	}
+	if we.PrevKv != nil {
+		prev = we.PrevKv.Value
+	}
+	rest := strings.TrimPrefix(key, d.prefix)
+	switch {
+	case strings.HasPrefix(rest, "task/"), strings.HasPrefix(rest, "every/"):
+		isEvery := strings.HasPrefix(rest, "every/")
+		split := d.keys.SplitTask
+		if isEvery {
+			split = d.keys.SplitEvery
+			if cur != nil {
+				d.noteEvery(we.Kv)
+			}
+		}
+		id, taskID, err := split(key)
+		if err != nil {
+			return nil
+		}
+		c, p := decodeOrNil(cur), decodeOrNil(prev)
+		kind := c.GetSpec().GetKind()
+		if c == nil {
+			kind = p.GetSpec().GetKind()
+		}
+		return taskEvents(recordView(p), recordView(c), &taskdv1.Event{Identity: id, TaskId: taskID, Kind: kind}, we.Kv.ModRevision, false)
+	case strings.HasPrefix(rest, "everynode/"):
+		node, taskID, ok := strings.Cut(strings.TrimPrefix(rest, "everynode/"), "/")
+		if !ok {
+			return nil
+		}
+		who := d.every[taskID]
+		return taskEvents(progressOrNil(prev), progressOrNil(cur),
+			&taskdv1.Event{Identity: who[0], TaskId: taskID, Kind: who[1], Node: node}, we.Kv.ModRevision, true)
+	case strings.HasPrefix(rest, "map/"):
+		id, err := identity.Decode(strings.TrimPrefix(rest, "map/"))
+		if err != nil || cur == nil || prev == nil {
+			return nil
+		}
+		var was, now storev1.Mapping
+		if proto.Unmarshal(prev, &was) != nil || proto.Unmarshal(cur, &now) != nil || was.Node == now.Node {
+			return nil
+		}
+		return []*taskdv1.Event{{Type: taskdv1.EventType_EVENT_TYPE_MOVED, Time: timestamppb.Now(), Identity: id,
+			Node: now.Node, Message: "from " + was.Node, Trigger: -1}}
+	case strings.HasPrefix(rest, "handoff/"):
+		if we.Type != clientv3.EventTypeDelete || prev == nil {
+			return nil
+		}
+		node, _, _ := strings.Cut(strings.TrimPrefix(rest, "handoff/"), "/")
+		var h storev1.HandoffEntry
+		if proto.Unmarshal(prev, &h) != nil || h.TaskId != "*" {
+			return nil // a task-level entry tells an owner of a change; not a handoff
+		}
+		return []*taskdv1.Event{{Type: taskdv1.EventType_EVENT_TYPE_HANDED_OFF, Time: timestamppb.Now(), Identity: h.Identity,
+			Node: node, Message: "from " + h.From, Trigger: -1}}
+	case strings.HasPrefix(rest, "pause/"):
+		id, kind, err := d.keys.SplitPause(key)
+		if err != nil {
+			return nil
+		}
+		e := &taskdv1.Event{Type: taskdv1.EventType_EVENT_TYPE_PAUSED, Time: timestamppb.Now(), Identity: id, Kind: kind, Trigger: -1}
+		if cur == nil {
+			e.Type = taskdv1.EventType_EVENT_TYPE_RESUMED
+		} else if prev != nil {
+			return nil // rewritten, still paused
+		}
+		return []*taskdv1.Event{e}
+	}
+	return nil
+}
+
+func decodeOrNil(b []byte) *storev1.TaskRecord {
+	if b == nil {
+		return nil
+	}
+	rec, err := pending.Decode(b)
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+func progressOrNil(b []byte) *runView {
+	if b == nil {
+		return nil
+	}
+	p := &storev1.EveryNodeProgress{}
+	if proto.Unmarshal(b, p) != nil {
+		return nil
+	}
+	return progressView(p)
+}

@@ -62,32 +62,6 @@ func (n *Node) calendarsOf(names []string) schedule.Exclusions {
 	return set
 }
 
-// validateCalendarRefs checks the calendars a task lists: at most
-// MaxCalendarsPerTask, no repeats, each stored (as this node knows; the
-// schedule Txn also compares that each still exists).
-func (n *Node) validateCalendarRefs(field string, names []string) error {
-	if len(names) > MaxCalendarsPerTask {
-		return invalid(field, "lists %d calendars, the limit is %d", len(names), MaxCalendarsPerTask)
-	}
-	seen := map[string]bool{}
-	n.calMu.RLock()
-	defer n.calMu.RUnlock()
-	for i, name := range names {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		if err := calendar.ValidateName(name); err != nil {
-			return invalid(f, "%s", err.Error())
-		}
-		if seen[name] {
-			return invalid(f, "calendar %q is listed twice", name)
-		}
-		seen[name] = true
-		if n.cals.stored[name] == nil {
-			return invalid(f, "no calendar %q (create it first: CreateCalendar)", name)
-		}
-	}
-	return nil
-}
-
 // loadCalendars reads every calendar, compiles them, and returns the
 // revision it read at.
 func (n *Node) loadCalendars(ctx context.Context) (int64, error) {

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
@@ -195,7 +196,7 @@ func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *stor
 		// parent's own runs do.
 		Traceparent: parent.Traceparent,
 	}
-	nameNewTriggers(rec)
+	taskspec.NameNewTriggers(rec)
 	record.InitTriggers(rec, nil)
 	record.Settle(rec, now)
 	return rec

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -67,7 +68,7 @@ func oversizedResult(res runResult, err error) runResult {
 	}
 	parts = append(parts, fmt.Sprintf("message %s", writepath.SizeText(len(res.message))))
 	return runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true,
-		message: cleanMessage(fmt.Sprintf("outcome too large to store (%s; it was %s): %v",
+		message: taskspec.CleanMessage(fmt.Sprintf("outcome too large to store (%s; it was %s): %v",
 			strings.Join(parts, ", "), res.outcome, err)),
 		started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery, stale: res.stale}
 }
@@ -80,7 +81,7 @@ func stripOversized(rec *storev1.TaskRecord, hist *taskdv1.Run, why string, now 
 	for _, t := range spec.GetTriggers() {
 		trig += proto.Size(t)
 	}
-	msg := cleanMessage(fmt.Sprintf("the task's record is too large to store (%s); the task is DEAD, and its payload (%s), "+
+	msg := taskspec.CleanMessage(fmt.Sprintf("the task's record is too large to store (%s); the task is DEAD, and its payload (%s), "+
 		"data (%s), %d labels and %d triggers (%s) were dropped from it", why, writepath.SizeText(len(spec.GetPayload())),
 		writepath.SizeText(len(spec.GetData())), len(spec.GetLabels()), len(spec.GetTriggers()), writepath.SizeText(trig)))
 	if spec != nil {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -15,8 +16,8 @@ import (
 
 // Preview limits.
 const (
-	DefaultPreviewCount = 10
-	MaxPreviewCount     = 1000
+	DefaultPreviewCount = taskspec.DefaultPreviewCount
+	MaxPreviewCount     = taskspec.MaxPreviewCount
 )
 
 // PreviewTriggers returns the first count fire times at or after from that
@@ -26,30 +27,16 @@ const (
 // starts one interval after it, a cron trigger without a start at it). An
 // on-start-up trigger makes no fire time here.
 func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
-	if len(triggers) == 0 {
-		return nil, invalid("triggers", "needs at least one trigger")
-	}
-	if len(triggers) > MaxTriggers {
-		return nil, invalid("triggers", "has %d triggers, the limit is %d", len(triggers), MaxTriggers)
-	}
-	if err := validateTriggers("triggers", triggers); err != nil {
+	count, err := taskspec.CheckPreview(triggers, calendars, count, n.calendarStored)
+	if err != nil {
 		return nil, err
-	}
-	if err := n.validateCalendarRefs("calendars", calendars); err != nil {
-		return nil, err
-	}
-	switch {
-	case count == 0:
-		count = DefaultPreviewCount
-	case count < 0 || count > MaxPreviewCount:
-		return nil, invalid("count", "is %d, must be 1-%d (0 means %d)", count, MaxPreviewCount, DefaultPreviewCount)
 	}
 	cals := n.calendarsOf(calendars)
 	spec := &taskdv1.TaskSpec{Triggers: make([]*taskdv1.Trigger, len(triggers))}
 	for i, t := range triggers {
 		spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
 	}
-	if err := resolveTriggers("triggers", spec, from); err != nil {
+	if err := taskspec.ResolveTriggers("triggers", spec, from); err != nil {
 		return nil, err
 	}
 	next := make([]time.Time, len(triggers))

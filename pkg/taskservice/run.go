@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -99,7 +100,7 @@ func (n *Node) veto(ctx context.Context, run *Run) (reason string) {
 			reason = v(ctx, run)
 		}()
 		if reason != "" {
-			return cleanMessage(reason)
+			return taskspec.CleanMessage(reason)
 		}
 	}
 	return ""
@@ -227,7 +228,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 // depends on the scope (resultWrite, commitConflict).
 func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.ident
-	res.message = cleanMessage(res.message)
+	res.message = taskspec.CleanMessage(res.message)
 	n.limitOutcome(&res, p.Rec)
 	outcomeEvent := outcomeEventOf(res.outcome)
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
@@ -270,7 +271,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 			// Settle the run as an ERROR rather than leave the task RUNNING.
 			n.log.Error("run result cannot be stored; recording an error instead", "task", e.id, "error", err)
 			res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true, encodeFailed: true,
-				message: cleanMessage("the run's result could not be stored: " + err.Error()),
+				message: taskspec.CleanMessage("the run's result could not be stored: " + err.Error()),
 				started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
 			ev.Outcome, ev.Message, outcomeEvent = res.outcome, res.message, EventFailed
 			continue

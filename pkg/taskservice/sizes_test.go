@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -189,22 +188,5 @@ func TestNonDurableTaskHoldsItsCalendar(t *testing.T) {
 	}
 	if err := del("until-stop"); err != nil {
 		t.Fatalf("DeleteCalendar after the node holding the task stopped: %v", err)
-	}
-}
-
-// TestLimitsDocumented: every row of taskservice.Limits is in
-// docs/limits.md with the same value, so the table users read is the one
-// the code enforces.
-func TestLimitsDocumented(t *testing.T) {
-	b, err := os.ReadFile("../../docs/limits.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	for _, l := range taskservice.Limits(256 << 10) {
-		row := fmt.Sprintf("| %s | %s | %s | %s |", l.What, l.Value, l.Field, l.Where)
-		if !strings.Contains(doc, row) {
-			t.Errorf("docs/limits.md lacks the row\n%s", row)
-		}
 	}
 }

@@ -1,10 +1,21 @@
 package taskservice
 
-import (
-	"errors"
-	"fmt"
-	"strings"
-)
+import "github.com/taskd/taskd/internal/taskspec"
+
+// The errors below name the field of a request that is wrong. The checks
+// that make them are internal/taskspec's; the types are the same, so
+// errors.As with these names finds them.
+
+// InvalidArgumentError names the request field that is wrong
+// (INVALID_ARGUMENT): Field is its path in the request, e.g.
+// "task.triggers[0].cron.expression", and Reason says what is wrong with
+// it; Error is "Field: Reason".
+type InvalidArgumentError = taskspec.InvalidArgumentError
+
+// UnimplementedError names a field whose value asks for a feature that
+// this release does not have yet (UNIMPLEMENTED): Field and Reason as in
+// InvalidArgumentError.
+type UnimplementedError = taskspec.UnimplementedError
 
 // SpecError is an error of Schedule about one of the specs it was given.
 // It names the wrong field relative to that spec, so that each caller can
@@ -12,50 +23,18 @@ import (
 // "task.triggers[0].cron.expression", ScheduleTasks as
 // "tasks[2].triggers[0].cron.expression". Error names it as ScheduleTasks
 // does.
-type SpecError struct {
-	// Index is the spec's place in the specs given to Schedule.
-	Index int
-	// Field is the path of the wrong field inside the spec, e.g.
-	// "triggers[0].cron.expression"; "" is the spec as a whole.
-	Field string
-	// Reason says what is wrong with the field, without naming it.
-	Reason string
-	// Err is the outcome the error wraps: ErrAlreadyExists (the spec's
-	// idempotency key names a task whose spec differs) or ErrTooLarge (the
-	// task is too large to store); nil for an invalid spec (INVALID_ARGUMENT).
-	Err error
-	// refersTo is the path inside the spec of another field that Reason
-	// ends with ("" if none): In names it under the spec's path too.
-	refersTo string
-}
+//
+// Index is the spec's place in the specs given to Schedule; Field the path
+// of the wrong field inside the spec ("" is the spec as a whole); Reason
+// what is wrong with it, without naming it; Err the outcome it wraps:
+// ErrAlreadyExists (the spec's idempotency key names a task whose spec
+// differs) or ErrTooLarge (the task is too large to store), nil for an
+// invalid spec (INVALID_ARGUMENT). In(path) is the error as a request
+// that holds the spec at path ("task", "tasks[2]") names it.
+type SpecError = taskspec.SpecError
 
-func (e *SpecError) Error() string { return e.In(fmt.Sprintf("tasks[%d]", e.Index)).Error() }
-
-func (e *SpecError) Unwrap() error { return e.Err }
-
-// In is the error as a request that holds the spec at the path spec
-// ("task", "tasks[2]") names it: an *InvalidArgumentError whose Field is
-// spec's Field, or, for an error with an Err, an error that begins with
-// that field and wraps Err.
-func (e *SpecError) In(spec string) error {
-	field := subfield(spec, e.Field)
-	reason := e.Reason
-	if e.refersTo != "" {
-		reason = strings.TrimSuffix(reason, e.refersTo) + subfield(spec, e.refersTo)
-	}
-	if e.Err == nil {
-		return &InvalidArgumentError{Field: field, Reason: reason}
-	}
-	return fmt.Errorf("%s: %s: %w", field, reason, e.Err)
-}
-
-// specError is err, an error of checking or resolving specs[i] that names
-// its field relative to the spec, as a *SpecError; an error that names no
-// field is returned as it is.
-func specError(i int, err error) error {
-	var ia *InvalidArgumentError
-	if !errors.As(err, &ia) {
-		return err
-	}
-	return &SpecError{Index: i, Field: ia.Field, Reason: ia.Reason, refersTo: ia.refersTo}
+// invalid is an *InvalidArgumentError naming field, for the checks that
+// need the node's state (a page token, a cursor, a calendar in use).
+func invalid(field, format string, args ...any) error {
+	return taskspec.Invalid(field, format, args...)
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -36,27 +37,24 @@ type Scheduled struct {
 // another path. An error about the specs as a whole (none, more than
 // MaxBatch) is an *InvalidArgumentError naming "tasks".
 func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec) ([]Scheduled, error) {
-	if len(specs) == 0 {
-		return nil, invalid("tasks", "needs at least one task")
-	}
-	if len(specs) > MaxBatch {
-		return nil, invalid("tasks", "has %d tasks, the limit is %d", len(specs), MaxBatch)
+	if err := taskspec.CheckBatch(len(specs)); err != nil {
+		return nil, err
 	}
 	kinds := n.clusterKinds(ctx)
-	known := func(k string) bool { return kinds[k] || n.servesKind(k) }
+	view := n.specView(func(k string) bool { return kinds[k] || n.servesKind(k) })
 	now := time.Now()
 	recs := make([]*storev1.TaskRecord, len(specs))
-	specs = withDefaultTrigger(specs)
+	specs = taskspec.WithDefaultTrigger(specs)
 	for i, s := range specs {
-		if err := n.validateSpec("", s, known); err != nil {
-			return nil, specError(i, err)
+		if err := taskspec.CheckTask("", s, view); err != nil {
+			return nil, taskspec.ErrorAt(i, err)
 		}
-		if err := checkServerNames("triggers", s.Triggers, nil); err != nil {
-			return nil, specError(i, err)
+		if err := taskspec.CheckServerNames("triggers", s.Triggers, nil); err != nil {
+			return nil, taskspec.ErrorAt(i, err)
 		}
 		rec, err := n.newRecord("", s, now)
 		if err != nil {
-			return nil, specError(i, err)
+			return nil, taskspec.ErrorAt(i, err)
 		}
 		recs[i] = rec
 		recs[i].Traceparent = TraceParent(ctx)
@@ -113,7 +111,7 @@ func (n *Node) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec) ([]Sched
 		if !s.Existing {
 			continue
 		}
-		if f := idemMismatch(specs[i], s.Task.GetSpec()); f != "" {
+		if f := taskspec.IdempotencyMismatch(specs[i], s.Task.GetSpec()); f != "" {
 			return nil, &SpecError{Index: i, Field: "idempotency_key", Err: ErrAlreadyExists,
 				Reason: fmt.Sprintf("%q already names task %s, whose %s differs from this request's; use another key for another task",
 					specs[i].IdempotencyKey, s.Task.GetId(), f)}
@@ -306,7 +304,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 }
 
 // newRecord resolves a validated spec into a new task record: its
-// triggers as resolveTriggers makes them (an error names the field under
+// triggers as taskspec.ResolveTriggers makes them (an error names the field under
 // field, "" for relative to the spec), recovery on by default, an unnamed
 // trigger named by its index.
 func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*storev1.TaskRecord, error) {
@@ -315,7 +313,7 @@ func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*sto
 		t := true
 		spec.RequestsRecovery = &t
 	}
-	if err := resolveTriggers(subfield(field, "triggers"), spec, now); err != nil {
+	if err := taskspec.ResolveTriggers(taskspec.Subfield(field, "triggers"), spec, now); err != nil {
 		return nil, err
 	}
 	rec := &storev1.TaskRecord{
@@ -324,7 +322,7 @@ func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*sto
 		State:     taskdv1.TaskState_TASK_STATE_SCHEDULED,
 		CreatedAt: timestamppb.New(now),
 	}
-	nameNewTriggers(rec)
+	taskspec.NameNewTriggers(rec)
 	record.InitTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
 	record.Settle(rec, now)
 	return rec, nil

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -73,7 +74,7 @@ func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run,
 	if err != nil {
 		return nil, err
 	}
-	runsWithRemovedTriggers(f.Rec, runs)
+	taskspec.MarkRemovedTriggers(f.Rec, runs)
 	return runs, nil
 }
 
@@ -171,7 +172,7 @@ func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.Lease
 // toTask is the API view of a record: its triggers show their names,
 // those of a legacy record as they are read.
 func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
-	rec = withTriggerNames(rec)
+	rec = taskspec.WithTriggerNames(rec)
 	t := &taskdv1.Task{
 		Id:         rec.Id,
 		Spec:       rec.Spec,

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -30,7 +31,7 @@ import (
 // fire times while keeping ones that have none completes the task, as an
 // UpdateTask to such triggers would.
 func (n *Node) EditTriggers(ctx context.Context, id, taskID string, add []*taskdv1.Trigger, remove []string, wantRev int64) (*taskdv1.Task, error) {
-	if err := checkTriggerEdit(add, remove); err != nil {
+	if err := taskspec.CheckTriggerEdit(add, remove); err != nil {
 		return nil, err
 	}
 	var kind string
@@ -42,7 +43,7 @@ func (n *Node) EditTriggers(ctx context.Context, id, taskID string, add []*taskd
 			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
 		}
 		kind = rec.Spec.Kind
-		nameLegacyTriggers(rec)
+		taskspec.NameLegacyTriggers(rec)
 		return n.editTriggers(rec, add, remove, time.Now())
 	})
 	if err == nil {
@@ -51,41 +52,12 @@ func (n *Node) EditTriggers(ctx context.Context, id, taskID string, add []*taskd
 	return t, err
 }
 
-// checkTriggerEdit checks what can be checked of an edit before the task
-// is read: each added trigger as a spec's, each name to remove.
-func checkTriggerEdit(add []*taskdv1.Trigger, remove []string) error {
-	if len(add) > MaxTriggers {
-		return invalid("add_triggers", "has %d triggers, the limit is %d", len(add), MaxTriggers)
-	}
-	if len(remove) > MaxTriggers {
-		return invalid("remove_triggers", "has %d names, the limit is %d (a task has at most %d triggers)", len(remove), MaxTriggers, MaxTriggers)
-	}
-	if err := validateTriggers("add_triggers", add); err != nil {
-		return err
-	}
-	seen := map[string]int{}
-	for i, name := range remove {
-		f := fmt.Sprintf("remove_triggers[%d]", i)
-		if name == "" {
-			return invalid(f, "is empty: give the name of a trigger of the task (GetTask shows them)")
-		}
-		if err := checkText(f, name, MaxTriggerNameLen, true); err != nil {
-			return err
-		}
-		if j, dup := seen[name]; dup {
-			return invalid(f, "%q is also remove_triggers[%d]", name, j)
-		}
-		seen[name] = i
-	}
-	return nil
-}
-
 // editTriggers applies an edit to rec, whose triggers all have names.
 func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, remove []string, now time.Time) error {
 	old := rec.Spec.Triggers
 	gone := make([]bool, len(old))
 	for i, name := range remove {
-		j := indexOfTrigger(old, name)
+		j := taskspec.IndexOfTrigger(old, name)
 		if j < 0 {
 			return invalid(fmt.Sprintf("remove_triggers[%d]", i), "task %s has no trigger %q; its triggers are %s",
 				rec.Id, name, strings.Join(labels(rec), ", "))
@@ -111,8 +83,8 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 		if used[t.GetName()] {
 			return invalid(f, "%q is already the name of a trigger of the task (remove it in the same update to replace it)", t.Name)
 		}
-		if isServerName(t.GetName()) {
-			return invalid(f, "names beginning with %q are given by the server to unnamed triggers: leave the name empty, or choose another", serverNamePrefix)
+		if taskspec.IsServerName(t.GetName()) {
+			return invalid(f, "names beginning with %q are given by the server to unnamed triggers: leave the name empty, or choose another", taskspec.ServerNamePrefix)
 		}
 	}
 	// The added triggers are resolved and started as a new task's.
@@ -120,7 +92,7 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	for i, t := range add {
 		fresh.Spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
 	}
-	if err := resolveTriggers("add_triggers", fresh.Spec, now); err != nil {
+	if err := taskspec.ResolveTriggers("add_triggers", fresh.Spec, now); err != nil {
 		return err
 	}
 	record.InitTriggers(fresh, n.calendarsOf(rec.Spec.Calendars))
@@ -141,7 +113,7 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	}
 	for i, t := range fresh.Spec.Triggers {
 		if t.Name == "" {
-			t.Name = nextTriggerName(rec, used)
+			t.Name = taskspec.NextTriggerName(rec, used)
 		}
 		used[t.Name] = true
 		ts, states, versions = append(ts, t), append(states, fresh.Triggers[i]), append(versions, version)

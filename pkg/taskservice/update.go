@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -17,7 +18,7 @@ import (
 // The task keeps its id, run numbers, history and (unless spec.data is
 // set) its data. A trigger keeps its name and progress when it is given
 // under its name with its rule unchanged, or without a name with the rule
-// of a server-named trigger (matchTriggers); one given under its name with
+// of a server-named trigger (taskspec.MatchTriggers); one given under its name with
 // another rule keeps the name and starts afresh, and any other trigger is
 // new: it starts as on a newly scheduled task, named by the server if it
 // has no name. A trigger the spec leaves out is gone with its name. The
@@ -38,29 +39,18 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		if record.IsFinal(rec.State) {
 			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
 		}
-		nameLegacyTriggers(rec) // so that its triggers can be kept by name
+		taskspec.NameLegacyTriggers(rec) // so that its triggers can be kept by name
 		old := rec.Spec
 		oldKind = old.Kind
-		for _, f := range []struct {
-			name     string
-			same     bool
-			was, now any
-		}{
-			{"identity", spec.Identity == old.Identity, old.Identity, spec.Identity},
-			{"kind", spec.Kind == old.Kind, old.Kind, spec.Kind},
-			{"scope", spec.Scope == old.Scope, old.Scope, spec.Scope},
-			{"non_durable", spec.NonDurable == old.NonDurable, old.NonDurable, spec.NonDurable},
-			{"idempotency_key", spec.IdempotencyKey == old.IdempotencyKey, old.IdempotencyKey, spec.IdempotencyKey},
-		} {
-			if !f.same {
-				return invalid("spec."+f.name, "cannot change (it is %v, the update has %v); schedule a new task instead", f.was, f.now)
-			}
-		}
-		if err := n.validateSpec("spec", spec, func(k string) bool { return kinds[k] || k == old.Kind || n.servesKind(k) }); err != nil {
+		if err := taskspec.CheckUnchangeable("spec", old, spec); err != nil {
 			return err
 		}
-		if err := checkServerNames("spec.triggers", spec.Triggers, func(name string) bool {
-			return indexOfTrigger(old.Triggers, name) >= 0
+		view := n.specView(func(k string) bool { return kinds[k] || k == old.Kind || n.servesKind(k) })
+		if err := taskspec.CheckTask("spec", spec, view); err != nil {
+			return err
+		}
+		if err := taskspec.CheckServerNames("spec.triggers", spec.Triggers, func(name string) bool {
+			return taskspec.IndexOfTrigger(old.Triggers, name) >= 0
 		}); err != nil {
 			return err
 		}
@@ -77,7 +67,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		version := rec.SpecVersion + 1
 		states := make([]*storev1.TriggerState, len(next.Triggers))
 		versions := make([]int64, len(next.Triggers))
-		match, keep := matchTriggers(old.Triggers, spec.Triggers)
+		match, keep := taskspec.MatchTriggers(old.Triggers, spec.Triggers)
 		used := map[string]bool{}
 		for i := range next.Triggers {
 			next.Triggers[i].Name = spec.Triggers[i].Name // not the index newRecord gave it
@@ -99,7 +89,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		}
 		for _, t := range next.Triggers {
 			if t.Name == "" {
-				t.Name = nextTriggerName(rec, used)
+				t.Name = taskspec.NextTriggerName(rec, used)
 			}
 		}
 		if size := proto.Size(next); size > MaxTaskBytes {

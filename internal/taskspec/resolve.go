@@ -1,4 +1,4 @@
-package taskservice
+package taskspec
 
 import (
 	"fmt"
@@ -13,16 +13,16 @@ import (
 
 // This file is what a spec's triggers mean when a task is scheduled: the
 // default trigger of a spec without one, and the times the server fills in
-// (resolveTriggers). Both live here only: every way of scheduling (the
+// (ResolveTriggers). Both live here only: every way of scheduling (the
 // gRPC ScheduleTask and ScheduleTasks, the library's Schedule, and through
 // them the Go client and taskctl) and UpdateTask and PreviewTriggers come
 // through these functions, so no client carries a copy of a default.
 
-// withDefaultTrigger returns specs with each spec that has no trigger
+// WithDefaultTrigger returns specs with each spec that has no trigger
 // replaced by a copy that has the default one: a once trigger without a
 // time or delay, due when the task is stored (contract §4.1). The caller's
 // specs are not changed.
-func withDefaultTrigger(specs []*taskdv1.TaskSpec) []*taskdv1.TaskSpec {
+func WithDefaultTrigger(specs []*taskdv1.TaskSpec) []*taskdv1.TaskSpec {
 	out, copied := specs, false
 	for i, s := range specs {
 		if s == nil || len(s.Triggers) > 0 {
@@ -38,14 +38,14 @@ func withDefaultTrigger(specs []*taskdv1.TaskSpec) []*taskdv1.TaskSpec {
 	return out
 }
 
-// resolveTriggers makes a validated spec's triggers absolute as of now:
+// ResolveTriggers makes a validated spec's triggers absolute as of now:
 // delays become times, a periodic start defaults to one interval from now,
 // a cron start to now (a cron trigger has no past). It then checks each
 // recurring trigger's window against the start it has now, given or
 // filled in: an end before it would make a trigger that never fires, which
-// is refused naming the end under field (validateTrigger has already
+// is refused naming the end under field (CheckTriggers has already
 // refused an end before a start given explicitly).
-func resolveTriggers(field string, spec *taskdv1.TaskSpec, now time.Time) error {
+func ResolveTriggers(field string, spec *taskdv1.TaskSpec, now time.Time) error {
 	for i, t := range spec.Triggers {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		switch k := t.Kind.(type) {
@@ -65,7 +65,7 @@ func resolveTriggers(field string, spec *taskdv1.TaskSpec, now time.Time) error 
 				if filled {
 					why = fmt.Sprintf("the first fire time, one interval (%s) after now (no periodic.start is set)", p.Interval.AsDuration())
 				}
-				return invalid(f+".periodic.end", "is %s, before %s %s: the trigger would never fire",
+				return Invalid(f+".periodic.end", "is %s, before %s %s: the trigger would never fire",
 					p.End.AsTime().UTC().Format(time.RFC3339Nano), why, p.Start.AsTime().UTC().Format(time.RFC3339Nano))
 			}
 		case *taskdv1.Trigger_Cron:
@@ -79,7 +79,7 @@ func resolveTriggers(field string, spec *taskdv1.TaskSpec, now time.Time) error 
 				if filled {
 					why = "now (no cron.start is set)"
 				}
-				return invalid(f+".cron.end", "is %s, before %s %s: the trigger would never fire",
+				return Invalid(f+".cron.end", "is %s, before %s %s: the trigger would never fire",
 					c.End.AsTime().UTC().Format(time.RFC3339Nano), why, c.Start.AsTime().UTC().Format(time.RFC3339Nano))
 			}
 		}

@@ -1,4 +1,4 @@
-package taskservice
+package taskspec
 
 import (
 	"fmt"
@@ -30,15 +30,15 @@ import (
 // without names) are read as if their unnamed trigger i were "#<i>", and
 // are named so by their first update.
 
-// serverNamePrefix starts every name the server gives.
-const serverNamePrefix = record.ServerNamePrefix
+// ServerNamePrefix starts every name the server gives.
+const ServerNamePrefix = record.ServerNamePrefix
 
-// isServerName reports whether name is of the server's form.
-func isServerName(name string) bool { return strings.HasPrefix(name, serverNamePrefix) }
+// IsServerName reports whether name is of the server's form.
+func IsServerName(name string) bool { return strings.HasPrefix(name, ServerNamePrefix) }
 
-// nameNewTriggers names the unnamed triggers of a new record by their
+// NameNewTriggers names the unnamed triggers of a new record by their
 // index and starts its count after them.
-func nameNewTriggers(rec *storev1.TaskRecord) {
+func NameNewTriggers(rec *storev1.TaskRecord) {
 	used := triggerNames(rec.GetSpec().GetTriggers())
 	for i, t := range rec.GetSpec().GetTriggers() {
 		if t.Name == "" {
@@ -49,14 +49,14 @@ func nameNewTriggers(rec *storev1.TaskRecord) {
 	rec.TriggerSeq = int64(len(rec.GetSpec().GetTriggers()))
 }
 
-// nameLegacyTriggers names, in place, the unnamed triggers of a record
+// NameLegacyTriggers names, in place, the unnamed triggers of a record
 // written before names were given, as they have been read: trigger i is
 // "#<i>". It reports whether it named any.
-func nameLegacyTriggers(rec *storev1.TaskRecord) bool {
+func NameLegacyTriggers(rec *storev1.TaskRecord) bool {
 	if !hasLegacyTriggers(rec) {
 		return false
 	}
-	nameNewTriggers(rec)
+	NameNewTriggers(rec)
 	return true
 }
 
@@ -70,22 +70,22 @@ func hasLegacyTriggers(rec *storev1.TaskRecord) bool {
 	return false
 }
 
-// withTriggerNames returns rec, or when it has unnamed triggers (a legacy
+// WithTriggerNames returns rec, or when it has unnamed triggers (a legacy
 // record) a copy of it with them named as they are read.
-func withTriggerNames(rec *storev1.TaskRecord) *storev1.TaskRecord {
+func WithTriggerNames(rec *storev1.TaskRecord) *storev1.TaskRecord {
 	if !hasLegacyTriggers(rec) {
 		return rec
 	}
 	c := record.Clone(rec)
-	nameLegacyTriggers(c)
+	NameLegacyTriggers(c)
 	return c
 }
 
-// nextTriggerName gives an unnamed trigger added to rec its name and
+// NextTriggerName gives an unnamed trigger added to rec its name and
 // counts on.
-func nextTriggerName(rec *storev1.TaskRecord, used map[string]bool) string {
+func NextTriggerName(rec *storev1.TaskRecord, used map[string]bool) string {
 	name := freeName(used, rec.TriggerSeq)
-	seq, _ := strconv.ParseInt(strings.TrimPrefix(name, serverNamePrefix), 10, 64)
+	seq, _ := strconv.ParseInt(strings.TrimPrefix(name, ServerNamePrefix), 10, 64)
 	rec.TriggerSeq = seq + 1
 	used[name] = true
 	return name
@@ -95,7 +95,7 @@ func nextTriggerName(rec *storev1.TaskRecord, used map[string]bool) string {
 // user could have given such a name before the server reserved them).
 func freeName(used map[string]bool, from int64) string {
 	for n := from; ; n++ {
-		if name := serverNamePrefix + strconv.FormatInt(n, 10); !used[name] {
+		if name := ServerNamePrefix + strconv.FormatInt(n, 10); !used[name] {
 			return name
 		}
 	}
@@ -111,8 +111,8 @@ func triggerNames(ts []*taskdv1.Trigger) map[string]bool {
 	return used
 }
 
-// indexOfTrigger is the index of the trigger named name in ts, or -1.
-func indexOfTrigger(ts []*taskdv1.Trigger, name string) int {
+// IndexOfTrigger is the index of the trigger named name in ts, or -1.
+func IndexOfTrigger(ts []*taskdv1.Trigger, name string) int {
 	for i, t := range ts {
 		if t.GetName() == name {
 			return i
@@ -121,16 +121,16 @@ func indexOfTrigger(ts []*taskdv1.Trigger, name string) int {
 	return -1
 }
 
-// checkServerNames refuses a name of the server's form that is not the
+// CheckServerNames refuses a name of the server's form that is not the
 // name of a trigger the task has (have).
-func checkServerNames(field string, ts []*taskdv1.Trigger, have func(name string) bool) error {
+func CheckServerNames(field string, ts []*taskdv1.Trigger, have func(name string) bool) error {
 	for i, t := range ts {
-		if !isServerName(t.GetName()) || (have != nil && have(t.Name)) {
+		if !IsServerName(t.GetName()) || (have != nil && have(t.Name)) {
 			continue
 		}
-		return invalid(fmt.Sprintf("%s[%d].name", field, i),
+		return Invalid(fmt.Sprintf("%s[%d].name", field, i),
 			"names beginning with %q are given by the server to unnamed triggers, and %q is not one of the task's: leave the name empty, or choose another",
-			serverNamePrefix, t.Name)
+			ServerNamePrefix, t.Name)
 	}
 	return nil
 }
@@ -147,12 +147,12 @@ func sameRule(a, b *taskdv1.Trigger) bool {
 	return proto.Equal(x, y)
 }
 
-// matchTriggers pairs each trigger of an update's spec with the stored
+// MatchTriggers pairs each trigger of an update's spec with the stored
 // trigger it keeps, or -1: a named one with the stored trigger of that
 // name; an unnamed one with the first stored server-named trigger of the
 // same rule not taken yet. keep says whether the stored trigger's
 // progress goes on (its rule is unchanged).
-func matchTriggers(stored, given []*taskdv1.Trigger) (match []int, keep []bool) {
+func MatchTriggers(stored, given []*taskdv1.Trigger) (match []int, keep []bool) {
 	match, keep = make([]int, len(given)), make([]bool, len(given))
 	taken := make([]bool, len(stored))
 	for i, g := range given {
@@ -160,7 +160,7 @@ func matchTriggers(stored, given []*taskdv1.Trigger) (match []int, keep []bool) 
 		if g.GetName() == "" {
 			continue
 		}
-		if j := indexOfTrigger(stored, g.Name); j >= 0 {
+		if j := IndexOfTrigger(stored, g.Name); j >= 0 {
 			match[i], keep[i], taken[j] = j, sameRule(stored[j], g), true
 		}
 	}
@@ -169,7 +169,7 @@ func matchTriggers(stored, given []*taskdv1.Trigger) (match []int, keep []bool) 
 			continue
 		}
 		for j, s := range stored {
-			if !taken[j] && isServerName(s.GetName()) && sameRule(s, g) {
+			if !taken[j] && IsServerName(s.GetName()) && sameRule(s, g) {
 				match[i], keep[i], taken[j] = j, true, true
 				break
 			}
@@ -178,14 +178,14 @@ func matchTriggers(stored, given []*taskdv1.Trigger) (match []int, keep []bool) 
 	return match, keep
 }
 
-// runsWithRemovedTriggers marks the runs whose trigger rec no longer has.
+// MarkRemovedTriggers marks the runs whose trigger rec no longer has.
 // A run without a trigger name (a manual run, or one recorded before
 // names were given) is left as it is.
-func runsWithRemovedTriggers(rec *storev1.TaskRecord, runs []*taskdv1.Run) {
-	rec = withTriggerNames(rec)
+func MarkRemovedTriggers(rec *storev1.TaskRecord, runs []*taskdv1.Run) {
+	rec = WithTriggerNames(rec)
 	for _, r := range runs {
 		if r.GetTriggerName() != "" && !r.GetManual() {
-			r.TriggerRemoved = indexOfTrigger(rec.GetSpec().GetTriggers(), r.TriggerName) < 0
+			r.TriggerRemoved = IndexOfTrigger(rec.GetSpec().GetTriggers(), r.TriggerName) < 0
 		}
 	}
 }

@@ -1,7 +1,8 @@
-package taskservice
+package taskspec
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,16 +53,19 @@ func TestSpecOverheadBound(t *testing.T) {
 	}
 }
 
-// TestCleanMessage: a message over MaxMessage is cut on a character
-// boundary and ends with the marker, within MaxMessage.
-func TestCleanMessage(t *testing.T) {
-	for _, s := range []string{strings.Repeat("a", MaxMessage), strings.Repeat("a", MaxMessage+1), strings.Repeat("é", MaxMessage), "bad \xff"} {
-		got := cleanMessage(s)
-		if len(got) > MaxMessage || !strings.HasPrefix(s, strings.TrimSuffix(got[:min(len(got), 10)], "\uFFFD")) && s != "bad \xff" {
-			t.Fatalf("cleanMessage of %d bytes: %d bytes %.40q", len(s), len(got), got)
-		}
-		if cut := len(s) > MaxMessage; cut != strings.Contains(got, "[cut: the message was") {
-			t.Fatalf("cleanMessage of %d bytes: marker %v, want %v", len(s), !cut, cut)
+// TestLimitsDocumented: every row of Limits (taskservice.Limits) is in
+// docs/limits.md with the same value, so the table users read is the one
+// the code enforces.
+func TestLimitsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/limits.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, l := range Limits(256 << 10) {
+		row := fmt.Sprintf("| %s | %s | %s | %s |", l.What, l.Value, l.Field, l.Where)
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/limits.md lacks the row\n%s", row)
 		}
 	}
 }

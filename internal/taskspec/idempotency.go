@@ -1,4 +1,4 @@
-package taskservice
+package taskspec
 
 import (
 	"fmt"
@@ -10,12 +10,13 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// idemMismatch compares a schedule request with the task its idempotency
-// key already names and returns the first field that differs ("" if none).
-// Only what the request states is compared: a delay, or a start left for
-// the server to fill in, resolves to a different instant at each retry, so
-// such trigger fields are not compared; everything else must be equal.
-func idemMismatch(req, stored *taskdv1.TaskSpec) string {
+// IdempotencyMismatch compares a schedule request with the task its
+// idempotency key already names and returns the first field that differs
+// ("" if none). Only what the request states is compared: a delay, or a
+// start left for the server to fill in, resolves to a different instant at
+// each retry, so such trigger fields are not compared; everything else
+// must be equal.
+func IdempotencyMismatch(req, stored *taskdv1.TaskSpec) string {
 	recovery := func(s *taskdv1.TaskSpec) bool { return s.RequestsRecovery == nil || s.GetRequestsRecovery() }
 	switch {
 	case req.Kind != stored.Kind:
@@ -60,7 +61,7 @@ func triggerMismatch(req, stored *taskdv1.Trigger) string {
 	if req.Misfire != stored.Misfire {
 		return ".misfire"
 	}
-	if req.Name != stored.Name && (req.Name != "" || !isServerName(stored.Name)) {
+	if req.Name != stored.Name && (req.Name != "" || !IsServerName(stored.Name)) {
 		return ".name" // (a trigger asked for unnamed was named by the server)
 	}
 	switch r := req.Kind.(type) {

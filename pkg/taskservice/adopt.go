@@ -152,7 +152,7 @@ func (n *Node) adoptBatch(ctx context.Context, ids []string) error {
 		owned[i] = writepath.Owned{Identity: o.Identity, Epoch: o.Epoch}
 	}
 	cctx, cancel = n.etcdCtx(ctx)
-	resp, err := n.writer.Commit(cctx, n.shapes.Adopt(n.registeredCmp(), n.incarnation, owned))
+	resp, err := n.writer.Commit(cctx, n.shapes.Adopt(n.member.RegisteredCmp(), n.incarnation, owned))
 	cancel()
 	if err != nil {
 		return fmt.Errorf("re-map identities: %w", err)
@@ -210,7 +210,7 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 			cancel()
 			return nil // moved away; the index entry is stale
 		}
-		resp, err := n.writer.Commit(cctx, n.shapes.Reassign(id, owner.Epoch, owner.Node, n.incarnation, n.registeredCmp()))
+		resp, err := n.writer.Commit(cctx, n.shapes.Reassign(id, owner.Epoch, owner.Node, n.incarnation, n.member.RegisteredCmp()))
 		cancel()
 		if err != nil {
 			return fmt.Errorf("reassign %q to %s: %w", id, n.cfg.Name, err)
@@ -237,9 +237,7 @@ func (n *Node) adoptOne(ctx context.Context, id string) error {
 // (adoptOne), so that every run this node starts is under an epoch written
 // while its current registration stood.
 func (n *Node) adoptIdentity(ctx context.Context, id string, epoch int64) error {
-	n.mu.Lock()
-	stale := epoch < n.registeredRev
-	n.mu.Unlock()
+	stale := epoch < n.member.RegisteredRev()
 	if stale {
 		return n.adoptOne(ctx, id)
 	}

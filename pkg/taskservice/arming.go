@@ -241,6 +241,7 @@ func (n *Node) taskChangedLocked(e *entry) {
 // n.mu held.
 func (n *Node) checkFiringLocked(a *armedRun) {
 	st := a.e.ident
+	lease, registered := n.member.Registration()
 	var why string
 	switch {
 	case a.f.ctx.Err() != nil:
@@ -249,7 +250,7 @@ func (n *Node) checkFiringLocked(a *armedRun) {
 		why = "its identity left this node"
 	case st.epoch != a.epoch:
 		why = "its identity was mapped again"
-	case a.lease != n.leaseID || a.epoch < n.registeredRev:
+	case a.lease != lease || a.epoch < registered:
 		why = "this node registered again"
 	case a.stale:
 		why = "the task changed"

@@ -17,7 +17,7 @@ func (n *Node) dispatchLoop() {
 	for {
 		wait := time.Hour
 		n.mu.Lock()
-		fresh := n.leaseFreshLocked() && !n.draining
+		fresh := n.member.Fresh() && !n.draining
 		now := time.Now()
 		for fresh && len(n.queue) > 0 {
 			e := n.queue[0]

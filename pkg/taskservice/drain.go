@@ -34,7 +34,7 @@ func (n *Node) Drain(ctx context.Context) error {
 	n.state = taskdv1.NodeState_NODE_STATE_DRAINING
 	n.mu.Unlock()
 	n.kick()
-	if err := n.publish(ctx); err != nil {
+	if err := n.member.Publish(ctx); err != nil {
 		n.log.Warn("publish DRAINING", "error", err)
 	}
 	n.log.Info("draining", "identities", n.ownedCount(), "drain_timeout", n.cfg.DrainTimeout)

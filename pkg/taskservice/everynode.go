@@ -103,9 +103,7 @@ func labels(rec *storev1.TaskRecord) []string {
 
 // everyFence is the fence of a write of this node's progress on task.
 func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFence {
-	n.mu.Lock()
-	lease := n.leaseID
-	n.mu.Unlock()
+	lease := n.member.Lease()
 	return writepath.EveryFence{Identity: e.ident.name, Task: e.id, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 

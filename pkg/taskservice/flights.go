@@ -100,9 +100,7 @@ func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	f.node.mu.Lock()
-	defer f.node.mu.Unlock()
-	return f.node.renewedAt.Add(f.node.leaseMargin()), true
+	return f.node.member.Deadline(), true
 }
 
 type leaseDeadlineKey struct{}
@@ -130,7 +128,7 @@ func LeaseProven(ctx context.Context) bool {
 	if !ok {
 		return true
 	}
-	return f.ctx.Err() == nil && f.node.leaseFresh()
+	return f.ctx.Err() == nil && f.node.member.Fresh()
 }
 
 // beginFlightLocked registers a run of ref about to start; ok is false when

@@ -108,7 +108,7 @@ func (n *Node) takeHandoffs(ctx context.Context, es []handoff.Entry) []error {
 		st := n.idents[e.Identity]
 		one[i] = e.TaskID != "*" && st != nil && !st.lost
 	}
-	registered := n.registeredRev
+	registered := n.member.RegisteredRev()
 	n.mu.Unlock()
 	ops := make([]clientv3.Op, 0, 2*len(es))
 	for i, e := range es {

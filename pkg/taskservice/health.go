@@ -16,8 +16,7 @@ import (
 func (n *Node) Health() (serving bool, reason string) {
 	n.mu.Lock()
 	state := n.state
-	renewed := n.renewedAt
-	fresh := n.leaseFreshLocked()
+	renewed, fresh := n.member.Renewal()
 	n.mu.Unlock()
 	name := strings.TrimPrefix(state.String(), "NODE_STATE_")
 	if state != taskdv1.NodeState_NODE_STATE_RUNNING {

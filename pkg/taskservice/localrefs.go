@@ -29,9 +29,7 @@ import (
 func (n *Node) addLocalTasks(ctx context.Context, recs []*storev1.TaskRecord) error {
 	n.localRefMu.Lock()
 	defer n.localRefMu.Unlock()
-	n.mu.Lock()
-	lease := n.leaseID
-	n.mu.Unlock()
+	lease := n.member.Lease()
 	var written []*storev1.TaskRecord
 	undo := func() {
 		for _, r := range written {
@@ -104,9 +102,7 @@ func (n *Node) updateLocalRefs(ctx context.Context, rec *storev1.TaskRecord, was
 	}
 	n.localRefMu.Lock()
 	defer n.localRefMu.Unlock()
-	n.mu.Lock()
-	lease := n.leaseID
-	n.mu.Unlock()
+	lease := n.member.Lease()
 	if len(added) > 0 && lease != 0 {
 		if err := n.putLocalRefs(ctx, rec, added, lease); err != nil {
 			return err
@@ -123,7 +119,7 @@ func (n *Node) restoreLocalRefs(ctx context.Context) error {
 	n.localRefMu.Lock()
 	defer n.localRefMu.Unlock()
 	n.mu.Lock()
-	lease := n.leaseID
+	lease := n.member.Lease()
 	var ops []clientv3.Op
 	for _, st := range n.local {
 		for e := range st.tasks.all() {

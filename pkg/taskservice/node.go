@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/eventhub"
+	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -46,7 +47,7 @@ type Node struct {
 	// loops are the node's long-lived loops (dispatch, watches...),
 	// stopped by Stop before it waits for the runs.
 	loops *startstop.Group
-	// keeper renews the node's lease (leaseLoop). Stop ends it last, once
+	// keeper renews the node's lease (member.Run). Stop ends it last, once
 	// the runs in flight have ended and their outcomes are committed: a
 	// lease left to lapse while Stop waits for a long run would let the
 	// placement leader hand the identities on (a second execution) and
@@ -64,9 +65,6 @@ type Node struct {
 	mu            sync.Mutex
 	state         taskdv1.NodeState
 	dispatchStart time.Time
-	leaseID       clientv3.LeaseID
-	registeredRev int64                  // revision of the current registration: owned epochs are newer
-	renewedAt     time.Time              // last lease renewal acknowledged
 	idents        map[string]*identState // durable identities owned here
 	local         map[string]*identState // non-durable tasks, by identity
 	every         map[string]*identState // EVERY_NODE tasks, by identity
@@ -74,7 +72,6 @@ type Node struct {
 	flights       map[taskRef]*flight // runs in flight (flights.go)
 	repairs       []repairRead        // identities to read again (repair.go)
 	repairWake    chan struct{}
-	leaseWake     chan struct{} // ask the lease keeper to renew now
 	queue         timerQueue
 	// The look-ahead (arming.go): armed runs by fire time, every armed run
 	// not launched yet, how many are armed or being armed, arming order.
@@ -92,6 +89,11 @@ type Node struct {
 	wake     chan struct{}
 	started  bool
 	stopped  bool
+
+	// member is the node's registration under its lease, the renewals and
+	// self-fencing (internal/membership). Its lock is taken under n.mu,
+	// never the other way.
+	member *membership.Member
 
 	voter *vote.Voter
 	hub   *eventhub.Hub // the one watch of the event streams
@@ -123,10 +125,9 @@ type Node struct {
 	// taken before n.mu, never under it.
 	localRefMu sync.Mutex
 
-	publishMu sync.Mutex // one rewrite of the registration at a time (publish)
-	kindsMu   sync.Mutex // guards the cluster's kinds, cached
-	kinds     map[string]bool
-	kindsAt   time.Time
+	kindsMu sync.Mutex // guards the cluster's kinds, cached
+	kinds   map[string]bool
+	kindsAt time.Time
 }
 
 // New checks cfg and returns a node that has not started.
@@ -153,7 +154,6 @@ func New(cfg Config) (*Node, error) {
 		flights:        map[taskRef]*flight{},
 		armedRuns:      map[*armedRun]struct{}{},
 		repairWake:     make(chan struct{}, 1),
-		leaseWake:      make(chan struct{}, 1),
 		wake:           make(chan struct{}, 1),
 		thawWake:       make(chan struct{}, 1),
 		slots:          make(chan struct{}, cfg.Workers),
@@ -168,6 +168,7 @@ func New(cfg Config) (*Node, error) {
 		n.declared[k] = true
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
+	n.member = n.newMember()
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
@@ -254,12 +255,12 @@ func (n *Node) Start(ctx context.Context) error {
 	// Each step is retried while etcd fails (a lost reply, a leader
 	// election), until ctx ends: a start must not die of one failed call.
 	// A refusal (a live node holds the name) is final.
-	if err := n.startStep(ctx, "register", func() error { return n.register(ctx, false) }); err != nil {
+	if err := n.startStep(ctx, "register", func() error { return n.member.Register(ctx) }); err != nil {
 		return err
 	}
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
-	n.keeper.Go("lease", n.leaseLoop)
+	n.keeper.Go("lease", n.member.Run)
 	// Calendars and pauses are known before any task is queued.
 	var calRev int64
 	if err := n.startStep(ctx, "load calendars", func() (err error) {
@@ -302,7 +303,7 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	n.mu.Unlock()
-	if err := n.startStep(ctx, "publish RUNNING", func() error { return n.publish(ctx) }); err != nil {
+	if err := n.startStep(ctx, "publish RUNNING", func() error { return n.member.Publish(ctx) }); err != nil {
 		return err
 	}
 	// Loops started after a concurrent Stop do not run (startstop).
@@ -331,7 +332,7 @@ func (n *Node) startStep(ctx context.Context, what string, step func() error) er
 	bo := backoff.New(50*time.Millisecond, time.Second)
 	for {
 		err := step()
-		if err == nil || errors.Is(err, ErrNameInUse) || errors.Is(err, errReplaced) {
+		if err == nil || errors.Is(err, ErrNameInUse) || errors.Is(err, membership.ErrReplaced) {
 			return err
 		}
 		n.log.Warn("start: step failed; retrying", "step", what, "error", err)
@@ -395,21 +396,18 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	n.mu.Lock()
 	n.state = taskdv1.NodeState_NODE_STATE_STOPPED
-	lease := n.leaseID
 	n.mu.Unlock()
 	var errs []error
 	// The final writes are made even if ctx (the wait for runs) is over,
 	// each bounded by EtcdTimeout.
 	bg := context.WithoutCancel(ctx)
 	gone := false
-	if err := n.publish(bg); errors.Is(err, errRegistrationGone) {
+	if err := n.member.Publish(bg); errors.Is(err, membership.ErrRegistrationGone) {
 		gone = true
 	} else if err != nil {
 		errs = append(errs, err)
 	}
-	cctx, cancel := n.etcdCtx(bg)
-	defer cancel()
-	if _, err := n.cli.Revoke(cctx, lease); errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if err := n.member.Revoke(bg); errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		gone = true
 	} else if err != nil {
 		errs = append(errs, fmt.Errorf("revoke node lease: %w", err))

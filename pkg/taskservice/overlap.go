@@ -91,7 +91,7 @@ func (n *Node) startOverlap(s *entry) {
 		return
 	}
 	now := time.Now()
-	if n.draining || !n.leaseFreshLocked() || n.pausedByLocked(cur, st.name) != nil {
+	if n.draining || !n.member.Fresh() || n.pausedByLocked(cur, st.name) != nil {
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
 		n.mu.Unlock()
 		return

@@ -186,9 +186,7 @@ func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead str
 // (rebalance.go).
 func (n *Node) placementLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		n.mu.Lock()
-		lease := n.leaseID
-		n.mu.Unlock()
+		lease := n.member.Lease()
 		key := n.cfg.Prefix + "leader"
 		claim := n.shapes.Claim(key, n.cfg.Name+" "+n.incarnation, lease)
 		l, err := identity.Campaign(ctx, n.cli, func(ctx context.Context) (*clientv3.TxnResponse, error) { return n.writer.Commit(ctx, claim) },

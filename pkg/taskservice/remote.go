@@ -76,7 +76,7 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 		n.mu.Unlock()
 		b := backoff.New(50*time.Millisecond, n.cfg.LeaseTTL/4)
 		for attempt := 1; ; attempt++ {
-			err := n.publish(ctx)
+			err := n.member.Publish(ctx)
 			if err == nil {
 				break
 			}

@@ -140,7 +140,7 @@ func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout 
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	if f.ctx.Err() != nil || !n.leaseFresh() {
+	if f.ctx.Err() != nil || !n.member.Fresh() {
 		close(entered)
 		return notCalledErr(f.ctx)
 	}

@@ -30,10 +30,7 @@ func (n *Node) startCtx() (context.Context, context.CancelFunc) {
 // and then undoes it (arming.go), where a start cut short might have been
 // applied and be left for the task's next owner to resolve as interrupted.
 func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.CancelFunc) {
-	n.mu.Lock()
-	d := n.renewedAt.Add(n.leaseMargin())
-	n.mu.Unlock()
-	return context.WithDeadline(parent, d)
+	return context.WithDeadline(parent, n.member.Deadline())
 }
 
 // start writes the run marker of a due entry of any scope (fenced as its
@@ -50,7 +47,7 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	n.mu.Lock()
 	st := e.ident
-	if e.gone || st.lost || st.leaving || n.draining || !n.leaseFreshLocked() {
+	if e.gone || st.lost || st.leaving || n.draining || !n.member.Fresh() {
 		e.running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
@@ -84,7 +81,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	if at.After(now) {
 		tm = n.entryTimingLocked(e, cur, at) // armed: planned as of its fire time
 	}
-	if st.scope.owned() && snap.epoch < n.registeredRev {
+	if st.scope.owned() && snap.epoch < snap.regRev {
 		// Owned under an epoch from before this node's current registration
 		// (loaded while it registered again): re-mapped first, then run.
 		n.mu.Unlock()
@@ -156,6 +153,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 // its write.
 type startSnap struct {
 	lease    clientv3.LeaseID // the node's registration lease when the start was planned
+	regRev   int64            // that registration's revision: an owned epoch older than it is not used
 	epoch    int64            // the identity's epoch (0 for EVERY_NODE and non-durable tasks)
 	rev      int64            // the task record's revision (EVERY_NODE: the shared record's)
 	progRev  int64            // EVERY_NODE: this node's progress revision
@@ -164,7 +162,8 @@ type startSnap struct {
 }
 
 func (n *Node) snapLocked(e *entry) startSnap {
-	s := startSnap{rev: e.rev, lease: n.leaseID}
+	lease, registered := n.member.Registration()
+	s := startSnap{rev: e.rev, lease: lease, regRev: registered}
 	e.ident.scope.snapLocked(e, &s)
 	return s
 }
@@ -261,12 +260,12 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 // entry's next start.
 func (n *Node) conflict(e *entry, epoch int64, r writepath.Refusal) {
 	st := e.ident
-	if r.Registration != nil && !n.ownsRegistration(r.Registration) {
+	if r.Registration != nil && !n.member.Owns(r.Registration) {
 		// This node's registration is gone or another's (its lease ended):
 		// nothing starts until the lease keeper has registered it again.
 		n.log.Warn("start refused: this node's registration is no longer under its lease", "identity", st.name, "task", e.id)
 		n.settleNotStarted(e, n.cfg.LeaseTTL/4)
-		n.checkLease()
+		n.member.Check()
 		return
 	}
 	owner, err := identity.OwnerFromResponse(st.name, r.Mapping)

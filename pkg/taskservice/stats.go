@@ -61,14 +61,15 @@ func (n *Node) Stats() Stats {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	renewed, fresh := n.member.Renewal()
 	s := Stats{
 		State:          n.state,
-		LeaseRenewedAt: n.renewedAt,
+		LeaseRenewedAt: renewed,
 		Identities:     len(n.idents),
 		TimerQueue:     len(n.queue),
 		Running:        len(n.flights),
 	}
-	s.SelfFenced = n.state == taskdv1.NodeState_NODE_STATE_RUNNING && !n.leaseFreshLocked()
+	s.SelfFenced = n.state == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh
 	for _, e := range n.queue {
 		switch {
 		case e.purge:

@@ -430,14 +430,12 @@ func (n *Node) placement(ctx context.Context) (*candidate, error) {
 func (n *Node) self() *candidate {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return &candidate{name: n.cfg.Name, inc: n.incarnation, lease: int64(n.leaseID), state: n.state}
+	return &candidate{name: n.cfg.Name, inc: n.incarnation, lease: int64(n.member.Lease()), state: n.state}
 }
 
 // addOwned queues newly stored tasks of an identity this node owns.
 func (n *Node) addOwned(id string, epoch int64, idx []int, recs []*storev1.TaskRecord, rev int64) {
-	n.mu.Lock()
-	stale := epoch < n.registeredRev
-	n.mu.Unlock()
+	stale := epoch < n.member.RegisteredRev()
 	if stale {
 		// Mapped here before the node's current registration: it is
 		// re-mapped (and its tasks loaded) by a read of the identity.

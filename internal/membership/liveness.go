@@ -1,4 +1,4 @@
-package taskservice
+package membership
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
-// This file tells, at start-up, a live holder of the node's name from a
+// This file tells, at registration, a live holder of the node's name from a
 // registration left by a crashed process.
 //
 // A registration names the incarnation that wrote it and the gRPC address
@@ -50,27 +50,27 @@ func IncarnationHealthService(incarnation string) string {
 // refuseLive returns an error wrapping ErrNameInUse if prev, registered
 // under lease, is a live process (see the top of this file), and nil if it
 // is stale.
-func (n *Node) refuseLive(ctx context.Context, prev *storev1.NodeRecord, lease clientv3.LeaseID) error {
+func (m *Member) refuseLive(ctx context.Context, prev *storev1.NodeRecord, lease clientv3.LeaseID) error {
 	if lease == 0 || prev.Address == "" || prev.Incarnation == "" {
 		return nil
 	}
-	ttl, err := n.cli.TimeToLive(ctx, lease)
+	ttl, err := m.cfg.Client.TimeToLive(ctx, lease)
 	if err != nil {
-		return fmt.Errorf("node %s: read the lease of incarnation %s: %w", n.cfg.Name, prev.Incarnation, err)
+		return fmt.Errorf("node %s: read the lease of incarnation %s: %w", m.cfg.Name, prev.Incarnation, err)
 	}
 	if ttl.TTL <= 0 {
 		return nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, livenessProbeTimeout)
 	defer cancel()
-	if why := probeIncarnation(pctx, prev.Address, prev.Incarnation, n.cfg.PeerTLS); why != "" {
-		n.log.Info("previous incarnation does not answer; replacing it", "previous", prev.Incarnation,
+	if why := probeIncarnation(pctx, prev.Address, prev.Incarnation, m.cfg.PeerTLS); why != "" {
+		m.cfg.Logger.Info("previous incarnation does not answer; replacing it", "previous", prev.Incarnation,
 			"address", prev.Address, "lease_ttl_left_s", ttl.TTL, "probe", why)
 		return nil
 	}
 	return fmt.Errorf("node %s: %w: incarnation %s answers at %s and its lease is live (%ds left); "+
 		"stop it, or take its place with Replace (taskd --replace)",
-		n.cfg.Name, ErrNameInUse, prev.Incarnation, prev.Address, ttl.TTL)
+		m.cfg.Name, ErrNameInUse, prev.Incarnation, prev.Address, ttl.TTL)
 }
 
 // probeIncarnation asks the gRPC health service at address about

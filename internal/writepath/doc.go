@@ -7,7 +7,10 @@
 // Txns in one request, each succeeding or failing on its own compares).
 // Each write is sized here as etcd will size it (cost.go), so that no
 // request is sent that etcd must refuse, and a write too large for any
-// request fails alone with ErrTooLarge.
+// request fails alone with ErrTooLarge. The operations the shapes are made
+// of (a task's put, its history entries and deletes, its calendar
+// references, a handoff entry: ops.go) are built here too, over the keys
+// of internal/keyspace.
 //
 // No other package of taskd calls Txn on the etcd client: a write's size,
 // its compares and its cost are seen together here.

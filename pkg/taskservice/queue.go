@@ -14,8 +14,8 @@ import (
 // identState is what the node holds for one identity: its epoch (0 for the
 // non-durable tasks kept per identity) and its tasks.
 type identState struct {
-	name    string
-	epoch   int64
+	name  string
+	epoch int64
 	// scope is how the identity's tasks are kept, started and committed
 	// (scope.go): owned here (IDENTITY), EVERY_NODE (not owned: run
 	// here), or non-durable.

@@ -42,7 +42,7 @@ var errRegistrationGone = errors.New("the record is no longer under this node's 
 func (n *Node) register(ctx context.Context, rejoining bool) error {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	key := n.nodesPrefix + n.cfg.Name
+	key := n.keys.Node(n.cfg.Name)
 	old, err := n.cli.Get(cctx, key)
 	if err != nil {
 		return fmt.Errorf("read registration of %s: %w", n.cfg.Name, err)
@@ -274,7 +274,7 @@ func (n *Node) registeredCmp() clientv3.Cmp {
 	n.mu.Lock()
 	lease := n.leaseID
 	n.mu.Unlock()
-	return clientv3.Compare(clientv3.LeaseValue(n.nodesPrefix+n.cfg.Name), "=", int64(lease))
+	return clientv3.Compare(clientv3.LeaseValue(n.keys.Node(n.cfg.Name)), "=", int64(lease))
 }
 
 // ownsRegistration reports whether a read of this node's registration (in
@@ -292,7 +292,7 @@ func (n *Node) ownsRegistration(r *clientv3.GetResponse) bool {
 func (n *Node) registrationHeld(ctx context.Context, lease clientv3.LeaseID) bool {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.nodesPrefix+n.cfg.Name)
+	resp, err := n.cli.Get(cctx, n.keys.Node(n.cfg.Name))
 	if err != nil {
 		return true
 	}

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -79,16 +80,17 @@ func measureScale(ctx context.Context, etcdURL, prefix string, nodeCount, ids in
 		return res, err
 	}
 	defer cli.Close()
+	keys := keyspace.New(prefix)
 	perNode := func() (map[string]int, error) {
 		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		resp, err := cli.Get(c, prefix+"owned/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		resp, err := cli.Get(c, keys.AllOwned(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, err
 		}
 		out := map[string]int{}
 		for _, kv := range resp.Kvs {
-			node, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), prefix+"owned/"), "/")
+			node, _, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), keys.AllOwned()), "/")
 			out[node]++
 		}
 		return out, nil
@@ -178,7 +180,7 @@ func measureScale(ctx context.Context, etcdURL, prefix string, nodeCount, ids in
 	if err := waitFor("the dead node's identities loaded", func() (bool, error) {
 		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		resp, err := cli.Get(c, prefix+"handoff/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := cli.Get(c, keys.Handoffs(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count == 0, err
 	}); err != nil {
 		return res, err

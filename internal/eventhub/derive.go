@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -33,13 +33,12 @@ type revEvents struct {
 // and kind. A deriver is used by one goroutine (the Hub's, or one
 // catch-up's).
 type deriver struct {
-	keys   pending.Keys
-	prefix string
-	every  map[string][2]string // task id: identity, kind
+	keys  keyspace.Keys
+	every map[string][2]string // task id: identity, kind
 }
 
 func (h *Hub) newDeriver() *deriver {
-	return &deriver{keys: h.keys, prefix: h.cfg.Prefix, every: map[string][2]string{}}
+	return &deriver{keys: h.keys, every: map[string][2]string{}}
 }
 
 // revisions groups one watch response's writes by revision and derives
@@ -97,10 +96,9 @@ func (d *deriver) derive(we *clientv3.Event) []*taskdv1.Event {
 	if we.PrevKv != nil {
 		prev = we.PrevKv.Value
 	}
-	rest := strings.TrimPrefix(key, d.prefix)
 	switch {
-	case strings.HasPrefix(rest, "task/"), strings.HasPrefix(rest, "every/"):
-		isEvery := strings.HasPrefix(rest, "every/")
+	case strings.HasPrefix(key, d.keys.AllTasks()), strings.HasPrefix(key, d.keys.AllEvery()):
+		isEvery := strings.HasPrefix(key, d.keys.AllEvery())
 		split := d.keys.SplitTask
 		if isEvery {
 			split = d.keys.SplitEvery
@@ -118,16 +116,16 @@ func (d *deriver) derive(we *clientv3.Event) []*taskdv1.Event {
 			kind = p.GetSpec().GetKind()
 		}
 		return taskEvents(recordView(p), recordView(c), &taskdv1.Event{Identity: id, TaskId: taskID, Kind: kind}, we.Kv.ModRevision, false)
-	case strings.HasPrefix(rest, "everynode/"):
-		node, taskID, ok := strings.Cut(strings.TrimPrefix(rest, "everynode/"), "/")
+	case strings.HasPrefix(key, d.keys.AllEveryProgress()):
+		node, taskID, ok := strings.Cut(strings.TrimPrefix(key, d.keys.AllEveryProgress()), "/")
 		if !ok {
 			return nil
 		}
 		who := d.every[taskID]
 		return taskEvents(progressOrNil(prev), progressOrNil(cur),
 			&taskdv1.Event{Identity: who[0], TaskId: taskID, Kind: who[1], Node: node}, we.Kv.ModRevision, true)
-	case strings.HasPrefix(rest, "map/"):
-		id, err := identity.Decode(strings.TrimPrefix(rest, "map/"))
+	case strings.HasPrefix(key, d.keys.Mappings()):
+		id, err := d.keys.SplitMapping(key)
 		if err != nil || cur == nil || prev == nil {
 			return nil
 		}
@@ -137,18 +135,18 @@ func (d *deriver) derive(we *clientv3.Event) []*taskdv1.Event {
 		}
 		return []*taskdv1.Event{{Type: taskdv1.EventType_EVENT_TYPE_MOVED, Time: timestamppb.Now(), Identity: id,
 			Node: now.Node, Message: "from " + was.Node, Trigger: -1}}
-	case strings.HasPrefix(rest, "handoff/"):
+	case strings.HasPrefix(key, d.keys.Handoffs()):
 		if we.Type != clientv3.EventTypeDelete || prev == nil {
 			return nil
 		}
-		node, _, _ := strings.Cut(strings.TrimPrefix(rest, "handoff/"), "/")
+		node, _, _ := strings.Cut(strings.TrimPrefix(key, d.keys.Handoffs()), "/")
 		var h storev1.HandoffEntry
 		if proto.Unmarshal(prev, &h) != nil || h.TaskId != "*" {
 			return nil // a task-level entry tells an owner of a change; not a handoff
 		}
 		return []*taskdv1.Event{{Type: taskdv1.EventType_EVENT_TYPE_HANDED_OFF, Time: timestamppb.Now(), Identity: h.Identity,
 			Node: node, Message: "from " + h.From, Trigger: -1}}
-	case strings.HasPrefix(rest, "pause/"):
+	case strings.HasPrefix(key, d.keys.Pauses()):
 		id, kind, err := d.keys.SplitPause(key)
 		if err != nil {
 			return nil

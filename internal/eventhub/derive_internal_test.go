@@ -9,8 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/taskd/taskd/pkg/identity"
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -65,7 +64,7 @@ func sameTypes(t *testing.T, what string, evs []*taskdv1.Event, want ...taskdv1.
 // named by the key's identity and task id and the spec's kind.
 func TestDeriveTaskWrites(t *testing.T) {
 	d := New(Config{Prefix: testPrefix}).newDeriver()
-	key := pending.NewKeys(testPrefix).Task("alice", "t1")
+	key := keyspace.New(testPrefix).Task("alice", "t1")
 	spec := &taskdv1.TaskSpec{Identity: "alice", Kind: "mail"}
 	stored := &storev1.TaskRecord{Id: "t1", Spec: spec, State: taskdv1.TaskState_TASK_STATE_SCHEDULED, CreatedAt: at}
 	evs := d.derive(write(key, nil, stored, 5))
@@ -91,7 +90,7 @@ func TestDeriveTaskWrites(t *testing.T) {
 // is 0.
 func TestDeriveEveryNodeProgress(t *testing.T) {
 	d := New(Config{Prefix: testPrefix}).newDeriver()
-	keys := pending.NewKeys(testPrefix)
+	keys := keyspace.New(testPrefix)
 	task := &storev1.TaskRecord{Id: "e1", Spec: &taskdv1.TaskSpec{Identity: "bob", Kind: "sweep"}, State: taskdv1.TaskState_TASK_STATE_SCHEDULED, CreatedAt: at}
 	sameTypes(t, "stored", d.derive(write(keys.Every("bob", "e1"), nil, task, 3)), taskdv1.EventType_EVENT_TYPE_SCHEDULED)
 	prog := &storev1.EveryNodeProgress{Running: &storev1.RunMarker{RunNumber: 2, Node: "n2", StartedAt: at, Epoch: 7}}
@@ -114,8 +113,8 @@ func TestDeriveEveryNodeProgress(t *testing.T) {
 // and RESUMED; the rest is no event.
 func TestDeriveOtherWrites(t *testing.T) {
 	d := New(Config{Prefix: testPrefix}).newDeriver()
-	keys := pending.NewKeys(testPrefix)
-	mapKey := testPrefix + "map/" + identity.Encode("carol")
+	keys := keyspace.New(testPrefix)
+	mapKey := testPrefix + "map/" + keyspace.Encode("carol")
 	evs := d.derive(write(mapKey, &storev1.Mapping{Node: "n1"}, &storev1.Mapping{Node: "n2"}, 4))
 	sameTypes(t, "moved", evs, taskdv1.EventType_EVENT_TYPE_MOVED)
 	if e := evs[0]; e.Identity != "carol" || e.Node != "n2" || e.Message != "from n1" {

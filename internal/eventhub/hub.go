@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 )
 
 // Config is what a Hub needs of its node.
@@ -52,7 +52,7 @@ type Config struct {
 // never under it.
 type Hub struct {
 	cfg  Config
-	keys pending.Keys
+	keys keyspace.Keys
 	// pos is the hub's position: every revision up to it has been offered
 	// to the subscribers (zero until the first list). Written under mu.
 	pos atomic.Int64
@@ -70,7 +70,7 @@ type Hub struct {
 
 // New returns a Hub that serves no stream until Run's first list.
 func New(cfg Config) *Hub {
-	h := &Hub{cfg: cfg, keys: pending.NewKeys(cfg.Prefix), subs: map[*subscriber]struct{}{}, ready: make(chan struct{})}
+	h := &Hub{cfg: cfg, keys: keyspace.New(cfg.Prefix), subs: map[*subscriber]struct{}{}, ready: make(chan struct{})}
 	h.der = h.newDeriver()
 	return h
 }

@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/eventhub"
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -100,7 +100,7 @@ func (s *stream) end(t *testing.T) error {
 // and returns their names in order.
 func pauseKinds(t *testing.T, cli *clientv3.Client, first, n int) []string {
 	t.Helper()
-	keys := pending.NewKeys(prefix)
+	keys := keyspace.New(prefix)
 	var kinds []string
 	for i := first; i < first+n; i++ {
 		kind := fmt.Sprintf("k%03d", i)

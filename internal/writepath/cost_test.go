@@ -16,8 +16,8 @@ import (
 
 	"github.com/taskd/taskd/internal/etcdfault"
 	"github.com/taskd/taskd/internal/etcdstatus"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/etcdembed"
-	"github.com/taskd/taskd/pkg/identity"
 )
 
 // wireSizes records the encoded size of every Txn request a client sends,
@@ -55,7 +55,7 @@ func sizedEtcd(t *testing.T, maxRequest uint) (*etcdfault.Injector, *clientv3.Cl
 // compares (epoch, task, registration, the two pauses), the task's put, and
 // five Else reads, every key carrying the escaped identity.
 func startShaped(id string, value int) Txn {
-	enc := identity.Encode(id)
+	enc := keyspace.Encode(id)
 	keys := []string{"/taskd/map/" + enc, "/taskd/task/" + enc + "/01JTASKIDTASKIDTASKIDTASKI", "/taskd/nodes/n1",
 		"/taskd/pause/identity/" + enc, "/taskd/pause/kind/rec"}
 	var cmps []clientv3.Cmp

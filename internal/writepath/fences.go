@@ -43,16 +43,21 @@ func (s Shapes) runFence(f RunFence) []clientv3.Cmp {
 // runElse reads, when a RunFence fails, what failed it: the mapping, then
 // the task.
 func (s Shapes) runElse(f RunFence) []clientv3.Op {
-	return []clientv3.Op{clientv3.OpGet(s.ids.Mapping(f.Identity)), clientv3.OpGet(s.keys.Task(f.Identity, f.Task))}
+	return []clientv3.Op{clientv3.OpGet(s.keys.Mapping(f.Identity)), clientv3.OpGet(s.keys.Task(f.Identity, f.Task))}
 }
 
 // Epoch is the compare that holds only while id is still mapped with epoch.
 func (s Shapes) Epoch(id string, epoch int64) clientv3.Cmp {
-	return clientv3.Compare(clientv3.ModRevision(s.ids.Mapping(id)), "=", epoch)
+	return clientv3.Compare(clientv3.ModRevision(s.keys.Mapping(id)), "=", epoch)
 }
 
-// TaskAt is the compare that holds only while the task is at rev.
-func (s Shapes) TaskAt(id, task string, rev int64) clientv3.Cmp { return s.keys.TaskAt(id, task, rev) }
+// TaskAt is the compare that holds only while the task is at rev (0:
+// while it does not exist). A task's mod revision changes on every write
+// of its record, so a commit that carries it fails if anyone (a cancel, a
+// RunTaskNow, another node) wrote the task since the caller read it.
+func (s Shapes) TaskAt(id, task string, rev int64) clientv3.Cmp {
+	return clientv3.Compare(clientv3.ModRevision(s.keys.Task(id, task)), "=", rev)
+}
 
 // Registered is the compare that holds only while the node's registration
 // is under lease l.

@@ -133,7 +133,7 @@ func (s Shapes) Vote(id string, epoch int64, st *storev1.Status) (Txn, error) {
 	if err != nil {
 		return Txn{}, err
 	}
-	return Txn{If: []clientv3.Cmp{s.Epoch(id, epoch)}, Then: []clientv3.Op{clientv3.OpPut(s.ids.Status(id), string(b))}}, nil
+	return Txn{If: []clientv3.Cmp{s.Epoch(id, epoch)}, Then: []clientv3.Op{clientv3.OpPut(s.keys.Status(id), string(b))}}, nil
 }
 
 // UnmapIdle removes identity id, which this node owns under epoch and
@@ -144,19 +144,15 @@ func (s Shapes) UnmapIdle(id string, epoch int64) Txn {
 	return Txn{
 		If: []clientv3.Cmp{s.Epoch(id, epoch), clientv3.Compare(clientv3.CreateRevision(s.keys.Tasks(id)), "=", 0).WithPrefix()},
 		Then: []clientv3.Op{
-			clientv3.OpDelete(s.ids.Mapping(id)), clientv3.OpDelete(s.ids.Owned(s.node, id)),
-			clientv3.OpDelete(s.ids.Status(id)),
+			clientv3.OpDelete(s.keys.Mapping(id)), clientv3.OpDelete(s.keys.Owned(s.node, id)),
+			clientv3.OpDelete(s.keys.Status(id)),
 		},
 	}
 }
 
-// DrainRequest is the key of the request that node drain (its value is the
-// incarnation it is meant for).
-func (s Shapes) DrainRequest(node string) string { return s.prefix + "control/" + node + "/drain" }
-
 // TakeDrainRequest removes this node's drain request, read at rev. It
 // holds only while the request is at rev: a newer request stays.
 func (s Shapes) TakeDrainRequest(rev int64) Txn {
-	key := s.DrainRequest(s.node)
+	key := s.keys.DrainRequest(s.node)
 	return Txn{If: []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", rev)}, Then: []clientv3.Op{clientv3.OpDelete(key)}}
 }

@@ -70,7 +70,7 @@ func MovesPerTxn(maxOps int) int {
 // Handoff is the write of a handoff entry in node's area, from this node:
 // load task taskID of identity id ("*": all of its tasks).
 func (s Shapes) Handoff(node, id, taskID string) (clientv3.Op, error) {
-	op, err := handoff.NewKeys(s.prefix).PutOp(node, s.node, id, taskID)
+	op, err := PutHandoff(s.keys, node, s.node, id, taskID)
 	if err != nil {
 		return clientv3.Op{}, fmt.Errorf("handoff of %q to %s: %w", id, node, err)
 	}
@@ -92,7 +92,7 @@ func (s Shapes) Reassign(id string, epoch int64, fromNode, inc string, extra ...
 // the node is still absent.
 func (s Shapes) DropArea(l identity.Leadership, dead string, absent clientv3.Cmp) Txn {
 	return Txn{If: []clientv3.Cmp{l.Fence(), absent},
-		Then: []clientv3.Op{clientv3.OpDelete(handoff.NewKeys(s.prefix).Area(dead), clientv3.WithPrefix())}}
+		Then: []clientv3.Op{clientv3.OpDelete(s.keys.Area(dead), clientv3.WithPrefix())}}
 }
 
 // LeaderDeletes deletes keys if l still leads and each of guards holds.
@@ -125,7 +125,7 @@ func Created(key string, rev int64) clientv3.Cmp {
 // the node's registration is at regRev and the key at was (0: absent).
 func (s Shapes) RebalanceRequest(l identity.Leadership, key, node string, regRev, was, lease int64, req string) Txn {
 	return Txn{
-		If:   []clientv3.Cmp{l.Fence(), At(s.prefix+"nodes/"+node, regRev), At(key, was)},
+		If:   []clientv3.Cmp{l.Fence(), At(s.keys.Node(node), regRev), At(key, was)},
 		Then: []clientv3.Op{clientv3.OpPut(key, req, clientv3.WithLease(clientv3.LeaseID(lease)))},
 	}
 }

@@ -19,7 +19,7 @@ import (
 // paused. Its Refusal reads Mapping, Task, Registration, PauseIdentity and
 // PauseKind.
 func (s Shapes) Start(f RunFence, l Lease, p Pauses, rec *storev1.TaskRecord) (Txn, error) {
-	put, err := s.keys.PutTask(rec)
+	put, err := s.PutTask(rec)
 	if err != nil {
 		return Txn{}, err
 	}
@@ -51,13 +51,13 @@ func (s Shapes) EveryStart(f EveryFence, p Pauses, prog *storev1.EveryNodeProgre
 // child's when there is one, fenced as Start is. Its Refusal reads Mapping
 // and Task.
 func (s Shapes) Overlap(f RunFence, l Lease, p Pauses, parent, child *storev1.TaskRecord) (Txn, error) {
-	put, err := s.keys.PutTask(parent)
+	put, err := s.PutTask(parent)
 	if err != nil {
 		return Txn{}, err
 	}
 	ops := []clientv3.Op{put}
 	if child != nil {
-		cput, err := s.keys.PutTask(child)
+		cput, err := s.PutTask(child)
 		if err != nil {
 			return Txn{}, fmt.Errorf("an overlapping run: %w", err)
 		}
@@ -78,11 +78,11 @@ func (s Shapes) Commit(f RunFence, rec *storev1.TaskRecord, hist *taskdv1.Run, k
 	var ops []clientv3.Op
 	if hist != nil {
 		var err error
-		if ops, err = s.keys.HistoryOps(rec, hist, keep); err != nil {
+		if ops, err = s.HistoryOps(rec, hist, keep); err != nil {
 			return Txn{}, err
 		}
 	}
-	put, err := s.keys.PutTask(rec)
+	put, err := s.PutTask(rec)
 	if err != nil {
 		return Txn{}, err
 	}
@@ -98,7 +98,7 @@ func (s Shapes) Commit(f RunFence, rec *storev1.TaskRecord, hist *taskdv1.Run, k
 // result folded in, with its history entry hist, fenced by f. Its Refusal
 // reads Shared.
 func (s Shapes) EveryCommit(f EveryFence, prog *storev1.EveryNodeProgress, hist *taskdv1.Run, keep int) (Txn, error) {
-	ops, err := s.keys.EveryHistoryOps(f.Task, s.node, prog, hist, keep)
+	ops, err := s.EveryHistoryOps(f.Task, s.node, prog, hist, keep)
 	if err != nil {
 		return Txn{}, err
 	}
@@ -185,5 +185,5 @@ func (s Shapes) Confirm(id string, runs []ArmedCheck) Txn {
 // history, forwarded result, idempotency key and calendar references. It
 // holds only while f does; its Refusal reads Mapping and Task.
 func (s Shapes) Purge(f RunFence, rec *storev1.TaskRecord) Txn {
-	return Txn{If: s.runFence(f), Then: s.keys.DeleteTaskOps(rec), Else: s.runElse(f), reads: []read{readMapping, readTask}}
+	return Txn{If: s.runFence(f), Then: s.DeleteTaskOps(rec), Else: s.runElse(f), reads: []read{readMapping, readTask}}
 }

@@ -42,7 +42,7 @@ func (b *Schedule) Target(node string, lease int64) {
 
 // Task stores rec, a task of scope IDENTITY.
 func (b *Schedule) Task(rec *storev1.TaskRecord) error {
-	put, err := b.s.keys.PutTask(rec)
+	put, err := b.s.PutTask(rec)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (b *Schedule) extras(rec *storev1.TaskRecord) {
 		b.txn.Then = append(b.txn.Then, clientv3.OpPut(ik, rec.Id))
 	}
 	b.txn.If = append(b.txn.If, b.s.CalendarsExist(rec.Spec.Calendars)...)
-	b.txn.Then = append(b.txn.Then, b.s.keys.CalendarRefOps(rec, rec.Spec.Calendars, false)...)
+	b.txn.Then = append(b.txn.Then, b.s.CalendarRefOps(rec, rec.Spec.Calendars, false)...)
 }
 
 // Also adds ops (handoff entries) to the Txn.
@@ -84,13 +84,13 @@ func (b *Schedule) Txn() Txn { return b.txn }
 
 // Unmapped is the compare that holds only while id has no mapping.
 func (s Shapes) Unmapped(id string) clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(s.ids.Mapping(id)), "=", 0)
+	return clientv3.Compare(clientv3.CreateRevision(s.keys.Mapping(id)), "=", 0)
 }
 
 // RegisteredAs is the compare that holds only while node's registration is
 // under lease.
 func (s Shapes) RegisteredAs(node string, lease int64) clientv3.Cmp {
-	return clientv3.Compare(clientv3.LeaseValue(s.prefix+"nodes/"+node), "=", lease)
+	return clientv3.Compare(clientv3.LeaseValue(s.keys.Node(node)), "=", lease)
 }
 
 // CalendarsExist are the compares that each of the calendars names exists.
@@ -107,9 +107,9 @@ func (s Shapes) CalendarsExist(names []string) []clientv3.Cmp {
 // revision becomes the identity's epoch, and the index entries.
 func (s Shapes) Assign(id, fromNode, node, inc string) []clientv3.Op {
 	val, _ := proto.Marshal(&storev1.Mapping{Node: node, Incarnation: inc})
-	ops := []clientv3.Op{clientv3.OpPut(s.ids.Mapping(id), string(val))}
+	ops := []clientv3.Op{clientv3.OpPut(s.keys.Mapping(id), string(val))}
 	if fromNode != "" && fromNode != node {
-		ops = append(ops, clientv3.OpDelete(s.ids.Owned(fromNode, id)))
+		ops = append(ops, clientv3.OpDelete(s.keys.Owned(fromNode, id)))
 	}
-	return append(ops, clientv3.OpPut(s.ids.Owned(node, id), ""))
+	return append(ops, clientv3.OpPut(s.keys.Owned(node, id), ""))
 }

@@ -7,8 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/taskd/taskd/pkg/identity"
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -22,7 +21,7 @@ func TestStartRefusalNamesWhatFailedIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s := NewShapes("/t/", "n1")
-	keys, ids := pending.NewKeys("/t/"), identity.NewKeys("/t/")
+	keys := keyspace.New("/t/")
 	w := NewWriter(cli)
 	lease, err := cli.Grant(ctx, 60)
 	if err != nil {
@@ -31,12 +30,12 @@ func TestStartRefusalNamesWhatFailedIt(t *testing.T) {
 	if _, err := cli.Put(ctx, s.Registration(), "n1", clientv3.WithLease(lease.ID)); err != nil {
 		t.Fatal(err)
 	}
-	mapped, err := cli.Put(ctx, ids.Mapping("alice"), "m")
+	mapped, err := cli.Put(ctx, keys.Mapping("alice"), "m")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &storev1.TaskRecord{Id: "01JTASKIDTASKIDTASKIDTASKI", Spec: &taskdv1.TaskSpec{Identity: "alice", Kind: "mail"}}
-	put, err := keys.PutTask(rec)
+	put, err := s.PutTask(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +75,7 @@ func TestStartRefusalNamesWhatFailedIt(t *testing.T) {
 	if _, err := cli.Delete(ctx, keys.PauseKind("mail")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Put(ctx, ids.Mapping("alice"), "moved"); err != nil {
+	if _, err := cli.Put(ctx, keys.Mapping("alice"), "moved"); err != nil {
 		t.Fatal(err)
 	}
 	r = start()

@@ -52,8 +52,8 @@ func (s Shapes) UpdateTask(key string, rev int64, rec *storev1.TaskRecord, added
 		return Txn{}, nil, err
 	}
 	ops := []clientv3.Op{clientv3.OpPut(key, string(b))}
-	ops = append(ops, s.keys.CalendarRefOps(rec, added, false)...)
-	ops = append(ops, s.keys.CalendarRefOps(rec, removed, true)...)
+	ops = append(ops, s.CalendarRefOps(rec, added, false)...)
+	ops = append(ops, s.CalendarRefOps(rec, removed, true)...)
 	cmps := append([]clientv3.Cmp{At(key, rev)}, s.CalendarsExist(added)...)
 	oc, oo, err := s.owner(o, rec.Id)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -43,7 +44,7 @@ type BatchHandler func(ctx context.Context, es []Entry) []error
 // watch that was lost or fell behind a compaction.
 type Watcher struct {
 	Client *clientv3.Client
-	Keys   Keys
+	Keys   keyspace.Keys
 	Node   string
 	Period time.Duration
 	Start  time.Duration

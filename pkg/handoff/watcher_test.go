@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/handoff"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
@@ -43,9 +44,9 @@ func startWatcher(t *testing.T, cli *clientv3.Client, w *handoff.Watcher) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func put(t *testing.T, cli *clientv3.Client, keys handoff.Keys, id, task string) {
+func put(t *testing.T, cli *clientv3.Client, keys keyspace.Keys, id, task string) {
 	t.Helper()
-	op, err := keys.PutOp("n1", "n2", id, task)
+	op, err := writepath.PutHandoff(keys, "n1", "n2", id, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func put(t *testing.T, cli *clientv3.Client, keys handoff.Keys, id, task string)
 func TestWatchPicksUpAtOnce(t *testing.T) {
 	etcd := tst.StartEtcd(t)
 	cli := etcd.Client(t)
-	keys := handoff.NewKeys("/t/")
+	keys := keyspace.New("/t/")
 	k := &taken{seen: map[string]int{}}
 	startWatcher(t, cli, &handoff.Watcher{Client: cli, Keys: keys, Node: "n1", Period: time.Hour, Start: time.Hour,
 		Timeout: 5 * time.Second, Log: hclog.NewNullLogger(), Handle: k.handle})
@@ -85,7 +86,7 @@ func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
 	// below reuses that address, which the client knows.
 	etcd := tst.StartEtcdProcess(t, dir, "http://127.0.0.1:0")
 	cli := etcd.Client(t)
-	keys := handoff.NewKeys("/t/")
+	keys := keyspace.New("/t/")
 	k := &taken{seen: map[string]int{}}
 	startWatcher(t, cli, &handoff.Watcher{Client: cli, Keys: keys, Node: "n1", Period: time.Hour, Start: time.Hour,
 		Timeout: time.Second, Log: hclog.NewNullLogger(), Handle: k.handle})
@@ -121,10 +122,10 @@ func TestWatchRecoversFromRestartAndCompaction(t *testing.T) {
 func TestBatchesAreTakenAndDeletedTogether(t *testing.T) {
 	etcd := tst.StartEtcd(t)
 	cli := etcd.Client(t)
-	keys := handoff.NewKeys("/b/")
+	keys := keyspace.New("/b/")
 	var ops []clientv3.Op
 	for i := 0; i < 200; i++ {
-		op, err := keys.PutOp("n1", "n2", fmt.Sprintf("id-%03d", i), "*")
+		op, err := writepath.PutHandoff(keys, "n1", "n2", fmt.Sprintf("id-%03d", i), "*")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +153,7 @@ func TestBatchesAreTakenAndDeletedTogether(t *testing.T) {
 				errs[i] = fmt.Errorf("not now")
 			case e.Identity == "id-042" && !rewritten:
 				rewritten = true
-				op, _ := keys.PutOp("n1", "n3", "id-042", "*")
+				op, _ := writepath.PutHandoff(keys, "n1", "n3", "id-042", "*")
 				if _, err := cli.Do(ctx, op); err != nil {
 					errs[i] = err
 				}

@@ -8,32 +8,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
-
-// Keys lays out the mapping keyspace under a cluster prefix:
-//
-//	<prefix>map/<identity>            -> storev1.Mapping; mod revision = epoch
-//	<prefix>owned/<node>/<identity>   -> "" (index of a node's identities)
-//	<prefix>status/<identity>         -> storev1.Status (the owner's last vote)
-type Keys struct{ prefix string }
-
-// NewKeys returns the mapping keys under prefix (which ends in '/').
-func NewKeys(prefix string) Keys { return Keys{prefix: prefix} }
-
-// Mapping is the key of an identity's mapping record.
-func (k Keys) Mapping(id string) string { return k.prefix + "map/" + Encode(id) }
-
-// Status is the key of id's last active/inactive vote (storev1.Status).
-func (k Keys) Status(id string) string { return k.prefix + "status/" + Encode(id) }
-
-// Owned is the key of id in node's ownership index.
-func (k Keys) Owned(node, id string) string {
-	return k.prefix + "owned/" + node + "/" + Encode(id)
-}
-
-// OwnedPrefix is the prefix of node's ownership index.
-func (k Keys) OwnedPrefix(node string) string { return k.prefix + "owned/" + node + "/" }
 
 // Owner is an identity's mapping as read at one revision.
 type Owner struct {
@@ -49,14 +26,15 @@ type Owner struct {
 // which must carry a deadline (etcd calls without one can block forever).
 type Map struct {
 	cli  *clientv3.Client
-	keys Keys
+	keys keyspace.Keys
 }
 
-// NewMap returns a Map over cli under keys.
-func NewMap(cli *clientv3.Client, keys Keys) *Map { return &Map{cli: cli, keys: keys} }
+// NewMap returns a Map over cli under keys (their mapping, ownership index
+// and status keys).
+func NewMap(cli *clientv3.Client, keys keyspace.Keys) *Map { return &Map{cli: cli, keys: keys} }
 
 // Keys returns the map's key layout.
-func (m *Map) Keys() Keys { return m.keys }
+func (m *Map) Keys() keyspace.Keys { return m.keys }
 
 // Get reads id's owner.
 func (m *Map) Get(ctx context.Context, id string) (Owner, error) {
@@ -111,7 +89,7 @@ func (m *Map) ListOwned(ctx context.Context, node string) ([]string, error) {
 			return nil, fmt.Errorf("list identities of node %s: %w", node, err)
 		}
 		for _, kv := range resp.Kvs {
-			id, err := Decode(strings.TrimPrefix(string(kv.Key), prefix))
+			id, err := keyspace.Decode(strings.TrimPrefix(string(kv.Key), prefix))
 			if err != nil {
 				return nil, err
 			}

@@ -6,15 +6,13 @@ import (
 	"sort"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/protobuf/proto"
 
-	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // A task of scope EVERY_NODE is stored once, at Every(identity, id), and
 // each node keeps its own progress at EveryProgress(node, id) and its own
-// history under EveryRuns(id). The reads below look a task up under either
+// history under EveryRuns(id) (keyspace.Keys). The reads below look a task up under either
 // scope, so that the API does not need to know which one a task has.
 
 // Found is a task read under either scope.
@@ -111,39 +109,4 @@ func (s *Store) EveryRunsOf(ctx context.Context, taskID string) ([]*taskdv1.Run,
 		return runs[i].GetStartedAt().AsTime().After(runs[j].GetStartedAt().AsTime())
 	})
 	return runs, nil
-}
-
-// EveryHistoryOps appends run to node's history of an EVERY_NODE task,
-// advancing prog.HistorySeq (write prog in the same Txn).
-func (k Keys) EveryHistoryOps(taskID, node string, prog *storev1.EveryNodeProgress, run *taskdv1.Run, keep int) ([]clientv3.Op, error) {
-	prog.HistorySeq++
-	b, err := proto.Marshal(&storev1.RunRecord{Run: run})
-	if err != nil {
-		return nil, fmt.Errorf("encode run %d of task %s: %w", run.RunNumber, taskID, err)
-	}
-	ops := []clientv3.Op{clientv3.OpPut(k.EveryRun(taskID, node, prog.HistorySeq), string(b))}
-	if old := prog.HistorySeq - int64(keep); old > 0 {
-		ops = append(ops, clientv3.OpDelete(k.EveryRun(taskID, node, old)))
-	}
-	return ops, nil
-}
-
-// DeleteEveryOps remove an EVERY_NODE task, every node's history of it, the
-// progress on it of each of nodes, its idempotency key and its references
-// to calendars. A node left out of nodes drops its own progress when it
-// sees the task go.
-func (k Keys) DeleteEveryOps(rec *storev1.TaskRecord, nodes []string) []clientv3.Op {
-	id := rec.Spec.GetIdentity()
-	ops := []clientv3.Op{
-		clientv3.OpDelete(k.Every(id, rec.Id)),
-		clientv3.OpDelete(k.EveryRuns(rec.Id), clientv3.WithPrefix()),
-	}
-	if key := rec.Spec.GetIdempotencyKey(); key != "" {
-		ops = append(ops, clientv3.OpDelete(k.Idem(id, key)))
-	}
-	ops = append(ops, k.CalendarRefOps(rec, rec.Spec.GetCalendars(), true)...)
-	for _, node := range nodes {
-		ops = append(ops, clientv3.OpDelete(k.EveryProgress(node, rec.Id)))
-	}
-	return ops
 }

@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -98,62 +97,6 @@ func FuzzIDSource(f *testing.F) {
 				t.Fatalf("id %q after %q: not increasing (clock %v)", id, prev, times)
 			}
 			prev = id
-		}
-	})
-}
-
-// FuzzKeysSplit checks key parsing: a task or EVERY_NODE key built from an
-// identity and a task id splits back into them, the two kinds of key never
-// parse as each other, and any string either fails to split or splits into
-// parts whose key splits to the same parts again.
-func FuzzKeysSplit(f *testing.F) {
-	f.Add("/taskd/", "bob", "01hx0000000000000000000000", "/taskd/task/bob/01hx")
-	f.Add("", "a/b%2Fc", "t", "task/a%2Fb%252Fc/t")
-	f.Add("/p/", "山田", "x", "/p/every/%E5%B1%B1/x")
-	f.Add("/p/", "bob", "x", "/p/task/%zz/x")
-	f.Add("/p/", "bob", "x", "/p/task//x")
-	f.Add("/p/", "bob", "x", "/p/task/bob/x/y")
-	f.Fuzz(func(t *testing.T, prefix, id, taskID, key string) {
-		k := NewKeys(prefix)
-		if identity.Validate(id) == nil && taskID != "" && !strings.Contains(taskID, "/") {
-			for _, kind := range []struct {
-				name      string
-				make      func(string, string) string
-				split     func(string) (string, string, error)
-				splitElse func(string) (string, string, error)
-			}{
-				{"task", k.Task, k.SplitTask, k.SplitEvery},
-				{"every", k.Every, k.SplitEvery, k.SplitTask},
-			} {
-				key := kind.make(id, taskID)
-				gotID, gotTask, err := kind.split(key)
-				if err != nil || gotID != id || gotTask != taskID {
-					t.Fatalf("%s key %q of (%q, %q) splits to (%q, %q, %v)", kind.name, key, id, taskID, gotID, gotTask, err)
-				}
-				if _, _, err := kind.splitElse(key); err == nil {
-					t.Fatalf("%s key %q also parses as the other kind", kind.name, key)
-				}
-			}
-		}
-		for _, split := range []struct {
-			name  string
-			split func(string) (string, string, error)
-			make  func(string, string) string
-		}{{"SplitTask", k.SplitTask, k.Task}, {"SplitEvery", k.SplitEvery, k.Every}} {
-			gotID, gotTask, err := split.split(key)
-			if err != nil {
-				if !strings.Contains(err.Error(), "key") && !strings.Contains(err.Error(), "identity") {
-					t.Fatalf("%s(%q) error %q names neither the key nor the identity", split.name, key, err)
-				}
-				continue
-			}
-			if gotTask == "" || strings.Contains(gotTask, "/") {
-				t.Fatalf("%s(%q) = task id %q", split.name, key, gotTask)
-			}
-			again := split.make(gotID, gotTask)
-			if id2, task2, err := split.split(again); err != nil || id2 != gotID || task2 != gotTask {
-				t.Fatalf("%s(%q) = (%q, %q) whose key %q splits to (%q, %q, %v)", split.name, key, gotID, gotTask, again, id2, task2, err)
-			}
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdstatus"
+	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -31,13 +32,13 @@ func (s *Stored) TaskID() string {
 	return s.Glance.ID
 }
 
-// Store reads the task keyspace. Writes are Txn operations built by the
-// caller (see PutTask, HistoryOps), so that they share one fenced Txn with
-// the identity mapping compare. Every call needs a context with a deadline.
+// Store reads the task keyspace. Writes are built by internal/writepath
+// (Shapes.PutTask, HistoryOps), so that they share one fenced Txn with the
+// identity mapping compare. Every call needs a context with a deadline.
 type Store struct {
 	cli  *clientv3.Client
 	read Reader
-	keys Keys
+	keys keyspace.Keys
 }
 
 // Reader reads gets at one revision (writepath.Writer.Read: the one place
@@ -46,12 +47,12 @@ type Reader func(ctx context.Context, gets ...clientv3.Op) (*clientv3.TxnRespons
 
 // NewStore returns a Store over cli, whose reads of several keys at one
 // revision go through read.
-func NewStore(cli *clientv3.Client, read Reader, keys Keys) *Store {
+func NewStore(cli *clientv3.Client, read Reader, keys keyspace.Keys) *Store {
 	return &Store{cli: cli, read: read, keys: keys}
 }
 
 // Keys returns the store's key layout.
-func (s *Store) Keys() Keys { return s.keys }
+func (s *Store) Keys() keyspace.Keys { return s.keys }
 
 // Decode decodes a task record.
 func Decode(b []byte) (*storev1.TaskRecord, error) {
@@ -69,47 +70,6 @@ func Encode(rec *storev1.TaskRecord) ([]byte, error) {
 		return nil, fmt.Errorf("encode task %s: %w", rec.GetId(), err)
 	}
 	return b, nil
-}
-
-// PutTask is the Txn operation that writes rec.
-func (k Keys) PutTask(rec *storev1.TaskRecord) (clientv3.Op, error) {
-	b, err := Encode(rec)
-	if err != nil {
-		return clientv3.Op{}, err
-	}
-	return clientv3.OpPut(k.Task(rec.Spec.GetIdentity(), rec.Id), string(b)), nil
-}
-
-// HistoryOps appends run to rec's history: it advances rec.HistorySeq, so the
-// caller must write rec in the same Txn, and drops the entry that falls out
-// of the last keep.
-func (k Keys) HistoryOps(rec *storev1.TaskRecord, run *taskdv1.Run, keep int) ([]clientv3.Op, error) {
-	rec.HistorySeq++
-	b, err := proto.Marshal(&storev1.RunRecord{Run: run})
-	if err != nil {
-		return nil, fmt.Errorf("encode run %d of task %s: %w", run.RunNumber, rec.Id, err)
-	}
-	id := rec.Spec.GetIdentity()
-	ops := []clientv3.Op{clientv3.OpPut(k.Run(id, rec.Id, rec.HistorySeq), string(b))}
-	if old := rec.HistorySeq - int64(keep); old > 0 {
-		ops = append(ops, clientv3.OpDelete(k.Run(id, rec.Id, old)))
-	}
-	return ops, nil
-}
-
-// DeleteTaskOps remove a task, its history, a forwarded result left for it,
-// its idempotency key and its references to calendars.
-func (k Keys) DeleteTaskOps(rec *storev1.TaskRecord) []clientv3.Op {
-	id := rec.Spec.GetIdentity()
-	ops := []clientv3.Op{
-		clientv3.OpDelete(k.Task(id, rec.Id)),
-		clientv3.OpDelete(k.Runs(id, rec.Id), clientv3.WithPrefix()),
-		clientv3.OpDelete(k.Result(id, rec.Id)),
-	}
-	if key := rec.Spec.GetIdempotencyKey(); key != "" {
-		ops = append(ops, clientv3.OpDelete(k.Idem(id, key)))
-	}
-	return append(ops, k.CalendarRefOps(rec, rec.Spec.GetCalendars(), true)...)
 }
 
 // Get reads one task; ok is false when it does not exist.

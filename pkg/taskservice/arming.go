@@ -309,7 +309,7 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 // batch that fail, with the reason; every run if the read fails.
 func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]string {
 	ops := []clientv3.Op{
-		clientv3.OpGet(n.nodesPrefix + n.cfg.Name),
+		clientv3.OpGet(n.keys.Node(n.cfg.Name)),
 		clientv3.OpGet(n.idmap.Keys().Mapping(st.name), clientv3.WithKeysOnly()),
 		clientv3.OpGet(n.keys.PauseIdentity(st.name), clientv3.WithKeysOnly()),
 	}

@@ -20,8 +20,8 @@ import (
 )
 
 // This file is the calendars (contract §4.2): named exclusion calendars
-// stored at pending.Keys.Calendar, referenced by tasks and by calendars
-// based on them. Every reference is a key under pending.Keys.CalendarUsers,
+// stored at keyspace.Keys.Calendar, referenced by tasks and by calendars
+// based on them. Every reference is a key under keyspace.Keys.CalendarUsers,
 // written in the same Txn as the task (or calendar) that makes it, and a
 // calendar is deleted only by a Txn that compares it has none: a calendar
 // in use cannot disappear, and a task cannot list a calendar being deleted

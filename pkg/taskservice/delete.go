@@ -13,7 +13,7 @@ import (
 
 // This file deletes a finished task on request (DeleteTask), before its
 // --retention would: the same keys go as when the retention purge takes
-// it (pending.Keys.DeleteTaskOps, DeleteEveryOps), from any node.
+// it (writepath.Shapes.DeleteTaskOps, DeleteEveryOps), from any node.
 
 // DeleteTask removes a task in a final state (COMPLETED, DEAD, CANCELED)
 // with its run history, idempotency key and calendar references. A task in
@@ -84,7 +84,7 @@ func (n *Node) deleteStored(cctx, ctx context.Context, id, taskID string) (done 
 			return false, err
 		}
 	} else {
-		ops = n.keys.DeleteTaskOps(f.Rec)
+		ops = n.shapes.DeleteTaskOps(f.Rec)
 		owner, err := n.idmap.Get(cctx, id)
 		if err != nil {
 			return false, err
@@ -125,8 +125,8 @@ func (n *Node) everyDeleteOps(ctx context.Context, rec *storev1.TaskRecord) ([]c
 	if err != nil {
 		return nil, err
 	}
-	if room := n.cfg.MaxTxnOps - len(n.keys.DeleteEveryOps(rec, nil)) - 2; len(nodes) > room {
+	if room := n.cfg.MaxTxnOps - len(n.shapes.DeleteEveryOps(rec, nil)) - 2; len(nodes) > room {
 		nodes = nodes[:max(room, 0)]
 	}
-	return n.keys.DeleteEveryOps(rec, nodes), nil
+	return n.shapes.DeleteEveryOps(rec, nodes), nil
 }

@@ -183,12 +183,12 @@ var errNoTarget = errors.New("no other RUNNING node to take them")
 // (rebalancerequest.go), land there. Each list reads the area and acts on
 // the requests found in it.
 func (n *Node) controlLoop(ctx context.Context) {
-	area := n.cfg.Prefix + "control/" + n.cfg.Name + "/"
+	area := n.keys.Control(n.cfg.Name)
 	act := func(ctx context.Context, kv *mvccpb.KeyValue) {
 		switch string(kv.Key) {
-		case n.controlKey(n.cfg.Name):
+		case n.keys.DrainRequest(n.cfg.Name):
 			n.drainRequested(ctx, string(kv.Value), kv.ModRevision)
-		case n.rebalanceKey(n.cfg.Name):
+		case n.keys.RebalanceRequest(n.cfg.Name):
 			n.rebalanceRequested(ctx, string(kv.Value), kv.ModRevision)
 		}
 	}
@@ -216,8 +216,6 @@ func (n *Node) controlLoop(ctx context.Context) {
 		},
 	})
 }
-
-func (n *Node) controlKey(node string) string { return n.shapes.DrainRequest(node) }
 
 // drainRequested starts a drain asked for through the control key, and
 // removes the request. A request meant for an earlier incarnation of this
@@ -257,7 +255,7 @@ func (n *Node) DrainNode(ctx context.Context, node string) (*taskdv1.Node, error
 		}
 		cctx, cancel := n.etcdCtx(ctx)
 		defer cancel()
-		if _, err := n.cli.Put(cctx, n.controlKey(node), nd.Incarnation); err != nil {
+		if _, err := n.cli.Put(cctx, n.keys.DrainRequest(node), nd.Incarnation); err != nil {
 			return nil, fmt.Errorf("request drain of %s: %w", node, err)
 		}
 		return nd, nil

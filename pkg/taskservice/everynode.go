@@ -20,9 +20,9 @@ import (
 )
 
 // This file runs tasks of scope EVERY_NODE (contract §6): stored once, at
-// pending.Keys.Every, and run by every RUNNING node by its triggers, each
+// keyspace.Keys.Every, and run by every RUNNING node by its triggers, each
 // node keeping its own progress (trigger positions, run numbers, last run,
-// run marker) at pending.Keys.EveryProgress. A node sees such tasks through
+// run marker) at keyspace.Keys.EveryProgress. A node sees such tasks through
 // a watch on their prefix.
 //
 // The run machinery is the one of identity tasks: a node merges the shared

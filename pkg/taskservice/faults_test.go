@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdfault"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
@@ -181,7 +182,7 @@ func leaveMarker(t *testing.T, e *tst.Etcd, name string, s *taskdv1.TaskSpec) *t
 	// stopped node's identity and resolve the marker.
 	gctx, gcancel := rpc()
 	defer gcancel()
-	resp, err := e.Client(t).Get(gctx, pending.NewKeys("/taskd/").Task(s.Identity, task.Id))
+	resp, err := e.Client(t).Get(gctx, keyspace.New("/taskd/").Task(s.Identity, task.Id))
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("read task: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskd/taskd/internal/etcdstatus"
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
@@ -22,7 +23,7 @@ import (
 func (n *Node) handoffLoop(ctx context.Context) {
 	w := &handoff.Watcher{
 		Client:  n.cli,
-		Keys:    handoff.NewKeys(n.cfg.Prefix),
+		Keys:    n.keys,
 		Node:    n.cfg.Name,
 		Period:  n.cfg.HandoffPeriod,
 		Start:   n.cfg.HandoffStart,
@@ -208,11 +209,7 @@ func (n *Node) takeRead(ctx context.Context, e handoff.Entry, one bool, register
 // handoffOp is the write that tells node to load a task of id ("*": all of
 // them).
 func (n *Node) handoffOp(node, id, taskID string) (clientv3.Op, error) {
-	op, err := handoff.NewKeys(n.cfg.Prefix).PutOp(node, n.cfg.Name, id, taskID)
-	if err != nil {
-		return clientv3.Op{}, fmt.Errorf("handoff of %q to %s: %w", id, node, err)
-	}
-	return op, nil
+	return n.shapes.Handoff(node, id, taskID)
 }
 
 // ownershipLoop watches this node's ownership index: a deleted entry means
@@ -227,7 +224,7 @@ func (n *Node) ownershipLoop(ctx context.Context) {
 		List:    n.reconcileOwned,
 		Events: func(_ context.Context, evs []*clientv3.Event) {
 			for _, ev := range evs {
-				id, err := identity.Decode(string(ev.Kv.Key[len(prefix):]))
+				id, err := keyspace.Decode(string(ev.Kv.Key[len(prefix):]))
 				if err != nil {
 					continue
 				}
@@ -255,7 +252,7 @@ func (n *Node) reconcileOwned(ctx context.Context) (int64, error) {
 	}
 	in := make(map[string]bool, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		if id, err := identity.Decode(string(kv.Key[len(prefix):])); err == nil {
+		if id, err := keyspace.Decode(string(kv.Key[len(prefix):])); err == nil {
 			in[id] = true
 		}
 	}

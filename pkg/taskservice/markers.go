@@ -118,7 +118,7 @@ func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Dura
 func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	resp, err := n.writer.Read(ctx,
 		clientv3.OpGet(n.keys.Result(id, taskID)),
-		clientv3.OpGet(n.nodesPrefix+m.Node),
+		clientv3.OpGet(n.keys.Node(m.Node)),
 	)
 	if err != nil {
 		return nil, false, err

@@ -17,6 +17,7 @@ import (
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/membership"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -31,12 +32,11 @@ type Node struct {
 	log         hclog.Logger
 	cli         *clientv3.Client
 	store       *pending.Store
-	keys        pending.Keys
+	keys        keyspace.Keys
 	idmap       *identity.Map
 	ids         *pending.IDSource
 	incarnation string
 	startedAt   time.Time
-	nodesPrefix string
 
 	// life is cancelled by Stop; runCtx is cancelled when in-flight runs
 	// must end (after the drain wait).
@@ -140,12 +140,11 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:            cfg,
 		cli:            cfg.Client,
-		keys:           pending.NewKeys(cfg.Prefix),
-		store:          pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, pending.NewKeys(cfg.Prefix)),
-		idmap:          identity.NewMap(cfg.Client, identity.NewKeys(cfg.Prefix)),
+		keys:           keyspace.New(cfg.Prefix),
+		store:          pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, keyspace.New(cfg.Prefix)),
+		idmap:          identity.NewMap(cfg.Client, keyspace.New(cfg.Prefix)),
 		ids:            pending.NewIDSource(),
 		incarnation:    hex.EncodeToString(inc[:]),
-		nodesPrefix:    cfg.Prefix + "nodes/",
 		state:          taskdv1.NodeState_NODE_STATE_STARTING,
 		idents:         map[string]*identState{},
 		local:          map[string]*identState{},

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/etcdfault"
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -172,7 +172,7 @@ func TestIdentityPauseHoldsBeforeTheWatchBringsIt(t *testing.T) {
 	b, _ := proto.Marshal(&taskdv1.Pause{Identity: "victim", Since: timestamppb.Now()})
 	ctx, cancel := rpc()
 	defer cancel()
-	if _, err := raw.Put(ctx, pending.NewKeys("/taskd/").PauseIdentity("victim"), string(b)); err != nil {
+	if _, err := raw.Put(ctx, keyspace.New("/taskd/").PauseIdentity("victim"), string(b)); err != nil {
 		t.Fatal(err)
 	}
 	tst.Eventually(t, 10*time.Second, func() bool { return dropped.Seen() > 0 }, "the pause event to be dropped")

@@ -18,7 +18,7 @@ import (
 
 // This file is pausing (contract §4.6): of one task (PausedAt in its
 // record), of every task of an identity, and of every task of a kind in the
-// cluster (a key each under pending.Keys.Pauses, present while the pause is
+// cluster (a key each under keyspace.Keys.Pauses, present while the pause is
 // in force). A paused task keeps its triggers; it starts no run, manual runs
 // included, until resumed, and what came due meanwhile then goes through
 // its misfire policy.

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -40,7 +41,7 @@ type candidate struct {
 func (n *Node) candidates(ctx context.Context) ([]*candidate, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix())
+	resp, err := n.cli.Get(cctx, n.keys.Nodes(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -187,7 +188,7 @@ func (n *Node) dropDeadArea(ctx context.Context, l identity.Leadership, dead str
 func (n *Node) placementLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		lease := n.member.Lease()
-		key := n.cfg.Prefix + "leader"
+		key := n.keys.Leader()
 		claim := n.shapes.Claim(key, n.cfg.Name+" "+n.incarnation, lease)
 		l, err := identity.Campaign(ctx, n.cli, func(ctx context.Context) (*clientv3.TxnResponse, error) { return n.writer.Commit(ctx, claim) },
 			key, lease, n.cfg.EtcdTimeout)
@@ -260,14 +261,14 @@ func (n *Node) watchNodeDeaths(ctx context.Context, sweep chan<- struct{}) {
 		}
 	}
 	n.follow(ctx, "registrations", etcdwatch.Follower{
-		Key:     n.nodesPrefix,
+		Key:     n.keys.Nodes(),
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		// The sweep itself reads the registrations; the list only fixes
 		// the revision the watch starts after.
 		List: func(ctx context.Context) (int64, error) {
 			cctx, cancel := n.etcdCtx(ctx)
 			defer cancel()
-			resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+			resp, err := n.cli.Get(cctx, n.keys.Nodes(), clientv3.WithPrefix(), clientv3.WithCountOnly())
 			if err != nil {
 				return 0, err
 			}
@@ -308,13 +309,13 @@ func (n *Node) sweep(ctx context.Context, l identity.Leadership) error {
 	}
 	// Handoff areas of nodes that are gone and own nothing any more (a
 	// task entry written for a node just before it died outlives it).
-	areas, err := n.namesUnder(ctx, n.cfg.Prefix+"handoff/")
+	areas, err := n.namesUnder(ctx, n.keys.Handoffs())
 	if err != nil {
 		return err
 	}
 	for _, a := range areas {
 		if !registered[a] && !slices.Contains(owners, a) {
-			absent := clientv3.Compare(clientv3.CreateRevision(n.nodesPrefix+a), "=", 0)
+			absent := clientv3.Compare(clientv3.CreateRevision(n.keys.Node(a)), "=", 0)
 			if err := n.dropDeadArea(ctx, l, a, absent); err != nil {
 				return err
 			}
@@ -351,7 +352,7 @@ func (n *Node) purgeEvery(ctx context.Context, l identity.Leadership) error {
 
 // ownerNames lists the nodes that have an ownership index.
 func (n *Node) ownerNames(ctx context.Context) ([]string, error) {
-	return n.namesUnder(ctx, n.cfg.Prefix+"owned/")
+	return n.namesUnder(ctx, n.keys.AllOwned())
 }
 
 // namesUnder lists the node names of the per-node areas under prefix
@@ -384,7 +385,7 @@ func (n *Node) namesUnder(ctx context.Context, prefix string) ([]string, error) 
 func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead string) error {
 	began, total := time.Now(), 0
 	batch := n.movesPerTxn()
-	absent := clientv3.Compare(clientv3.CreateRevision(n.nodesPrefix+dead), "=", 0)
+	absent := clientv3.Compare(clientv3.CreateRevision(n.keys.Node(dead)), "=", 0)
 	var live []*candidate
 	prefix := n.idmap.Keys().OwnedPrefix(dead)
 	for ctx.Err() == nil {
@@ -424,7 +425,7 @@ func (n *Node) reassignDead(ctx context.Context, l identity.Leadership, dead str
 		gets := make([]clientv3.Op, 0, len(resp.Kvs))
 		var junk []string
 		for _, kv := range resp.Kvs {
-			id, err := identity.Decode(string(kv.Key[len(prefix):]))
+			id, err := keyspace.Decode(string(kv.Key[len(prefix):]))
 			if err != nil {
 				// No identity encodes to this key: it can only be junk, and
 				// left in place it would be listed first forever.

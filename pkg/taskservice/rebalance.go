@@ -96,7 +96,7 @@ func (n *Node) rebalance(ctx context.Context, l identity.Leadership) error {
 // standingRequests reads the mod revisions of the rebalancing requests in
 // the control areas, by node.
 func (n *Node) standingRequests(ctx context.Context) (map[string]int64, error) {
-	prefix := n.cfg.Prefix + "control/"
+	prefix := n.keys.Controls()
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
 	resp, err := n.cli.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
@@ -105,7 +105,7 @@ func (n *Node) standingRequests(ctx context.Context) (map[string]int64, error) {
 	}
 	out := map[string]int64{}
 	for _, kv := range resp.Kvs {
-		node, ok := rebalanceKeyNode(prefix, string(kv.Key))
+		node, ok := n.keys.SplitRebalanceRequest(string(kv.Key))
 		if ok {
 			out[node] = kv.ModRevision
 		}
@@ -118,7 +118,7 @@ func (n *Node) standingRequests(ctx context.Context) (map[string]int64, error) {
 // registration is as read and from's request key still stands at was (0:
 // absent). ok is false if a compare failed.
 func (n *Node) putRebalanceRequest(ctx context.Context, l identity.Leadership, from *candidate, req rebalanceRequest, was int64) (bool, error) {
-	key := n.rebalanceKey(from.name)
+	key := n.keys.RebalanceRequest(from.name)
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
 	resp, err := n.writer.Commit(cctx, n.shapes.RebalanceRequest(l, key, from.name, from.rev, was, from.lease, req.encode()))

@@ -11,7 +11,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/writepath"
-	"github.com/taskd/taskd/pkg/handoff"
 	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -209,18 +208,6 @@ func validIncarnation(s string) bool {
 	return true
 }
 
-// rebalanceKey is node's rebalancing request key, in its control area.
-func (n *Node) rebalanceKey(node string) string {
-	return n.cfg.Prefix + "control/" + node + "/rebalance"
-}
-
-// rebalanceKeyNode returns the node whose request key key is, under the
-// control areas' prefix.
-func rebalanceKeyNode(prefix, key string) (string, bool) {
-	node, ok := strings.CutSuffix(strings.TrimPrefix(key, prefix), "/rebalance")
-	return node, ok && !strings.Contains(node, "/")
-}
-
 // rebalanceRequested acts on the request found in this node's request key
 // at rev.
 func (n *Node) rebalanceRequested(ctx context.Context, value string, rev int64) {
@@ -252,7 +239,7 @@ func (n *Node) rebalanceRequested(ctx context.Context, value string, rev int64) 
 
 // deleteRequest deletes this node's request key if it still stands at rev.
 func (n *Node) deleteRequest(ctx context.Context, rev int64) {
-	key := n.rebalanceKey(n.cfg.Name)
+	key := n.keys.RebalanceRequest(n.cfg.Name)
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
 	if _, err := n.writer.Commit(cctx, writepath.DeleteAt(key, rev)); err != nil && ctx.Err() == nil {
@@ -366,7 +353,6 @@ func (n *Node) stopLeaving(chosen []*identState) {
 // entries waiting for each at from, and returns up to want of them mapped
 // to from's incarnation with none waiting.
 func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string, want int) ([]identity.Owner, error) {
-	area := handoff.NewKeys(n.cfg.Prefix).Area(from.name)
 	per := max(1, n.cfg.MaxTxnOps/2)
 	var out []identity.Owner
 	for len(ids) > 0 && len(out) < want {
@@ -375,7 +361,7 @@ func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string,
 		ops := make([]clientv3.Op, 0, 2*len(chunk))
 		for _, id := range chunk {
 			ops = append(ops, clientv3.OpGet(n.idmap.Keys().Mapping(id)),
-				clientv3.OpGet(area+identity.Encode(id)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly()))
+				clientv3.OpGet(n.keys.Entries(from.name, id), clientv3.WithPrefix(), clientv3.WithCountOnly()))
 		}
 		cctx, cancel := n.etcdCtx(ctx)
 		resp, err := n.writer.Read(cctx, ops...)
@@ -413,8 +399,8 @@ var errRequestGone = errors.New("the rebalancing request was replaced, or its le
 // for a later request. It returns the moves made and the revision the
 // request key stands at after them.
 func (n *Node) commitRequested(ctx context.Context, req rebalanceRequest, rev int64, moves []move) ([]madeMove, int64, error) {
-	key := n.rebalanceKey(n.cfg.Name)
-	leaderKey := n.cfg.Prefix + "leader"
+	key := n.keys.RebalanceRequest(n.cfg.Name)
+	leaderKey := n.keys.Leader()
 	claim := rebalanceRequest{source: req.source, leaderRev: req.leaderRev, leader: req.leader, claimed: true}.encode()
 	regRev := map[string]int64{}
 	for _, tg := range req.targets {
@@ -427,7 +413,7 @@ func (n *Node) commitRequested(ctx context.Context, req rebalanceRequest, rev in
 		for _, m := range part {
 			if !seen[m.to.name] {
 				seen[m.to.name] = true
-				cmps = append(cmps, writepath.At(n.nodesPrefix+m.to.name, regRev[m.to.name]))
+				cmps = append(cmps, writepath.At(n.keys.Node(m.to.name), regRev[m.to.name]))
 			}
 		}
 		resp, err := n.commitMovesTxn(ctx, part, cmps,

@@ -120,7 +120,7 @@ func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	leader, err := n.cli.Get(cctx, n.cfg.Prefix+"leader")
+	leader, err := n.cli.Get(cctx, n.keys.Leader())
 	if err != nil {
 		return nil, fmt.Errorf("read the placement leader: %w", err)
 	}
@@ -145,7 +145,7 @@ func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
 func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.LeaseID, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.nodesPrefix, clientv3.WithPrefix())
+	resp, err := n.cli.Get(cctx, n.keys.Nodes(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -155,7 +155,7 @@ func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.Lease
 		leases = append(leases, clientv3.LeaseID(kv.Lease))
 		var rec storev1.NodeRecord
 		if err := proto.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.nodesPrefix), err)
+			return nil, nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.keys.Nodes()), err)
 		}
 		owned, err := n.idmap.CountOwned(cctx, rec.Name)
 		if err != nil {

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/taskd/taskd/internal/etcdfault"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // The tests of cold tasks (thaw.go). With ColdAfter 2 s a task due 5-6 s
@@ -74,7 +76,7 @@ func TestColdTaskChangedBehindTheNodesBackIsReadAgain(t *testing.T) {
 	cli := e.Client(t)
 	ctx, cancel := rpc()
 	defer cancel()
-	key := pending.NewKeys("/taskd/").Task("edited", task.Id)
+	key := keyspace.New("/taskd/").Task("edited", task.Id)
 	resp, err := cli.Get(ctx, key)
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("read %s: %v, %d keys", key, err, len(resp.Kvs))
@@ -112,7 +114,7 @@ func TestColdTaskWhoseReadsFailRunsWhenOneSucceeds(t *testing.T) {
 	due := time.Now().Add(5 * time.Second)
 	task := scheduleOn(t, n, spec("unreadable", "rec", once(due)))
 	waitCold(t, n, 1, due)
-	key := pending.NewKeys("/taskd/").Task("unreadable", task.Id)
+	key := keyspace.New("/taskd/").Task("unreadable", task.Id)
 	h := in.Add(etcdfault.Rule{Op: etcdfault.OpTxn, Prefix: key,
 		Action: etcdfault.Fail(errors.New("injected: the thaw read fails"))})
 	// Past the due time the reads still fail: nothing ran, the task is

@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -25,7 +25,7 @@ func (h *harness) storedRecord(id, taskID string) *storev1.TaskRecord {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := h.etcd.Client(h.t).Get(ctx, pending.NewKeys("/taskd/").Task(id, taskID))
+	resp, err := h.etcd.Client(h.t).Get(ctx, keyspace.New("/taskd/").Task(id, taskID))
 	if err != nil || len(resp.Kvs) != 1 {
 		h.t.Fatalf("read record of %s: %v (%d keys)", taskID, err, len(resp.Kvs))
 	}

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
-	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -25,7 +25,7 @@ import (
 // only once its own checks see it.
 type Follower struct {
 	cli  *clientv3.Client
-	keys pending.Keys
+	keys keyspace.Keys
 
 	mu      sync.Mutex
 	tokens  map[string]*Token
@@ -71,7 +71,7 @@ func (f *Follower) apply(tokens map[string]*Token, rev int64) {
 // NewFollower returns a follower of the tokens under prefix (the node's
 // key prefix). Call Run to fill it.
 func NewFollower(cli *clientv3.Client, prefix string) *Follower {
-	return &Follower{cli: cli, keys: pending.NewKeys(prefix), tokens: map[string]*Token{}, changed: make(chan struct{})}
+	return &Follower{cli: cli, keys: keyspace.New(prefix), tokens: map[string]*Token{}, changed: make(chan struct{})}
 }
 
 // Run follows the tokens until ctx ends.

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/taskd/taskd/internal/etcdstatus"
+	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/writepath"
-	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -28,7 +28,7 @@ type Server struct {
 	taskdv1.UnimplementedTokenServiceServer
 
 	cli      *clientv3.Client
-	keys     pending.Keys
+	keys     keyspace.Keys
 	stored   *Follower
 	fileToks func() map[string]*Token
 	now      func() time.Time
@@ -40,7 +40,7 @@ func NewServer(cli *clientv3.Client, prefix string, stored *Follower, fileTokens
 	if fileTokens == nil {
 		fileTokens = func() map[string]*Token { return nil }
 	}
-	return &Server{cli: cli, keys: pending.NewKeys(prefix), stored: stored, fileToks: fileTokens, now: time.Now}
+	return &Server{cli: cli, keys: keyspace.New(prefix), stored: stored, fileToks: fileTokens, now: time.Now}
 }
 
 // CreateToken stores a new token and returns its secret once.

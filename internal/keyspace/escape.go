@@ -1,4 +1,4 @@
-package identity
+package keyspace
 
 import (
 	"errors"
@@ -7,17 +7,20 @@ import (
 	"unicode/utf8"
 )
 
-// MaxLen is the longest identity in bytes (contract §10).
-const MaxLen = 256
+// MaxNameLen is the longest identity in bytes (contract §10), and so the
+// longest name a key segment decodes to.
+const MaxNameLen = 256
 
-// Validate reports why s is not a valid identity: 1–256 bytes of UTF-8
-// without control or bidirectional formatting characters (CheckText).
-func Validate(s string) error {
+// ValidateName reports why s is not a valid identity: 1–256 bytes of UTF-8
+// without control or bidirectional formatting characters (CheckText). It
+// is the rule of what a key segment decodes to (Decode): an identity, or a
+// kind or calendar name escaped alike (identity.Validate is this rule).
+func ValidateName(s string) error {
 	switch {
 	case s == "":
 		return errors.New("must not be empty")
-	case len(s) > MaxLen:
-		return fmt.Errorf("is %d bytes, the limit is %d", len(s), MaxLen)
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("is %d bytes, the limit is %d", len(s), MaxNameLen)
 	case !utf8.ValidString(s):
 		return errors.New("is not valid UTF-8")
 	}
@@ -102,7 +105,7 @@ func Decode(s string) (string, error) {
 		i += 2
 	}
 	id := string(b)
-	if err := Validate(id); err != nil {
+	if err := ValidateName(id); err != nil {
 		return "", fmt.Errorf("decode identity %q: %w", s, err)
 	}
 	return id, nil

@@ -1,4 +1,4 @@
-package identity
+package keyspace
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-func TestValidate(t *testing.T) {
+func TestValidateName(t *testing.T) {
 	tests := []struct {
 		name string
 		s    string
@@ -48,25 +48,25 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Validate(tt.s)
+			err := ValidateName(tt.s)
 			if (err == nil) != tt.ok {
-				t.Fatalf("Validate(%q) = %v, want ok=%v", tt.s, err, tt.ok)
+				t.Fatalf("ValidateName(%q) = %v, want ok=%v", tt.s, err, tt.ok)
 			}
 		})
 	}
-	if err := Validate(strings.Repeat("a", 257)); err == nil || !strings.Contains(err.Error(), "257") {
+	if err := ValidateName(strings.Repeat("a", 257)); err == nil || !strings.Contains(err.Error(), "257") {
 		t.Fatalf("length error %v does not name the length", err)
 	}
 }
 
-// TestValidateEveryControl checks every C0 and C1 control rune and DEL
+// TestValidateNameEveryControl checks every C0 and C1 control rune and DEL
 // alone, at the start and at the end.
-func TestValidateEveryControl(t *testing.T) {
+func TestValidateNameEveryControl(t *testing.T) {
 	for r := rune(0); r < 0xa0; r++ {
 		ctrl := r < 0x20 || r >= 0x7f
 		for _, s := range []string{string(r), string(r) + "x", "x" + string(r)} {
-			if err := Validate(s); (err != nil) != ctrl {
-				t.Fatalf("Validate(%q) = %v, control=%v", s, err, ctrl)
+			if err := ValidateName(s); (err != nil) != ctrl {
+				t.Fatalf("ValidateName(%q) = %v, control=%v", s, err, ctrl)
 			}
 		}
 	}
@@ -120,7 +120,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			t.Errorf("Encode(%q) = %q contains '/'", s, enc)
 		}
 		dec, err := Decode(enc)
-		if Validate(s) != nil {
+		if ValidateName(s) != nil {
 			if err == nil {
 				t.Errorf("Decode(Encode(%q)) = %q, nil; want an error for a string that is no identity", s, dec)
 			}
@@ -245,7 +245,7 @@ func FuzzEncode(f *testing.F) {
 			t.Fatalf("Encode(%q) = %q is not valid UTF-8", s, enc)
 		}
 		dec, err := Decode(enc)
-		if Validate(s) != nil {
+		if ValidateName(s) != nil {
 			if err == nil {
 				t.Fatalf("Decode(Encode(%q)) = %q, nil for a string that is no identity", s, dec)
 			}

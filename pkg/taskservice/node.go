@@ -16,8 +16,8 @@ import (
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/eventhub"
-	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/keyspace"
+	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"

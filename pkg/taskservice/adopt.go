@@ -24,7 +24,7 @@ func (n *Node) removeEntryLocked(e *entry) {
 	n.queue.remove(e)
 	n.dropWorkerWaitLocked(e)
 	n.dropShadowLocked(e)
-	delete(n.pauses.parked, e)
+	delete(n.parked, e)
 	if e.ident.tasks.get(e.id) == e {
 		e.ident.tasks.del(e.id)
 	}
@@ -67,7 +67,7 @@ func (n *Node) dropIdentityLocked(st *identState) {
 	for e := range st.tasks.all() {
 		n.queue.remove(e)
 		n.dropShadowLocked(e)
-		delete(n.pauses.parked, e)
+		delete(n.parked, e)
 		e.counted = false
 	}
 	n.forgetWaitingLocked(st)

@@ -7,14 +7,11 @@ import (
 	"sort"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/calendar"
-	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -27,114 +24,11 @@ import (
 // in use cannot disappear, and a task cannot list a calendar being deleted
 // (its schedule Txn compares the calendar exists).
 //
-// Every node follows the calendars and keeps them compiled; a task's fire
-// times are computed with its calendars as the node knows them. A
-// calendar replaced later applies to the fire times not yet come: a stored
-// next fire time the new calendar excludes is skipped when it comes due.
-
-// calendarSet is the calendars as this node follows them (guarded by its
-// own lock: it is read under n.mu).
-type calendarSet struct {
-	stored   map[string]*taskdv1.Calendar
-	compiled map[string]*calendar.Calendar
-}
-
-// calendarsOf is the exclusions of the named calendars (nil for none). A
-// name this node does not know (the references make that a transient
-// state) excludes nothing, and is logged.
-func (n *Node) calendarsOf(names []string) schedule.Exclusions {
-	if len(names) == 0 {
-		return nil
-	}
-	n.calMu.RLock()
-	defer n.calMu.RUnlock()
-	set := make(calendar.Set, 0, len(names))
-	for _, name := range names {
-		if c := n.cals.compiled[name]; c != nil {
-			set = append(set, c)
-		} else {
-			n.log.Warn("task lists a calendar this node does not know; it excludes nothing here", "calendar", name)
-		}
-	}
-	if len(set) == 0 {
-		return nil
-	}
-	return set
-}
-
-// loadCalendars reads every calendar, compiles them, and returns the
-// revision it read at.
-func (n *Node) loadCalendars(ctx context.Context) (int64, error) {
-	cctx, cancel := n.etcdCtx(ctx)
-	defer cancel()
-	resp, err := n.cli.Get(cctx, n.keys.Calendars(), clientv3.WithPrefix())
-	if err != nil {
-		return 0, fmt.Errorf("read calendars: %w", err)
-	}
-	stored := map[string]*taskdv1.Calendar{}
-	for _, kv := range resp.Kvs {
-		c := &taskdv1.Calendar{}
-		if err := proto.Unmarshal(kv.Value, c); err != nil {
-			n.log.Error("undecodable calendar", "key", string(kv.Key), "error", err)
-			continue
-		}
-		c.Revision = kv.ModRevision
-		stored[c.Name] = c
-	}
-	n.setCalendars(stored)
-	return resp.Header.Revision, nil
-}
-
-// setCalendars compiles the stored calendars and makes them current.
-func (n *Node) setCalendars(stored map[string]*taskdv1.Calendar) {
-	lookup := func(name string) (*taskdv1.Calendar, bool) { c, ok := stored[name]; return c, ok }
-	compiled := make(map[string]*calendar.Calendar, len(stored))
-	for name, c := range stored {
-		cc, err := calendar.Compile(c, lookup)
-		if err != nil {
-			n.log.Error("calendar does not compile; it excludes nothing", "calendar", name, "error", err)
-			continue
-		}
-		compiled[name] = cc
-	}
-	n.calMu.Lock()
-	n.cals = calendarSet{stored: stored, compiled: compiled}
-	n.calMu.Unlock()
-}
-
-// calendarLoop follows the calendars after loadCalendars read them at rev.
-func (n *Node) calendarLoop(ctx context.Context, rev int64) {
-	n.follow(ctx, "calendars", etcdwatch.Follower{
-		Key:     n.keys.Calendars(),
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		FromRev: rev,
-		List:    n.loadCalendars,
-		Events: func(_ context.Context, evs []*clientv3.Event) {
-			n.calMu.RLock()
-			stored := make(map[string]*taskdv1.Calendar, len(n.cals.stored))
-			for k, v := range n.cals.stored {
-				stored[k] = v
-			}
-			n.calMu.RUnlock()
-			for _, ev := range evs {
-				name, err := n.keys.SplitCalendar(string(ev.Kv.Key))
-				if err != nil {
-					continue
-				}
-				if ev.Type == clientv3.EventTypeDelete {
-					delete(stored, name)
-					continue
-				}
-				c := &taskdv1.Calendar{}
-				if proto.Unmarshal(ev.Kv.Value, c) == nil {
-					c.Revision = ev.Kv.ModRevision
-					stored[name] = c
-				}
-			}
-			n.setCalendars(stored)
-		},
-	})
-}
+// Every node follows the calendars and keeps them compiled (follow.Calendars,
+// n.cals); a task's fire times are computed with its calendars as the node
+// knows them. A calendar replaced later applies to the fire times not yet
+// come: a stored next fire time the new calendar excludes is skipped when
+// it comes due.
 
 // CreateCalendar stores a calendar; with replace it may overwrite one of
 // the same name (its tasks keep it: the new rules apply to fire times not
@@ -154,23 +48,12 @@ func (n *Node) CreateCalendar(ctx context.Context, c *taskdv1.Calendar, replace 
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.cli.Get(cctx, n.keys.Calendars(), clientv3.WithPrefix())
+		stored, err := n.cals.Read(cctx)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		stored := map[string]*taskdv1.Calendar{}
-		var old *taskdv1.Calendar
-		oldRev := int64(0)
-		for _, kv := range resp.Kvs {
-			sc := &taskdv1.Calendar{}
-			if proto.Unmarshal(kv.Value, sc) == nil {
-				stored[sc.Name] = sc
-				if sc.Name == c.Name {
-					old, oldRev = sc, kv.ModRevision
-				}
-			}
-		}
+		old := stored[c.Name]
 		if old != nil && !replace {
 			cancel()
 			return nil, fmt.Errorf("calendar.name: calendar %q exists (set replace to overwrite it): %w", c.Name, ErrAlreadyExists)
@@ -186,9 +69,9 @@ func (n *Node) CreateCalendar(ctx context.Context, c *taskdv1.Calendar, replace 
 		}
 		baseRev := int64(0)
 		if c.Base != "" {
-			baseRev = revOf(resp.Kvs, n.keys.Calendar(c.Base))
+			baseRev = stored[c.Base].GetRevision()
 		}
-		txn, err := n.shapes.StoreCalendar(c, oldRev, baseRev, old.GetBase())
+		txn, err := n.shapes.StoreCalendar(c, old.GetRevision(), baseRev, old.GetBase())
 		if err != nil {
 			cancel()
 			return nil, err
@@ -202,44 +85,23 @@ func (n *Node) CreateCalendar(ctx context.Context, c *taskdv1.Calendar, replace 
 			continue // a calendar of the chain changed meanwhile: read again
 		}
 		c.Revision = tr.Header.Revision
-		n.calMu.RLock()
-		next := make(map[string]*taskdv1.Calendar, len(n.cals.stored)+1)
-		for k, v := range n.cals.stored {
-			next[k] = v
-		}
-		n.calMu.RUnlock()
-		next[c.Name] = c
-		n.setCalendars(next) // known here at once; the watch brings it to the others
+		n.cals.Learn(c) // known here at once; the watch brings it to the others
 		return c, nil
 	}
 	return nil, fmt.Errorf("store calendar %q: calendars kept changing: %w", c.Name, ErrConflict)
-}
-
-func revOf(kvs []*mvccpb.KeyValue, key string) int64 {
-	for _, kv := range kvs {
-		if string(kv.Key) == key {
-			return kv.ModRevision
-		}
-	}
-	return 0
 }
 
 // GetCalendar returns one calendar.
 func (n *Node) GetCalendar(ctx context.Context, name string) (*taskdv1.Calendar, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.keys.Calendar(name))
+	c, err := n.cals.ReadOne(cctx, name)
 	if err != nil {
 		return nil, err
 	}
-	if len(resp.Kvs) == 0 {
+	if c == nil {
 		return nil, fmt.Errorf("calendar %q: %w", name, ErrNotFound)
 	}
-	c := &taskdv1.Calendar{}
-	if err := proto.Unmarshal(resp.Kvs[0].Value, c); err != nil {
-		return nil, err
-	}
-	c.Revision = resp.Kvs[0].ModRevision
 	return c, nil
 }
 
@@ -247,17 +109,13 @@ func (n *Node) GetCalendar(ctx context.Context, name string) (*taskdv1.Calendar,
 func (n *Node) ListCalendars(ctx context.Context) ([]*taskdv1.Calendar, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.keys.Calendars(), clientv3.WithPrefix())
+	stored, err := n.cals.Read(cctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []*taskdv1.Calendar
-	for _, kv := range resp.Kvs {
-		c := &taskdv1.Calendar{}
-		if proto.Unmarshal(kv.Value, c) == nil {
-			c.Revision = kv.ModRevision
-			out = append(out, c)
-		}
+	for _, c := range stored {
+		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -282,15 +140,7 @@ func (n *Node) DeleteCalendar(ctx context.Context, name string) error {
 				n.log.Warn("remove a deleted calendar's reference to its base", "calendar", name, "error", err)
 			}
 		}
-		n.calMu.RLock()
-		next := make(map[string]*taskdv1.Calendar, len(n.cals.stored))
-		for k, v := range n.cals.stored {
-			if k != name {
-				next[k] = v
-			}
-		}
-		n.calMu.RUnlock()
-		n.setCalendars(next)
+		n.cals.Forget(name)
 		return nil
 	}
 	refusal := txn.Refusal(resp.Responses)

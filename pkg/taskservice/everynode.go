@@ -210,7 +210,7 @@ func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mv
 	}
 	e.rev = sharedRev
 	e.extra().shared = shared
-	e.rec = mergeEvery(shared, sharedRev, e.x.prog, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
+	e.rec = mergeEvery(shared, sharedRev, e.x.prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
 	if n.inFlightLocked(e.ref()) {
 		// This node's run is in flight: its commit settles the marker.
 		e.running = true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/eventhub"
+	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/startstop"
@@ -103,8 +104,12 @@ type Node struct {
 	writer   writepath.Writer
 	batch    *writepath.Batcher
 	checks   *writepath.Batcher
-	draining bool     // no run starts; identities are being handed away
-	pauses   pauseSet // identity and kind pauses in force (pauses.go)
+	draining bool // no run starts; identities are being handed away
+	// pauses and cals follow the pauses in force and the calendars
+	// (internal/follow); their locks are leaves under n.mu.
+	pauses *follow.Pauses
+	cals   *follow.Calendars
+	parked map[*entry]struct{} // due entries a pause holds back (pauses.go)
 	// rebalancedAway holds the identities this node moved away serving
 	// rebalancing requests, until when they stay if they come back
 	// (rebalancerequest.go). Used by the control loop only.
@@ -118,8 +123,6 @@ type Node struct {
 	unserved map[string]*unservedKind
 	declared map[string]bool // Config.DeclaredKinds; read-only
 
-	calMu sync.RWMutex // guards cals; taken under n.mu, never the other way
-	cals  calendarSet  // the calendars, compiled (calendars.go)
 	// localRefMu orders the writes of non-durable tasks' calendar
 	// references with their rewrite under a new lease (localrefs.go);
 	// taken before n.mu, never under it.
@@ -156,7 +159,7 @@ func New(cfg Config) (*Node, error) {
 		wake:           make(chan struct{}, 1),
 		thawWake:       make(chan struct{}, 1),
 		slots:          make(chan struct{}, cfg.Workers),
-		pauses:         newPauseSet(),
+		parked:         map[*entry]struct{}{},
 		rebalancedAway: map[string]time.Time{},
 		limits:         newKindLimits(cfg.KindLimits),
 		workerQs:       map[string]*workerQueue{},
@@ -168,6 +171,9 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
+	fw := follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
+	n.pauses = follow.NewPauses(fw, follow.OnPause{Began: n.pauseBegan, Lifted: n.pauseLifted})
+	n.cals = follow.NewCalendars(fw)
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
@@ -261,22 +267,14 @@ func (n *Node) Start(ctx context.Context) error {
 	// take longer than the lease lasts.
 	n.keeper.Go("lease", n.member.Run)
 	// Calendars and pauses are known before any task is queued.
-	var calRev int64
-	if err := n.startStep(ctx, "load calendars", func() (err error) {
-		calRev, err = n.loadCalendars(ctx)
-		return err
-	}); err != nil {
+	if err := n.startStep(ctx, "load calendars", func() error { return n.cals.Load(ctx) }); err != nil {
 		return err
 	}
-	n.loops.Go("calendars", func(ctx context.Context) { n.calendarLoop(ctx, calRev) })
-	var pauseRev int64
-	if err := n.startStep(ctx, "load pauses", func() (err error) {
-		pauseRev, err = n.loadPauses(ctx)
-		return err
-	}); err != nil {
+	n.loops.Go("calendars", n.cals.Run)
+	if err := n.startStep(ctx, "load pauses", func() error { return n.pauses.Load(ctx) }); err != nil {
 		return err
 	}
-	n.loops.Go("pauses", func(ctx context.Context) { n.pauseLoop(ctx, pauseRev) })
+	n.loops.Go("pauses", n.pauses.Run)
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.adoptOwned(ctx) }); err != nil {
 		return err
 	}

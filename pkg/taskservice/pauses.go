@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -23,24 +21,13 @@ import (
 // included, until resumed, and what came due meanwhile then goes through
 // its misfire policy.
 //
-// Every node follows the pause keys; a due entry that a pause covers is
-// parked (out of the timer queue) and put back when a pause is lifted. The
-// watch is not what makes a pause hold: every start Txn compares that the
-// identity's and the kind's pause keys are absent, so no run starts after a
-// PauseIdentity or PauseKind call returned, whatever the watch's lag. A task
-// pause bumps the record's revision, which every start compares already.
-
-// pauseSet is the identity and kind pauses in force, as this node follows
-// them (guarded by n.mu).
-type pauseSet struct {
-	identities map[string]time.Time
-	kinds      map[string]time.Time
-	parked     map[*entry]struct{} // due entries a pause holds back
-}
-
-func newPauseSet() pauseSet {
-	return pauseSet{identities: map[string]time.Time{}, kinds: map[string]time.Time{}, parked: map[*entry]struct{}{}}
-}
+// Every node follows the pause keys (follow.Pauses, n.pauses); a due entry
+// that a pause covers is parked (out of the timer queue, into n.parked) and
+// put back when a pause is lifted (pauseLifted). The watch is not what
+// makes a pause hold: every start Txn compares that the identity's and the
+// kind's pause keys are absent, so no run starts after a PauseIdentity or
+// PauseKind call returned, whatever the watch's lag. A task pause bumps the
+// record's revision, which every start compares already.
 
 // pausedByLocked says which pauses hold back rec of identity id: "task",
 // "identity", "kind" (nil: none). n.mu held.
@@ -49,19 +36,13 @@ func (n *Node) pausedByLocked(rec *storev1.TaskRecord, id string) []string {
 	if rec.GetPausedAt() != nil {
 		by = append(by, "task")
 	}
-	if _, ok := n.pauses.identities[id]; ok {
-		by = append(by, "identity")
-	}
-	if _, ok := n.pauses.kinds[rec.GetSpec().GetKind()]; ok {
-		by = append(by, "kind")
-	}
-	return by
+	return append(by, n.pauses.By(id, rec.GetSpec().GetKind())...)
 }
 
 // parkLocked takes a paused entry out of the queue until a pause is lifted.
 func (n *Node) parkLocked(e *entry) {
 	n.queue.remove(e)
-	n.pauses.parked[e] = struct{}{}
+	n.parked[e] = struct{}{}
 }
 
 // queueAtLocked puts e in the timer queue at at, no longer parked; purge
@@ -69,8 +50,8 @@ func (n *Node) parkLocked(e *entry) {
 // held back past its fire time is taken again (takeover.go): what came due
 // while it was paused is caught up by its misfire policy. n.mu held.
 func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
-	_, parked := n.pauses.parked[e]
-	delete(n.pauses.parked, e)
+	_, parked := n.parked[e]
+	delete(n.parked, e)
 	e.purge = purge
 	n.queue.set(e, at)
 	if now := time.Now(); parked && !purge && !at.After(now) {
@@ -81,8 +62,8 @@ func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
 // unparkLocked puts every parked entry back: each checks again which
 // pauses still hold it.
 func (n *Node) unparkLocked() {
-	parked := n.pauses.parked
-	n.pauses.parked = map[*entry]struct{}{}
+	parked := n.parked
+	n.parked = map[*entry]struct{}{}
 	for e := range parked {
 		if !e.running {
 			n.reschedLocked(e)
@@ -90,115 +71,20 @@ func (n *Node) unparkLocked() {
 	}
 }
 
-// learnPause records a pause (or, with since zero, its end) that this node
-// saw in a response before its watch brought it.
-func (n *Node) learnPause(id, kind string, since time.Time) {
+// pauseLifted is told by n.pauses that a pause ended or the pauses were
+// listed again: every parked entry checks again which pauses hold it.
+func (n *Node) pauseLifted() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	m, key := n.pauses.identities, id
-	if kind != "" {
-		m, key = n.pauses.kinds, kind
-	}
-	if since.IsZero() {
-		if _, ok := m[key]; ok {
-			delete(m, key)
-			n.unparkLocked()
-		}
-		return
-	}
-	if _, ok := m[key]; !ok {
-		m[key] = since
-		n.parkPausedWaitsLocked() // runs waiting for a worker are held by it too
-		return
-	}
-	m[key] = since
-}
-
-// loadPauses reads every pause in force and returns the revision it read at.
-func (n *Node) loadPauses(ctx context.Context) (int64, error) {
-	cctx, cancel := n.etcdCtx(ctx)
-	defer cancel()
-	resp, err := n.cli.Get(cctx, n.keys.Pauses(), clientv3.WithPrefix())
-	if err != nil {
-		return 0, fmt.Errorf("read pauses: %w", err)
-	}
-	ids, kinds := map[string]time.Time{}, map[string]time.Time{}
-	for _, kv := range resp.Kvs {
-		id, kind, since, err := n.decodePause(kv.Key, kv.Value)
-		if err != nil {
-			n.log.Error("bad pause key", "key", string(kv.Key), "error", err)
-			continue
-		}
-		if kind != "" {
-			kinds[kind] = since
-		} else {
-			ids[id] = since
-		}
-	}
-	n.mu.Lock()
-	n.pauses.identities, n.pauses.kinds = ids, kinds
 	n.unparkLocked()
-	n.mu.Unlock()
-	return resp.Header.Revision, nil
 }
 
-func (n *Node) decodePause(key, value []byte) (id, kind string, since time.Time, err error) {
-	id, kind, err = n.keys.SplitPause(string(key))
-	if err != nil {
-		return "", "", time.Time{}, err
-	}
-	p := &taskdv1.Pause{}
-	if err := proto.Unmarshal(value, p); err != nil {
-		return "", "", time.Time{}, fmt.Errorf("decode pause: %w", err)
-	}
-	return id, kind, p.GetSince().AsTime(), nil
-}
-
-// pauseLoop follows the pause keys after loadPauses read them at rev.
-func (n *Node) pauseLoop(ctx context.Context, rev int64) {
-	n.follow(ctx, "pauses", etcdwatch.Follower{
-		Key:     n.keys.Pauses(),
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		FromRev: rev,
-		List:    n.loadPauses,
-		Events: func(_ context.Context, evs []*clientv3.Event) {
-			for _, ev := range evs {
-				id, kind, err := n.keys.SplitPause(string(ev.Kv.Key))
-				if err != nil {
-					continue
-				}
-				if ev.Type == clientv3.EventTypeDelete {
-					n.learnPause(id, kind, time.Time{})
-					continue
-				}
-				if _, _, since, err := n.decodePause(ev.Kv.Key, ev.Kv.Value); err == nil {
-					n.learnPause(id, kind, since)
-				}
-			}
-		},
-	})
-}
-
-// learnPausesFrom records the pauses a failed start's Else read
-// (Refusal.PauseIdentity, .PauseKind); it reports whether any is in force.
-func (n *Node) learnPausesFrom(id, kind string, rr ...*clientv3.GetResponse) bool {
-	found := false
-	for i, r := range rr {
-		if r == nil || len(r.Kvs) == 0 {
-			continue
-		}
-		_, _, since, err := n.decodePause(r.Kvs[0].Key, r.Kvs[0].Value)
-		if err != nil {
-			continue
-		}
-		found = true
-		if i == 0 {
-			n.learnPause(id, "", since)
-		} else {
-			n.learnPause("", kind, since)
-		}
-	}
-	return found
+// pauseBegan is told by n.pauses that a pause began: the runs waiting for
+// a worker that it holds back are parked too.
+func (n *Node) pauseBegan() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.parkPausedWaitsLocked()
 }
 
 // PauseIdentity pauses every task of identity id, those scheduled later
@@ -210,7 +96,7 @@ func (n *Node) PauseIdentity(ctx context.Context, id string) (*taskdv1.Pause, er
 	}
 	p, err := n.putPause(ctx, &taskdv1.Pause{Identity: id, Since: timestamppb.Now()})
 	if err == nil {
-		n.learnPause(id, "", p.Since.AsTime())
+		n.pauses.Learn(id, "", p.Since.AsTime())
 		n.emit(Event{Type: EventPaused, Identity: id})
 	}
 	return p, err
@@ -225,7 +111,7 @@ func (n *Node) ResumeIdentity(ctx context.Context, id string) error {
 	if err := n.deletePause(ctx, n.keys.PauseIdentity(id)); err != nil {
 		return err
 	}
-	n.learnPause(id, "", time.Time{})
+	n.pauses.Learn(id, "", time.Time{})
 	n.emit(Event{Type: EventResumed, Identity: id})
 	return nil
 }
@@ -238,7 +124,7 @@ func (n *Node) PauseKind(ctx context.Context, kind string) (*taskdv1.Pause, erro
 	}
 	p, err := n.putPause(ctx, &taskdv1.Pause{Kind: kind, Since: timestamppb.Now()})
 	if err == nil {
-		n.learnPause("", kind, p.Since.AsTime())
+		n.pauses.Learn("", kind, p.Since.AsTime())
 		n.emit(Event{Type: EventPaused, Kind: kind})
 	}
 	return p, err
@@ -252,7 +138,7 @@ func (n *Node) ResumeKind(ctx context.Context, kind string) error {
 	if err := n.deletePause(ctx, n.keys.PauseKind(kind)); err != nil {
 		return err
 	}
-	n.learnPause("", kind, time.Time{})
+	n.pauses.Learn("", kind, time.Time{})
 	n.emit(Event{Type: EventResumed, Kind: kind})
 	return nil
 }
@@ -261,23 +147,7 @@ func (n *Node) ResumeKind(ctx context.Context, kind string) error {
 func (n *Node) ListPauses(ctx context.Context) ([]*taskdv1.Pause, error) {
 	cctx, cancel := n.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.keys.Pauses(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, err
-	}
-	var ids, kinds []*taskdv1.Pause
-	for _, kv := range resp.Kvs {
-		p := &taskdv1.Pause{}
-		if err := proto.Unmarshal(kv.Value, p); err != nil {
-			continue
-		}
-		if p.Kind != "" {
-			kinds = append(kinds, p)
-		} else {
-			ids = append(ids, p)
-		}
-	}
-	return append(ids, kinds...), nil
+	return n.pauses.Read(cctx)
 }
 
 // putPause writes p (of its kind if it names one, else of its identity)

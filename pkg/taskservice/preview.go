@@ -27,11 +27,11 @@ const (
 // starts one interval after it, a cron trigger without a start at it). An
 // on-start-up trigger makes no fire time here.
 func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
-	count, err := taskspec.CheckPreview(triggers, calendars, count, n.calendarStored)
+	count, err := taskspec.CheckPreview(triggers, calendars, count, n.cals.Stored)
 	if err != nil {
 		return nil, err
 	}
-	cals := n.calendarsOf(calendars)
+	cals := n.cals.Exclusions(calendars)
 	spec := &taskdv1.TaskSpec{Triggers: make([]*taskdv1.Trigger, len(triggers))}
 	for i, t := range triggers {
 		spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
@@ -72,7 +72,7 @@ func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp
 	if record.IsFinal(rec.GetState()) {
 		return nil
 	}
-	cals := n.calendarsOf(rec.GetSpec().GetCalendars())
+	cals := n.cals.Exclusions(rec.GetSpec().GetCalendars())
 	next := make([]time.Time, len(rec.GetTriggers()))
 	ok := make([]bool, len(next))
 	for i, st := range rec.GetTriggers() {

@@ -46,14 +46,6 @@ func (n *Node) specView(kindServed func(kind string) bool) taskspec.NodeView {
 		MaxPayload:     n.cfg.MaxPayload,
 		KindServed:     kindServed,
 		HandlesKind:    func(kind string) bool { return n.cfg.Handlers[kind] != nil },
-		CalendarStored: n.calendarStored,
+		CalendarStored: n.cals.Stored,
 	}
-}
-
-// calendarStored reports whether this node knows a calendar of that name
-// as stored.
-func (n *Node) calendarStored(name string) bool {
-	n.calMu.RLock()
-	defer n.calMu.RUnlock()
-	return n.cals.stored[name] != nil
 }

@@ -50,7 +50,7 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	resp, err := n.writer.Commit(ctx, txn)
 	cancel()
 	if err == nil && !resp.Succeeded {
-		if r := txn.Refusal(resp.Responses); n.learnPausesFrom(st.name, kind, r.PauseIdentity, r.PauseKind) {
+		if r := txn.Refusal(resp.Responses); n.pauses.LearnRefusal(st.name, kind, r.PauseIdentity, r.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}
@@ -95,7 +95,7 @@ func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 			// node's progress; its rev stays the shared record's.
 			n.mu.Lock()
 			e.extra().prog, e.x.progRev = np, rev
-			e.rec = mergeEvery(shared, sharedRev, np, time.Now(), n.calendarsOf(shared.GetSpec().GetCalendars()))
+			e.rec = mergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
 			n.mu.Unlock()
 			return nil
 		},
@@ -122,7 +122,7 @@ func (everyScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, _
 	n.mu.Lock()
 	e.extra().shared, e.rev = fresh, c.rev
 	n.mu.Unlock()
-	c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.calendarsOf(fresh.GetSpec().GetCalendars()))
+	c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.cals.Exclusions(fresh.GetSpec().GetCalendars()))
 	return true, nil
 }
 

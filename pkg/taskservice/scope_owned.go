@@ -71,7 +71,7 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		return 0, nil, false
 	}
 	if !out.OK {
-		if n.learnPausesFrom(st.name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
+		if n.pauses.LearnRefusal(st.name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}

@@ -17,7 +17,7 @@ import (
 // touchLocked recounts e for its identity's vote: a task counts while it
 // is queued for a run or running. Caller holds n.mu.
 func (n *Node) touchLocked(e *entry) {
-	_, parked := n.pauses.parked[e] // a paused task is still pending
+	_, parked := n.parked[e] // a paused task is still pending
 	want := !e.gone && !e.ident.lost && !e.purge && e.ex().overlapOf == nil && (e.running || e.idx >= 0 || parked || e.thawing)
 	if want == e.counted {
 		return

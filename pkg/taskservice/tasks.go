@@ -323,7 +323,7 @@ func (n *Node) newRecord(field string, s *taskdv1.TaskSpec, now time.Time) (*sto
 		CreatedAt: timestamppb.New(now),
 	}
 	taskspec.NameNewTriggers(rec)
-	record.InitTriggers(rec, n.calendarsOf(rec.Spec.Calendars))
+	record.InitTriggers(rec, n.cals.Exclusions(rec.Spec.Calendars))
 	record.Settle(rec, now)
 	return rec, nil
 }

@@ -105,10 +105,7 @@ func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
 	if !st.scope.owned() || n.inFlightLocked(e.ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
 	}
-	if _, ok := n.pauses.identities[st.name]; ok {
-		return false
-	}
-	if _, ok := n.pauses.kinds[string(g.Kind)]; ok {
+	if n.pauses.By(st.name, string(g.Kind)) != nil {
 		return false
 	}
 	n.dropShadowLocked(e)

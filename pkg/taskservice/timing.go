@@ -15,7 +15,7 @@ func (n *Node) timingLocked(rec *storev1.TaskRecord, now time.Time) record.Timin
 		DispatchStart: n.dispatchStart,
 		Threshold:     n.cfg.MisfireThreshold,
 		MaxCatchUp:    n.cfg.MaxCatchUp,
-		Calendars:     n.calendarsOf(rec.GetSpec().GetCalendars()),
+		Calendars:     n.cals.Exclusions(rec.GetSpec().GetCalendars()),
 	}
 }
 

@@ -95,7 +95,7 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	if err := taskspec.ResolveTriggers("add_triggers", fresh.Spec, now); err != nil {
 		return err
 	}
-	record.InitTriggers(fresh, n.calendarsOf(rec.Spec.Calendars))
+	record.InitTriggers(fresh, n.cals.Exclusions(rec.Spec.Calendars))
 
 	version := rec.SpecVersion + 1
 	ts := make([]*taskdv1.Trigger, 0, count)

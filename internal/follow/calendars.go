@@ -93,7 +93,7 @@ func (c *Calendars) Run(ctx context.Context) {
 	c.mu.RLock()
 	rev := c.listedAt
 	c.mu.RUnlock()
-	c.w.follow(ctx, "calendars", etcdwatch.Follower{
+	c.w.Follow(ctx, "calendars", etcdwatch.Follower{
 		Key:     c.w.Keys.Calendars(),
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		FromRev: rev,

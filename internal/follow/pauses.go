@@ -140,7 +140,7 @@ func (p *Pauses) Run(ctx context.Context) {
 	p.mu.RLock()
 	rev := p.listedAt
 	p.mu.RUnlock()
-	p.w.follow(ctx, "pauses", etcdwatch.Follower{
+	p.w.Follow(ctx, "pauses", etcdwatch.Follower{
 		Key:     p.w.Keys.Pauses(),
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		FromRev: rev,

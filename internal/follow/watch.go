@@ -22,10 +22,12 @@ type Watch struct {
 	Logger  hclog.Logger
 }
 
-// follow runs f over w's client until ctx ends: a list that fails is tried
+// Follow runs f over w's client until ctx ends: a list that fails is tried
 // again after about 50 ms, the waits growing to MaxWait, and a broken
-// watch is logged (at debug: the list that follows repairs it).
-func (w Watch) follow(ctx context.Context, what string, f etcdwatch.Follower) {
+// watch is logged (at debug: the list that follows repairs it). It is the
+// one loop of the followers here, and of the node's other watches (the
+// ownership index, the registrations) and the tokens' follower.
+func (w Watch) Follow(ctx context.Context, what string, f etcdwatch.Follower) {
 	f.Client = w.Client
 	f.Initial = min(50*time.Millisecond, w.MaxWait)
 	f.Max = w.MaxWait

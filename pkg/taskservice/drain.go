@@ -6,10 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -178,47 +174,8 @@ func (n *Node) recheckOwned(ctx context.Context, from identity.Owner) (left bool
 // errNoTarget reports that no other node can take identities.
 var errNoTarget = errors.New("no other RUNNING node to take them")
 
-// controlLoop watches this node's control area: a DrainNode request from
-// any node, and the placement leader's rebalancing requests
-// (rebalancerequest.go), land there. Each list reads the area and acts on
-// the requests found in it.
-func (n *Node) controlLoop(ctx context.Context) {
-	area := n.keys.Control(n.cfg.Name)
-	act := func(ctx context.Context, kv *mvccpb.KeyValue) {
-		switch string(kv.Key) {
-		case n.keys.DrainRequest(n.cfg.Name):
-			n.drainRequested(ctx, string(kv.Value), kv.ModRevision)
-		case n.keys.RebalanceRequest(n.cfg.Name):
-			n.rebalanceRequested(ctx, string(kv.Value), kv.ModRevision)
-		}
-	}
-	n.follow(ctx, "control area", etcdwatch.Follower{
-		Key:     area,
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		List: func(ctx context.Context) (int64, error) {
-			cctx, cancel := n.etcdCtx(ctx)
-			resp, err := n.cli.Get(cctx, area, clientv3.WithPrefix())
-			cancel()
-			if err != nil {
-				return 0, err
-			}
-			for _, kv := range resp.Kvs {
-				act(ctx, kv)
-			}
-			return resp.Header.Revision, nil
-		},
-		Events: func(ctx context.Context, evs []*clientv3.Event) {
-			for _, ev := range evs {
-				if ev.Type == clientv3.EventTypePut {
-					act(ctx, ev.Kv)
-				}
-			}
-		},
-	})
-}
-
-// drainRequested starts a drain asked for through the control key, and
-// removes the request. A request meant for an earlier incarnation of this
+// drainRequested starts a drain asked for through the control key (this
+// node's follow.Control hands it the request), and removes the request. A request meant for an earlier incarnation of this
 // name (left behind when it died) is only removed.
 func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64) {
 	cctx, cancel := n.etcdCtx(ctx)

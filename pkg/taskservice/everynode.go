@@ -1,19 +1,14 @@
 package taskservice
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
-	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -23,7 +18,8 @@ import (
 // keyspace.Keys.Every, and run by every RUNNING node by its triggers, each
 // node keeping its own progress (trigger positions, run numbers, last run,
 // run marker) at keyspace.Keys.EveryProgress. A node sees such tasks through
-// a watch on their prefix.
+// follow.EveryNode (a watch on their prefix), which hands them to
+// installEvery, removeEvery and everyListed.
 //
 // The run machinery is the one of identity tasks: a node merges the shared
 // record with its progress into one TaskRecord, plans and applies runs on
@@ -107,37 +103,14 @@ func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFen
 	return writepath.EveryFence{Identity: e.ident.name, Task: e.id, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 
-// loadEvery reads every EVERY_NODE task and this node's progress on each,
-// queues them, and returns the revision read at.
-func (n *Node) loadEvery(ctx context.Context) (int64, error) {
-	cctx, cancel := n.etcdCtx(ctx)
-	defer cancel()
-	resp, err := n.writer.Read(cctx,
-		clientv3.OpGet(n.keys.AllEvery(), clientv3.WithPrefix()),
-		clientv3.OpGet(n.keys.EveryProgressOf(n.cfg.Name), clientv3.WithPrefix()),
-	)
-	if err != nil {
-		return 0, fmt.Errorf("load EVERY_NODE tasks: %w", err)
-	}
-	progs := map[string]*mvccpb.KeyValue{}
-	pp := n.keys.EveryProgressOf(n.cfg.Name)
-	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
-		progs[string(kv.Key[len(pp):])] = kv
-	}
-	seen := map[string]bool{}
-	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
-		id, tid, err := n.keys.SplitEvery(string(kv.Key))
-		if err != nil {
-			continue
-		}
-		seen[tid] = true
-		n.installEvery(id, kv.Value, kv.ModRevision, progs[tid], true)
-	}
+// everyListed drops the EVERY_NODE tasks this node knows that a list of
+// them (follow.EveryNode's) did not find stored.
+func (n *Node) everyListed(stored map[string]bool) {
 	n.mu.Lock()
 	var gone []*entry
 	for _, st := range n.every {
 		for e := range st.tasks.all() {
-			if !seen[e.id] {
+			if !stored[e.id] {
 				gone = append(gone, e)
 			}
 		}
@@ -146,67 +119,29 @@ func (n *Node) loadEvery(ctx context.Context) (int64, error) {
 	for _, e := range gone {
 		n.removeEvery(e.ident.name, e.id)
 	}
-	return resp.Header.Revision, nil
 }
 
-// everyLoop follows the EVERY_NODE tasks after loadEvery, which read them
-// at rev; after a break of the watch, loadEvery reads them all again.
-func (n *Node) everyLoop(ctx context.Context, rev int64) {
-	n.follow(ctx, "EVERY_NODE tasks", etcdwatch.Follower{
-		Key:     n.keys.AllEvery(),
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		FromRev: rev,
-		List:    n.loadEvery,
-		Events: func(_ context.Context, evs []*clientv3.Event) {
-			for _, ev := range evs {
-				id, tid, err := n.keys.SplitEvery(string(ev.Kv.Key))
-				if err != nil {
-					continue
-				}
-				if ev.Type == clientv3.EventTypeDelete {
-					n.removeEvery(id, tid)
-				} else {
-					n.installEvery(id, ev.Kv.Value, ev.Kv.ModRevision, nil, false)
-				}
-			}
-		},
-	})
-}
-
-// installEvery queues (or updates) this node's entry of an EVERY_NODE task.
-// progKV is this node's stored progress when known (withProg).
-func (n *Node) installEvery(id string, value []byte, sharedRev int64, progKV *mvccpb.KeyValue, withProg bool) {
-	shared, err := pending.Decode(value)
-	if err != nil {
-		n.log.Error("bad EVERY_NODE task", "identity", id, "error", err)
-		return
-	}
-	var prog *storev1.EveryNodeProgress
-	progRev := int64(0)
-	if progKV != nil {
-		prog = &storev1.EveryNodeProgress{}
-		if err := proto.Unmarshal(progKV.Value, prog); err != nil {
-			n.log.Error("bad EVERY_NODE progress", "task", shared.Id, "error", err)
-			prog = nil
-		}
-		progRev = progKV.ModRevision
-	}
+// installEvery queues (or updates) this node's entry of an EVERY_NODE task,
+// as follow.EveryNode read it (with this node's stored progress, or
+// without: the entry keeps the progress it has).
+func (n *Node) installEvery(t follow.EveryTask) {
+	shared, sharedRev := t.Shared, t.Rev
 	n.mu.Lock()
-	st := n.every[id]
+	st := n.every[t.Identity]
 	if st == nil {
-		st = &identState{name: id, scope: everyScope{}}
-		n.every[id] = st
+		st = &identState{name: t.Identity, scope: everyScope{}}
+		n.every[t.Identity] = st
 	}
 	e := st.tasks.get(shared.Id)
 	if e == nil {
 		e = &entry{ident: st, id: shared.Id, idx: -1}
 		st.tasks.put(e)
-	} else if e.running || (!withProg && e.rev >= sharedRev) {
+	} else if e.running || (!t.WithProgress && e.rev >= sharedRev) {
 		n.mu.Unlock()
 		return // a run in flight folds the change in at its commit
 	}
-	if withProg {
-		e.extra().prog, e.x.progRev = prog, progRev
+	if t.WithProgress {
+		e.extra().prog, e.x.progRev = t.Progress, t.ProgressRev
 	}
 	e.rev = sharedRev
 	e.extra().shared = shared
@@ -236,29 +171,4 @@ func (n *Node) removeEvery(id, taskID string) {
 	if _, err := n.cli.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.Err() == nil {
 		n.log.Warn("delete EVERY_NODE progress", "task", taskID, "error", err)
 	}
-}
-
-// reloadEveryProgress reads this node's progress on an EVERY_NODE task
-// again after a start write that failed, so that a marker it wrote after
-// all is seen (and resolved) rather than written over.
-func (n *Node) reloadEveryProgress(e *entry) {
-	ctx, cancel := n.etcdCtx(n.life)
-	defer cancel()
-	resp, err := n.writer.Read(ctx,
-		clientv3.OpGet(n.keys.Every(e.ident.name, e.id)),
-		clientv3.OpGet(n.keys.EveryProgress(n.cfg.Name, e.id)),
-	)
-	if err != nil {
-		return // the next start's fenced write fails and comes back here
-	}
-	shared := resp.Responses[0].GetResponseRange().GetKvs()
-	if len(shared) == 0 {
-		n.removeEvery(e.ident.name, e.id)
-		return
-	}
-	var prog *mvccpb.KeyValue
-	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 {
-		prog = kvs[0]
-	}
-	n.installEvery(e.ident.name, shared[0].Value, shared[0].ModRevision, prog, true)
 }

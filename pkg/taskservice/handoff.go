@@ -218,7 +218,7 @@ func (n *Node) handoffOp(node, id, taskID string) (clientv3.Op, error) {
 // the watch the index is listed again and identities not in it dropped.
 func (n *Node) ownershipLoop(ctx context.Context) {
 	prefix := n.idmap.Keys().OwnedPrefix(n.cfg.Name)
-	n.follow(ctx, "ownership index", etcdwatch.Follower{
+	n.watch.Follow(ctx, "ownership index", etcdwatch.Follower{
 		Key:     prefix,
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		List:    n.reconcileOwned,

@@ -105,11 +105,16 @@ type Node struct {
 	batch    *writepath.Batcher
 	checks   *writepath.Batcher
 	draining bool // no run starts; identities are being handed away
-	// pauses and cals follow the pauses in force and the calendars
-	// (internal/follow); their locks are leaves under n.mu.
-	pauses *follow.Pauses
-	cals   *follow.Calendars
-	parked map[*entry]struct{} // due entries a pause holds back (pauses.go)
+	// watch runs every watch of the node on internal/follow's loop (the
+	// followers', the ownership index's, the registrations'): pauses and
+	// cals follow the pauses in force and the calendars (their locks are
+	// leaves under n.mu), everyNode the EVERY_NODE tasks, which it hands
+	// to n.every.
+	watch     follow.Watch
+	pauses    *follow.Pauses
+	cals      *follow.Calendars
+	everyNode *follow.EveryNode
+	parked    map[*entry]struct{} // due entries a pause holds back (pauses.go)
 	// rebalancedAway holds the identities this node moved away serving
 	// rebalancing requests, until when they stay if they come back
 	// (rebalancerequest.go). Used by the control loop only.
@@ -171,9 +176,11 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
-	fw := follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
-	n.pauses = follow.NewPauses(fw, follow.OnPause{Began: n.pauseBegan, Lifted: n.pauseLifted})
-	n.cals = follow.NewCalendars(fw)
+	n.watch = follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
+	n.pauses = follow.NewPauses(n.watch, follow.OnPause{Began: n.pauseBegan, Lifted: n.pauseLifted})
+	n.cals = follow.NewCalendars(n.watch)
+	n.everyNode = follow.NewEveryNode(n.watch, cfg.Name,
+		follow.OnEveryNode{Put: n.installEvery, Deleted: n.removeEvery, Listed: n.everyListed})
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
@@ -278,11 +285,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.adoptOwned(ctx) }); err != nil {
 		return err
 	}
-	var everyRev int64
-	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() (err error) {
-		everyRev, err = n.loadEvery(ctx)
-		return err
-	}); err != nil {
+	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() error { return n.everyNode.Load(ctx) }); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -305,9 +308,10 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	// Loops started after a concurrent Stop do not run (startstop).
 	n.loops.Go("repair", func(context.Context) { n.repairLoop() })
-	n.loops.Go("every", func(ctx context.Context) { n.everyLoop(ctx, everyRev) })
+	n.loops.Go("every", n.everyNode.Run)
 	n.loops.Go("placement", n.placementLoop)
-	n.loops.Go("control", n.controlLoop)
+	n.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
+		follow.OnControl{Drain: n.drainRequested, Rebalance: n.rebalanceRequested}).Run)
 	n.loops.Go("voter", n.voter.Run)
 	n.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
 	n.loops.Go("thaw", n.thawLoop)

@@ -260,7 +260,7 @@ func (n *Node) watchNodeDeaths(ctx context.Context, sweep chan<- struct{}) {
 		default:
 		}
 	}
-	n.follow(ctx, "registrations", etcdwatch.Follower{
+	n.watch.Follow(ctx, "registrations", etcdwatch.Follower{
 		Key:     n.keys.Nodes(),
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		// The sweep itself reads the registrations; the list only fixes

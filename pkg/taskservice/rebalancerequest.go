@@ -209,7 +209,7 @@ func validIncarnation(s string) bool {
 }
 
 // rebalanceRequested acts on the request found in this node's request key
-// at rev.
+// at rev (this node's follow.Control hands it over, from its control area).
 func (n *Node) rebalanceRequested(ctx context.Context, value string, rev int64) {
 	req, err := parseRebalanceRequest(value)
 	switch {

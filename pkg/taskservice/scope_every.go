@@ -63,7 +63,7 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		// again, or the write's outcome is unknown: read the progress
 		// again, so that a marker written after all is resolved.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.spawn(func() { n.reloadEveryProgress(e) })
+		n.spawn(func() { n.everyNode.Reload(n.life, e.ident.name, e.id) })
 		return 0, nil, false
 	}
 	rev := resp.Header.Revision
@@ -140,7 +140,7 @@ func (everyScope) settleFailed(n *Node, e *entry, _ startSnap, _ writepath.Txn, 
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
 	}
 	n.settleNotStarted(e, time.Second)
-	n.spawn(func() { n.reloadEveryProgress(e) })
+	n.spawn(func() { n.everyNode.Reload(n.life, e.ident.name, e.id) })
 }
 
 func (everyScope) purge(n *Node, e *entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }

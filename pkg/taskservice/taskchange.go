@@ -93,7 +93,7 @@ func (n *Node) updateTaskAt(ctx context.Context, id, taskID string, change func(
 		}
 		rev := resp.Header.Revision
 		if st.Every {
-			n.installEvery(id, b, rev, nil, false)
+			n.everyNode.Learn(id, b, rev)
 			return n.view(rec, rev), nil
 		}
 		applied := false

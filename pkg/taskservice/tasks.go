@@ -283,7 +283,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 			if p.g.every {
 				for _, i := range p.live {
 					b, _ := pending.Encode(recs[i])
-					n.installEvery(p.g.id, b, rev, nil, false)
+					n.everyNode.Learn(p.g.id, b, rev)
 					out[i] = Scheduled{Task: n.view(recs[i], rev)}
 				}
 				continue

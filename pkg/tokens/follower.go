@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/etcdwatch"
+	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/keyspace"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -24,8 +26,7 @@ import (
 // a given revision is covered, so the node that wrote a change can answer
 // only once its own checks see it.
 type Follower struct {
-	cli  *clientv3.Client
-	keys keyspace.Keys
+	w follow.Watch
 
 	mu      sync.Mutex
 	tokens  map[string]*Token
@@ -71,32 +72,34 @@ func (f *Follower) apply(tokens map[string]*Token, rev int64) {
 // NewFollower returns a follower of the tokens under prefix (the node's
 // key prefix). Call Run to fill it.
 func NewFollower(cli *clientv3.Client, prefix string) *Follower {
-	return &Follower{cli: cli, keys: keyspace.New(prefix), tokens: map[string]*Token{}, changed: make(chan struct{})}
+	// Each list within 5 s; the waits between failed lists from 50 ms to 1 s.
+	w := follow.Watch{Client: cli, Keys: keyspace.New(prefix), EtcdTimeout: 5 * time.Second, MaxWait: time.Second,
+		Logger: hclog.NewNullLogger()}
+	return &Follower{w: w, tokens: map[string]*Token{}, changed: make(chan struct{})}
 }
 
-// Run follows the tokens until ctx ends.
+// Run follows the tokens until ctx ends, on the loop of the node's
+// followers (follow.Watch.Follow): it lists them, watches from there, and
+// lists again after any break of the watch.
 func (f *Follower) Run(ctx context.Context) {
-	w := etcdwatch.Follower{
-		Client:  f.cli,
-		Key:     f.keys.Tokens(),
+	f.w.Follow(ctx, "tokens", etcdwatch.Follower{
+		Key:     f.w.Keys.Tokens(),
 		Options: []clientv3.OpOption{clientv3.WithPrefix()},
 		List:    f.list,
 		Events:  f.events,
-		Max:     time.Second,
-	}
-	w.Run(ctx)
+	})
 }
 
 func (f *Follower) list(ctx context.Context) (int64, error) {
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, f.w.EtcdTimeout)
 	defer cancel()
-	resp, err := f.cli.Get(lctx, f.keys.Tokens(), clientv3.WithPrefix())
+	resp, err := f.w.Client.Get(lctx, f.w.Keys.Tokens(), clientv3.WithPrefix())
 	if err != nil {
 		return 0, err
 	}
 	tokens := make(map[string]*Token, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		if t, err := decodeRecord(kv.Value); err == nil && f.keys.Token(t.ID) == string(kv.Key) {
+		if t, err := decodeRecord(kv.Value); err == nil && f.w.Keys.Token(t.ID) == string(kv.Key) {
 			tokens[t.ID] = t
 		}
 	}
@@ -114,7 +117,7 @@ func (f *Follower) events(_ context.Context, evs []*clientv3.Event) {
 	var rev int64
 	for _, ev := range evs {
 		rev = max(rev, ev.Kv.ModRevision)
-		id, ok := strings.CutPrefix(string(ev.Kv.Key), f.keys.Tokens())
+		id, ok := strings.CutPrefix(string(ev.Kv.Key), f.w.Keys.Tokens())
 		if !ok {
 			continue
 		}

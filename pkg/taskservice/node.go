@@ -19,6 +19,7 @@ import (
 	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/membership"
+	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -105,6 +106,11 @@ type Node struct {
 	batch    *writepath.Batcher
 	checks   *writepath.Batcher
 	draining bool // no run starts; identities are being handed away
+	// cluster reads the nodes as placement candidates and moves identities
+	// (internal/placement); leader is the placement leader this node
+	// campaigns as (its loop, "placement").
+	cluster placement.Cluster
+	leader  *placement.Leader
 	// pauses and cals follow the pauses in force and the calendars
 	// (internal/follow); their locks are leaves under n.mu.
 	pauses *follow.Pauses
@@ -185,6 +191,8 @@ func New(cfg Config) (*Node, error) {
 	// own batches, more of them in flight: they write nothing, and a run
 	// waits for its check.
 	n.checks = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
+	n.cluster = n.newCluster()
+	n.leader = n.newLeader()
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
@@ -306,7 +314,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// Loops started after a concurrent Stop do not run (startstop).
 	n.loops.Go("repair", func(context.Context) { n.repairLoop() })
 	n.loops.Go("every", func(ctx context.Context) { n.everyLoop(ctx, everyRev) })
-	n.loops.Go("placement", n.placementLoop)
+	n.loops.Go("placement", n.leader.Run)
 	n.loops.Go("control", n.controlLoop)
 	n.loops.Go("voter", n.voter.Run)
 	n.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })

@@ -77,11 +77,7 @@ func (ld *Leader) etcdCtx(ctx context.Context) (context.Context, context.CancelF
 // (rebalance.go), until ctx ends.
 func (ld *Leader) Run(ctx context.Context) {
 	for ctx.Err() == nil {
-		lease := ld.cfg.Lease.Lease()
-		key := ld.cl.Keys.Leader()
-		claim := ld.cl.Shapes.Claim(key, ld.cfg.Name+" "+ld.cfg.Incarnation, lease)
-		l, err := identity.Campaign(ctx, ld.cl.Client, func(ctx context.Context) (*clientv3.TxnResponse, error) { return ld.cl.Writer.Commit(ctx, claim) },
-			key, lease, ld.cl.EtcdTimeout)
+		l, err := ld.campaign(ctx)
 		if err != nil {
 			// Most likely the lease expired and the node is registering
 			// again: campaign with its new lease after a breath.
@@ -96,6 +92,16 @@ func (ld *Leader) Run(ctx context.Context) {
 		ld.lead(ctx, l)
 		ld.log.Info("placement leadership ended")
 	}
+}
+
+// campaign waits until this node holds the leader key, under the node's
+// current lease (identity.Campaign).
+func (ld *Leader) campaign(ctx context.Context) (identity.Leadership, error) {
+	lease := ld.cfg.Lease.Lease()
+	key := ld.cl.Keys.Leader()
+	claim := ld.cl.Shapes.Claim(key, ld.cfg.Name+" "+ld.cfg.Incarnation, lease)
+	return identity.Campaign(ctx, ld.cl.Client, func(ctx context.Context) (*clientv3.TxnResponse, error) { return ld.cl.Writer.Commit(ctx, claim) },
+		key, lease, ld.cl.EtcdTimeout)
 }
 
 // lead does the leader's work until the holding l ends.

@@ -108,7 +108,7 @@ type Config struct {
 	VoteDelay     time.Duration // status vote delay; default 5s
 	RemoveDelay   time.Duration // unmapping delay of an inactive identity; default 5s
 	DrainTimeout  time.Duration // wait for runs in flight when draining; default 30s
-	// Rebalancing (rebalance.go): every RebalanceInterval (default 10s)
+	// Rebalancing (internal/placement): every RebalanceInterval (default 10s)
 	// the placement leader compares the identity counts of the RUNNING
 	// nodes and, while the most and the least loaded differ by more than
 	// RebalanceTolerance percent of the mean (default 10; at least one

@@ -121,7 +121,7 @@ func (n *Node) deleteStored(cctx, ctx context.Context, id, taskID string) (done 
 // the progress of as many nodes as the Txn has room for (a node left out
 // drops its own when it sees the task go).
 func (n *Node) everyDeleteOps(ctx context.Context, rec *storev1.TaskRecord) ([]clientv3.Op, error) {
-	nodes, err := n.namesUnder(ctx, n.keys.AllEveryProgress())
+	nodes, err := n.cluster.NamesUnder(ctx, n.keys.AllEveryProgress())
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -97,30 +98,30 @@ func (n *Node) handOverSet(late bool) ([]identity.Owner, int) {
 // nodes, in batched Txns, forgets the moved ones here, and returns how many
 // left this node (moved, or found owned elsewhere).
 func (n *Node) moveAway(ctx context.Context, owners []identity.Owner) (int, error) {
-	cs, err := n.candidates(ctx)
+	cs, err := n.cluster.Candidates(ctx)
 	if err != nil {
 		return 0, err
 	}
-	live := running(cs, n.cfg.Name)
+	live := placement.Running(cs, n.cfg.Name)
 	if len(live) == 0 {
 		return 0, fmt.Errorf("%d identities: %w", len(owners), errNoTarget)
 	}
-	batch := n.movesPerTxn()
+	batch := n.cluster.MovesPerTxn()
 	gone := 0
 	for len(owners) > 0 {
 		k := min(batch, len(owners))
-		var moves []move
+		var moves []placement.Move
 		for _, o := range owners[:k] {
-			moves = append(moves, move{from: o, to: leastLoaded(live)})
+			moves = append(moves, placement.Move{From: o, To: placement.LeastLoaded(live)})
 		}
 		owners = owners[k:]
-		rev, ok, err := n.commitMoves(ctx, moves)
+		rev, ok, err := n.cluster.CommitMoves(ctx, moves)
 		if err != nil {
 			return gone, err
 		}
 		if ok {
 			for _, m := range moves {
-				n.identityLeft(m.from.Identity, rev)
+				n.identityLeft(m.From.Identity, rev)
 			}
 			gone += len(moves)
 			continue
@@ -129,16 +130,16 @@ func (n *Node) moveAway(ctx context.Context, owners []identity.Owner) (int, erro
 		// registration changed. Move them one by one and look at each
 		// failure.
 		for _, m := range moves {
-			rev1, ok1, err := n.commitMoves(ctx, []move{m})
+			rev1, ok1, err := n.cluster.CommitMoves(ctx, []placement.Move{m})
 			if err != nil {
 				return gone, err
 			}
 			if ok1 {
-				n.identityLeft(m.from.Identity, rev1)
+				n.identityLeft(m.From.Identity, rev1)
 				gone++
 				continue
 			}
-			left, err := n.recheckOwned(ctx, m.from)
+			left, err := n.recheckOwned(ctx, m.From)
 			if err != nil {
 				return gone, err
 			}

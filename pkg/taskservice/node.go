@@ -19,6 +19,7 @@ import (
 	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/membership"
+	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -105,6 +106,11 @@ type Node struct {
 	batch    *writepath.Batcher
 	checks   *writepath.Batcher
 	draining bool // no run starts; identities are being handed away
+	// cluster reads the nodes as placement candidates and moves identities
+	// (internal/placement); leader is the placement leader this node
+	// campaigns as (its loop, "placement").
+	cluster placement.Cluster
+	leader  *placement.Leader
 	// watch runs every watch of the node on internal/follow's loop (the
 	// followers', the ownership index's, the registrations'): pauses and
 	// cals follow the pauses in force and the calendars (their locks are
@@ -192,6 +198,8 @@ func New(cfg Config) (*Node, error) {
 	// own batches, more of them in flight: they write nothing, and a run
 	// waits for its check.
 	n.checks = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
+	n.cluster = n.newCluster()
+	n.leader = n.newLeader()
 	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
 	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
@@ -309,7 +317,7 @@ func (n *Node) Start(ctx context.Context) error {
 	// Loops started after a concurrent Stop do not run (startstop).
 	n.loops.Go("repair", func(context.Context) { n.repairLoop() })
 	n.loops.Go("every", n.everyNode.Run)
-	n.loops.Go("placement", n.placementLoop)
+	n.loops.Go("placement", n.leader.Run)
 	n.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
 		follow.OnControl{Drain: n.drainRequested, Rebalance: n.rebalanceRequested}).Run)
 	n.loops.Go("voter", n.voter.Run)

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -17,7 +16,7 @@ import (
 
 // This file is the source node's side of rebalancing (contract §3.1): the
 // placement leader plans how many identities a node gives to which targets
-// (rebalance.go) and writes that as a request into the node's control area;
+// (internal/placement) and writes that as a request into the node's control area;
 // the node itself chooses which of its identities move, since only it
 // knows which have a run in flight.
 //
@@ -42,182 +41,20 @@ import (
 //   - A request for another incarnation of this node's name, one that does
 //     not parse, or one that reaches a node no longer RUNNING is only
 //     deleted.
-//   - The moves are planned moves (commitMoves), batched, at most the
-//     request's count, itself bounded by maxRequestMoves.
-
-// maxRequestMoves and maxRequestTargets bound a request as parsed: the
-// most identities (the largest --rebalance-rate) and distinct targets.
-const (
-	maxRequestMoves   = 10000
-	maxRequestTargets = 1000
-	maxRequestBytes   = 128 << 10
-)
-
-// rebalanceRequest asks the node of incarnation source to move count
-// identities to each target, on behalf of the leadership whose leader key
-// was created at leaderRev.
-type rebalanceRequest struct {
-	source    string
-	leaderRev int64
-	leader    string // the leader's name, for the log
-	targets   []requestTarget
-	// claimed marks a request the source has begun to serve (no targets).
-	claimed bool
-}
-
-// requestTarget is a target as the leader read its registration.
-type requestTarget struct {
-	name, inc  string
-	lease, rev int64
-	count      int
-}
-
-// newRebalanceRequest is the request of one source's planned moves.
-func newRebalanceRequest(p rebalanceMoves, leaderRev int64, leader string) rebalanceRequest {
-	req := rebalanceRequest{source: p.from.inc, leaderRev: leaderRev, leader: leader}
-	at := map[string]int{}
-	for _, c := range p.to {
-		i, ok := at[c.name]
-		if !ok {
-			if len(req.targets) == maxRequestTargets {
-				continue
-			}
-			i = len(req.targets)
-			at[c.name] = i
-			req.targets = append(req.targets, requestTarget{name: c.name, inc: c.inc, lease: c.lease, rev: c.rev})
-		}
-		req.targets[i].count++
-	}
-	return req
-}
-
-// total is the number of identities asked for.
-func (r rebalanceRequest) total() int {
-	t := 0
-	for _, tg := range r.targets {
-		t += tg.count
-	}
-	return t
-}
-
-// encode writes the request as lines of text:
-//
-//	rebalance v1
-//	source <incarnation>
-//	leader <leader key's create revision> <name>
-//	to <name> <incarnation> <lease> <registration revision> <count>  (per target)
-//	claimed  (instead of the targets, once the source began serving)
-func (r rebalanceRequest) encode() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "rebalance v1\nsource %s\nleader %d %s\n", r.source, r.leaderRev, r.leader)
-	if r.claimed {
-		b.WriteString("claimed\n")
-		return b.String()
-	}
-	for _, t := range r.targets {
-		fmt.Fprintf(&b, "to %s %s %d %d %d\n", t.name, t.inc, t.lease, t.rev, t.count)
-	}
-	return b.String()
-}
-
-// parseRebalanceRequest reads an encoded request, strictly: every line as
-// encode writes it, names valid, numbers positive, within the bounds.
-func parseRebalanceRequest(s string) (rebalanceRequest, error) {
-	var r rebalanceRequest
-	if len(s) > maxRequestBytes {
-		return r, fmt.Errorf("request of %d bytes, the limit is %d", len(s), maxRequestBytes)
-	}
-	lines := strings.Split(s, "\n")
-	if len(lines) < 4 || lines[len(lines)-1] != "" {
-		return r, errors.New("request truncated")
-	}
-	lines = lines[:len(lines)-1]
-	if lines[0] != "rebalance v1" {
-		return r, fmt.Errorf("unknown request %q", lines[0])
-	}
-	src := strings.Split(lines[1], " ")
-	if len(src) != 2 || src[0] != "source" || !validIncarnation(src[1]) {
-		return r, fmt.Errorf("bad source line %q", lines[1])
-	}
-	r.source = src[1]
-	ld := strings.Split(lines[2], " ")
-	if len(ld) != 3 || ld[0] != "leader" || ValidateNodeName("leader", ld[2]) != nil {
-		return r, fmt.Errorf("bad leader line %q", lines[2])
-	}
-	var err error
-	if r.leaderRev, err = positive(ld[1]); err != nil {
-		return r, fmt.Errorf("bad leader line %q: %w", lines[2], err)
-	}
-	r.leader = ld[2]
-	if len(lines) == 4 && lines[3] == "claimed" {
-		r.claimed = true
-		return r, nil
-	}
-	if len(lines) == 3 {
-		return r, errors.New("a request with no target")
-	}
-	if len(lines)-3 > maxRequestTargets {
-		return r, fmt.Errorf("%d targets, the limit is %d", len(lines)-3, maxRequestTargets)
-	}
-	seen := map[string]bool{}
-	total := int64(0)
-	for _, line := range lines[3:] {
-		f := strings.Split(line, " ")
-		if len(f) != 6 || f[0] != "to" || ValidateNodeName("target", f[1]) != nil || !validIncarnation(f[2]) || seen[f[1]] {
-			return r, fmt.Errorf("bad target line %q", line)
-		}
-		seen[f[1]] = true
-		t := requestTarget{name: f[1], inc: f[2]}
-		var count int64
-		if t.lease, err = positive(f[3]); err == nil {
-			if t.rev, err = positive(f[4]); err == nil {
-				count, err = positive(f[5])
-			}
-		}
-		if err != nil {
-			return r, fmt.Errorf("bad target line %q: %w", line, err)
-		}
-		if total += count; total > maxRequestMoves {
-			return r, fmt.Errorf("more than %d moves asked for", maxRequestMoves)
-		}
-		t.count = int(count)
-		r.targets = append(r.targets, t)
-	}
-	return r, nil
-}
-
-// positive parses a decimal number greater than zero.
-func positive(s string) (int64, error) {
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 || strconv.FormatInt(v, 10) != s {
-		return 0, fmt.Errorf("%q is not a positive number", s)
-	}
-	return v, nil
-}
-
-// validIncarnation reports whether s can be an incarnation (lower-case hex).
-func validIncarnation(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+//   - The moves are planned moves (placement.Cluster.CommitMovesTxn),
+//     batched, at most the request's count, itself bounded as the request
+//     is parsed (placement.ParseRequest).
 
 // rebalanceRequested acts on the request found in this node's request key
 // at rev (this node's follow.Control hands it over, from its control area).
 func (n *Node) rebalanceRequested(ctx context.Context, value string, rev int64) {
-	req, err := parseRebalanceRequest(value)
+	req, err := placement.ParseRequest(value)
 	switch {
 	case err != nil:
 		n.log.Warn("deleting a rebalancing request that does not parse", "error", err)
-	case req.source != n.incarnation:
-		n.log.Debug("deleting a rebalancing request for another incarnation", "incarnation", req.source)
-	case req.claimed:
+	case req.Source != n.incarnation:
+		n.log.Debug("deleting a rebalancing request for another incarnation", "incarnation", req.Source)
+	case req.Claimed:
 		// This node's own mark, left by a serving cut short: the leader's
 		// next round replaces it.
 		return
@@ -229,7 +66,7 @@ func (n *Node) rebalanceRequested(ctx context.Context, value string, rev int64) 
 			n.log.Warn("rebalancing request served in part", "moved", moved, "error", err)
 		}
 		if moved > 0 {
-			n.log.Info("rebalanced identities", "moved", moved, "asked", req.total(), "leader", req.leader)
+			n.log.Info("rebalanced identities", "moved", moved, "asked", req.Total(), "leader", req.Leader)
 		}
 		n.cfg.Observer.observeRebalance(moved)
 		rev = cur
@@ -250,14 +87,14 @@ func (n *Node) deleteRequest(ctx context.Context, rev int64) {
 // serveRebalance chooses and moves the identities req asks for. It
 // returns how many moved and the revision the request key stands at if
 // this node rewrote it (rev otherwise).
-func (n *Node) serveRebalance(ctx context.Context, req rebalanceRequest, rev int64) (int, int64, error) {
+func (n *Node) serveRebalance(ctx context.Context, req placement.Request, rev int64) (int, int64, error) {
 	now := time.Now()
 	for id, until := range n.rebalancedAway {
 		if now.After(until) {
 			delete(n.rebalancedAway, id)
 		}
 	}
-	want := req.total()
+	want := req.Total()
 	// Only what is due already holds an identity back: one due during the
 	// move is not started here (leaving) and runs on the new owner, late by
 	// the move's Txn and its handoff. Waiting for an identity idle through
@@ -269,22 +106,22 @@ func (n *Node) serveRebalance(ctx context.Context, req rebalanceRequest, rev int
 	for i, st := range chosen {
 		ids[i] = st.name
 	}
-	owners, err := n.movableOwners(ctx, &candidate{name: n.cfg.Name, inc: n.incarnation}, ids, want)
+	owners, err := n.movableOwners(ctx, &placement.Candidate{Name: n.cfg.Name, Inc: n.incarnation}, ids, want)
 	if err != nil {
 		return 0, rev, err
 	}
-	var moves []move
-	for _, tg := range req.targets {
-		to := &candidate{name: tg.name, inc: tg.inc, lease: tg.lease, rev: tg.rev}
-		for k := 0; k < tg.count && len(moves) < len(owners); k++ {
-			moves = append(moves, move{from: owners[len(moves)], to: to})
+	var moves []placement.Move
+	for _, tg := range req.Targets {
+		to := &placement.Candidate{Name: tg.Name, Inc: tg.Inc, Lease: tg.Lease, Rev: tg.Rev}
+		for k := 0; k < tg.Count && len(moves) < len(owners); k++ {
+			moves = append(moves, placement.Move{From: owners[len(moves)], To: to})
 		}
 	}
 	done, cur, err := n.commitRequested(ctx, req, rev, moves)
 	rest := now.Add(n.cfg.DrainTimeout + n.cfg.RebalanceInterval)
 	for _, m := range done {
-		n.rebalancedAway[m.from.Identity] = rest
-		n.identityLeft(m.from.Identity, m.rev) // at once, not at the watch's pace
+		n.rebalancedAway[m.From.Identity] = rest
+		n.identityLeft(m.From.Identity, m.rev) // at once, not at the watch's pace
 	}
 	return len(done), cur, err
 }
@@ -352,7 +189,7 @@ func (n *Node) stopLeaving(chosen []*identState) {
 // movableOwners reads the mappings of ids, with a count of the handoff
 // entries waiting for each at from, and returns up to want of them mapped
 // to from's incarnation with none waiting.
-func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string, want int) ([]identity.Owner, error) {
+func (n *Node) movableOwners(ctx context.Context, from *placement.Candidate, ids []string, want int) ([]identity.Owner, error) {
 	per := max(1, n.cfg.MaxTxnOps/2)
 	var out []identity.Owner
 	for len(ids) > 0 && len(out) < want {
@@ -361,18 +198,18 @@ func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string,
 		ops := make([]clientv3.Op, 0, 2*len(chunk))
 		for _, id := range chunk {
 			ops = append(ops, clientv3.OpGet(n.idmap.Keys().Mapping(id)),
-				clientv3.OpGet(n.keys.Entries(from.name, id), clientv3.WithPrefix(), clientv3.WithCountOnly()))
+				clientv3.OpGet(n.keys.Entries(from.Name, id), clientv3.WithPrefix(), clientv3.WithCountOnly()))
 		}
 		cctx, cancel := n.etcdCtx(ctx)
 		resp, err := n.writer.Read(cctx, ops...)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("read mappings of %s: %w", from.name, err)
+			return nil, fmt.Errorf("read mappings of %s: %w", from.Name, err)
 		}
 		for i, id := range chunk {
 			owner, err := identity.OwnerFromResponse(id, (*clientv3.GetResponse)(resp.Responses[2*i].GetResponseRange()))
 			pending := resp.Responses[2*i+1].GetResponseRange().GetCount()
-			if err != nil || !owner.Mapped || owner.Node != from.name || owner.Incarnation != from.inc || pending > 0 {
+			if err != nil || !owner.Mapped || owner.Node != from.Name || owner.Incarnation != from.Inc || pending > 0 {
 				continue
 			}
 			if out = append(out, owner); len(out) == want {
@@ -385,7 +222,7 @@ func (n *Node) movableOwners(ctx context.Context, from *candidate, ids []string,
 
 // madeMove is a move made, with the revision of its Txn.
 type madeMove struct {
-	move
+	placement.Move
 	rev int64
 }
 
@@ -398,25 +235,25 @@ var errRequestGone = errors.New("the rebalancing request was replaced, or its le
 // stands is tried one move at a time, and a move that fails alone is left
 // for a later request. It returns the moves made and the revision the
 // request key stands at after them.
-func (n *Node) commitRequested(ctx context.Context, req rebalanceRequest, rev int64, moves []move) ([]madeMove, int64, error) {
+func (n *Node) commitRequested(ctx context.Context, req placement.Request, rev int64, moves []placement.Move) ([]madeMove, int64, error) {
 	key := n.keys.RebalanceRequest(n.cfg.Name)
 	leaderKey := n.keys.Leader()
-	claim := rebalanceRequest{source: req.source, leaderRev: req.leaderRev, leader: req.leader, claimed: true}.encode()
+	claim := placement.Request{Source: req.Source, LeaderRev: req.LeaderRev, Leader: req.Leader, Claimed: true}.Encode()
 	regRev := map[string]int64{}
-	for _, tg := range req.targets {
-		regRev[tg.name] = tg.rev
+	for _, tg := range req.Targets {
+		regRev[tg.Name] = tg.Rev
 	}
 	var done []madeMove
-	try := func(part []move) (ok bool, err error) {
-		cmps := []clientv3.Cmp{writepath.At(key, rev), writepath.Created(leaderKey, req.leaderRev)}
+	try := func(part []placement.Move) (ok bool, err error) {
+		cmps := []clientv3.Cmp{writepath.At(key, rev), writepath.Created(leaderKey, req.LeaderRev)}
 		seen := map[string]bool{}
 		for _, m := range part {
-			if !seen[m.to.name] {
-				seen[m.to.name] = true
-				cmps = append(cmps, writepath.At(n.keys.Node(m.to.name), regRev[m.to.name]))
+			if !seen[m.To.Name] {
+				seen[m.To.Name] = true
+				cmps = append(cmps, writepath.At(n.keys.Node(m.To.Name), regRev[m.To.Name]))
 			}
 		}
-		resp, err := n.commitMovesTxn(ctx, part, cmps,
+		resp, err := n.cluster.CommitMovesTxn(ctx, part, cmps,
 			[]clientv3.Op{clientv3.OpPut(key, claim, clientv3.WithIgnoreLease())},
 			[]clientv3.Op{clientv3.OpGet(key, clientv3.WithKeysOnly()), clientv3.OpGet(leaderKey, clientv3.WithKeysOnly())})
 		if err != nil {
@@ -430,12 +267,12 @@ func (n *Node) commitRequested(ctx context.Context, req rebalanceRequest, rev in
 			return true, nil
 		}
 		k, l := resp.Responses[0].GetResponseRange().GetKvs(), resp.Responses[1].GetResponseRange().GetKvs()
-		if len(k) != 1 || k[0].ModRevision != rev || len(l) != 1 || l[0].CreateRevision != req.leaderRev {
+		if len(k) != 1 || k[0].ModRevision != rev || len(l) != 1 || l[0].CreateRevision != req.LeaderRev {
 			return false, errRequestGone
 		}
 		return false, nil
 	}
-	batch := n.movesPerTxn()
+	batch := n.cluster.MovesPerTxn()
 	for len(moves) > 0 {
 		part := moves[:min(batch, len(moves))]
 		moves = moves[len(part):]
@@ -447,7 +284,7 @@ func (n *Node) commitRequested(ctx context.Context, req rebalanceRequest, rev in
 			continue
 		}
 		for _, m := range part {
-			if _, err := try([]move{m}); err != nil {
+			if _, err := try([]placement.Move{m}); err != nil {
 				return done, rev, err
 			}
 		}

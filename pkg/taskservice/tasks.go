@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/pkg/identity"
@@ -186,7 +187,7 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 		var (
 			txn   = n.shapes.Schedule()
 			plans []planned
-			place *candidate // the node unmapped identities are mapped to
+			place *placement.Candidate // the node unmapped identities are mapped to
 		)
 		for _, g := range groups {
 			if g.every {
@@ -218,9 +219,9 @@ func (n *Node) storeGroups(ctx context.Context, groups []*group, recs []*storev1
 					if place, err = n.placement(ctx); err != nil {
 						return err
 					}
-					txn.Target(place.name, place.lease)
+					txn.Target(place.Name, place.Lease)
 				}
-				target, targetInc = place.name, place.inc
+				target, targetInc = place.Name, place.Inc
 				txn.Map(g.id, target, targetInc)
 			}
 			p := planned{g: g, owner: owner, mine: target == n.cfg.Name && targetInc == n.incarnation}
@@ -412,25 +413,25 @@ func (n *Node) forgetOwner(ctx context.Context, id string, owner identity.Owner)
 // placement picks the node for an unmapped identity: this node if it is
 // RUNNING, else the least-loaded RUNNING node, else this node. The Txn that
 // maps identities to it carries its registration compare (writepath.Schedule.Target).
-func (n *Node) placement(ctx context.Context) (*candidate, error) {
+func (n *Node) placement(ctx context.Context) (*placement.Candidate, error) {
 	if n.State() == taskdv1.NodeState_NODE_STATE_RUNNING {
 		return n.self(), nil
 	}
-	cs, err := n.candidates(ctx)
+	cs, err := n.cluster.Candidates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if live := running(cs, n.cfg.Name); len(live) > 0 {
-		return leastLoaded(live), nil
+	if live := placement.Running(cs, n.cfg.Name); len(live) > 0 {
+		return placement.LeastLoaded(live), nil
 	}
 	return n.self(), nil
 }
 
 // self is this node as a placement target.
-func (n *Node) self() *candidate {
+func (n *Node) self() *placement.Candidate {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return &candidate{name: n.cfg.Name, inc: n.incarnation, lease: int64(n.member.Lease()), state: n.state}
+	return &placement.Candidate{Name: n.cfg.Name, Inc: n.incarnation, Lease: int64(n.member.Lease()), State: n.state}
 }
 
 // addOwned queues newly stored tasks of an identity this node owns.

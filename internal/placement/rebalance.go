@@ -1,4 +1,4 @@
-package taskservice
+package placement
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // leader counts the identities of each RUNNING node and, while the most and
 // the least loaded differ by more than the tolerance, plans moves from the
 // one to the other. It plans counts only: which identities move is the
-// source node's choice (rebalancerequest.go), since only the owner knows
-// which of its identities have a run in flight.
+// source node's choice (pkg/taskservice's rebalancerequest.go), since only
+// the owner knows which of its identities have a run in flight.
 //
 // Guarantees:
 //   - At most Config.RebalanceRate identities are asked for per round, one
@@ -44,68 +44,68 @@ import (
 
 // rebalanceTicks returns the channel of rebalancing rounds, nil (never
 // ready) when rebalancing is off, and the function that stops it.
-func (n *Node) rebalanceTicks() (<-chan time.Time, func()) {
-	if n.cfg.DisableRebalance {
+func (ld *Leader) rebalanceTicks() (<-chan time.Time, func()) {
+	if ld.cfg.DisableRebalance {
 		return nil, func() {}
 	}
-	t := time.NewTicker(n.cfg.RebalanceInterval)
+	t := time.NewTicker(ld.cfg.RebalanceInterval)
 	return t.C, t.Stop
 }
 
 // rebalanceRound runs one round and logs a failure.
-func (n *Node) rebalanceRound(ctx context.Context, l identity.Leadership) {
-	if err := n.rebalance(ctx, l); err != nil && ctx.Err() == nil {
-		n.log.Warn("rebalancing round failed", "error", err)
+func (ld *Leader) rebalanceRound(ctx context.Context, l identity.Leadership) {
+	if err := ld.rebalance(ctx, l); err != nil && ctx.Err() == nil {
+		ld.log.Warn("rebalancing round failed", "error", err)
 	}
 }
 
 // rebalance plans one round's moves and writes them as requests into the
 // sources' control areas.
-func (n *Node) rebalance(ctx context.Context, l identity.Leadership) error {
+func (ld *Leader) rebalance(ctx context.Context, l identity.Leadership) error {
 	// The requests standing before the counts are read: a request written
 	// over one of them only if it did not change meanwhile (moves of it
 	// served after this read would make the counts stale).
-	standing, err := n.standingRequests(ctx)
+	standing, err := ld.standingRequests(ctx)
 	if err != nil {
 		return err
 	}
-	cs, err := n.candidates(ctx)
+	cs, err := ld.cl.Candidates(ctx)
 	if err != nil {
 		return err
 	}
-	live := running(cs, "")
-	plan := planRebalance(live, n.cfg.RebalanceRate, n.cfg.RebalanceTolerance)
+	live := Running(cs, "")
+	plan := planRebalance(live, ld.cfg.RebalanceRate, ld.cfg.RebalanceTolerance)
 	asked := 0
 	for _, p := range plan {
-		req := newRebalanceRequest(p, l.Rev, n.cfg.Name)
-		ok, err := n.putRebalanceRequest(ctx, l, p.from, req, standing[p.from.name])
+		req := newRequest(p, l.Rev, ld.cfg.Name)
+		ok, err := ld.putRebalanceRequest(ctx, l, p.from, req, standing[p.from.Name])
 		if err != nil {
 			return err
 		}
 		if ok {
-			asked += req.total()
+			asked += req.Total()
 		}
 	}
 	if asked > 0 {
-		n.log.Debug("asked for rebalancing moves", "identities", asked, "sources", len(plan),
-			"spread", spreadOf(live), "nodes", len(live), "rate", n.cfg.RebalanceRate)
+		ld.log.Debug("asked for rebalancing moves", "identities", asked, "sources", len(plan),
+			"spread", spreadOf(live), "nodes", len(live), "rate", ld.cfg.RebalanceRate)
 	}
 	return nil
 }
 
 // standingRequests reads the mod revisions of the rebalancing requests in
 // the control areas, by node.
-func (n *Node) standingRequests(ctx context.Context) (map[string]int64, error) {
-	prefix := n.keys.Controls()
-	cctx, cancel := n.etcdCtx(ctx)
+func (ld *Leader) standingRequests(ctx context.Context) (map[string]int64, error) {
+	prefix := ld.cl.Keys.Controls()
+	cctx, cancel := ld.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := ld.cl.Client.Get(cctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		return nil, fmt.Errorf("list the control areas: %w", err)
 	}
 	out := map[string]int64{}
 	for _, kv := range resp.Kvs {
-		node, ok := n.keys.SplitRebalanceRequest(string(kv.Key))
+		node, ok := ld.cl.Keys.SplitRebalanceRequest(string(kv.Key))
 		if ok {
 			out[node] = kv.ModRevision
 		}
@@ -117,25 +117,25 @@ func (n *Node) standingRequests(ctx context.Context) (map[string]int64, error) {
 // lease (a request dies with its node), if this node still leads, from's
 // registration is as read and from's request key still stands at was (0:
 // absent). ok is false if a compare failed.
-func (n *Node) putRebalanceRequest(ctx context.Context, l identity.Leadership, from *candidate, req rebalanceRequest, was int64) (bool, error) {
-	key := n.keys.RebalanceRequest(from.name)
-	cctx, cancel := n.etcdCtx(ctx)
+func (ld *Leader) putRebalanceRequest(ctx context.Context, l identity.Leadership, from *Candidate, req Request, was int64) (bool, error) {
+	key := ld.cl.Keys.RebalanceRequest(from.Name)
+	cctx, cancel := ld.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.writer.Commit(cctx, n.shapes.RebalanceRequest(l, key, from.name, from.rev, was, from.lease, req.encode()))
+	resp, err := ld.cl.Writer.Commit(cctx, ld.cl.Shapes.RebalanceRequest(l, key, from.Name, from.Rev, was, from.Lease, req.Encode()))
 	if err != nil {
-		return false, fmt.Errorf("request rebalancing moves from %s: %w", from.name, err)
+		return false, fmt.Errorf("request rebalancing moves from %s: %w", from.Name, err)
 	}
 	return resp.Succeeded, nil
 }
 
 // spreadOf is the difference between the most and the least loaded node.
-func spreadOf(cs []*candidate) int64 {
+func spreadOf(cs []*Candidate) int64 {
 	if len(cs) == 0 {
 		return 0
 	}
-	lo, hi := cs[0].load, cs[0].load
+	lo, hi := cs[0].Load, cs[0].Load
 	for _, c := range cs[1:] {
-		lo, hi = min(lo, c.load), max(hi, c.load)
+		lo, hi = min(lo, c.Load), max(hi, c.Load)
 	}
 	return hi - lo
 }
@@ -152,23 +152,23 @@ func rebalanceSlack(total int64, nodes, tolerance int) int64 {
 // rebalanceMoves are the moves planned from one node: one target per
 // identity to move.
 type rebalanceMoves struct {
-	from *candidate
-	to   []*candidate
+	from *Candidate
+	to   []*Candidate
 }
 
 // planRebalance plans up to rate moves, each from the most loaded of live
 // to the least loaded (ties broken by name), counting each as it is
 // planned, until the spread is within the tolerance. live's loads are not
 // changed.
-func planRebalance(live []*candidate, rate, tolerance int) []rebalanceMoves {
+func planRebalance(live []*Candidate, rate, tolerance int) []rebalanceMoves {
 	if len(live) < 2 {
 		return nil
 	}
 	load := make([]int64, len(live))
 	var total int64
 	for i, c := range live {
-		load[i] = c.load
-		total += c.load
+		load[i] = c.Load
+		total += c.Load
 	}
 	slack := rebalanceSlack(total, len(live), tolerance)
 	var plan []rebalanceMoves
@@ -176,10 +176,10 @@ func planRebalance(live []*candidate, rate, tolerance int) []rebalanceMoves {
 	for budget := rate; budget > 0; budget-- {
 		hi, lo := 0, 0
 		for i, c := range live {
-			if load[i] > load[hi] || (load[i] == load[hi] && c.name < live[hi].name) {
+			if load[i] > load[hi] || (load[i] == load[hi] && c.Name < live[hi].Name) {
 				hi = i
 			}
-			if load[i] < load[lo] || (load[i] == load[lo] && c.name < live[lo].name) {
+			if load[i] < load[lo] || (load[i] == load[lo] && c.Name < live[lo].Name) {
 				lo = i
 			}
 		}

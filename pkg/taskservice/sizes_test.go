@@ -157,6 +157,13 @@ func TestNonDurableTaskHoldsItsCalendar(t *testing.T) {
 		r, err := cli.Get(ctx, "/taskd/nodes/n1")
 		return err == nil && len(r.Kvs) == 1 && clientv3.LeaseID(r.Kvs[0].Lease) != oldLease
 	}, "n1 to register again")
+	// Registering again rewrites the references just after the record
+	// (the node's Registered step): wait for the one of "held" under the
+	// new lease, which is what this step is about.
+	tst.Eventually(t, 20*time.Second, func() bool {
+		r, err := cli.Get(ctx, "/taskd/calref/held/n/n1/", clientv3.WithPrefix())
+		return err == nil && len(r.Kvs) == 1 && r.Kvs[0].Lease != 0 && clientv3.LeaseID(r.Kvs[0].Lease) != oldLease
+	}, "n1 to write the reference of its non-durable task under its new lease")
 	if err := del("held"); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("DeleteCalendar after the node registered again: %v, want FAILED_PRECONDITION", err)
 	}

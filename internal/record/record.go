@@ -195,3 +195,24 @@ func TriggerName(rec *storev1.TaskRecord, i int) string {
 	}
 	return ts[i].GetName()
 }
+
+// TriggerNames are the names of rec's triggers, as TriggerName reads them.
+func TriggerNames(rec *storev1.TaskRecord) []string {
+	out := make([]string, len(rec.GetSpec().GetTriggers()))
+	for i := range out {
+		out[i] = TriggerName(rec, i)
+	}
+	return out
+}
+
+// ArmedFire is the fire time of rec's run if it is armed and not yet due
+// at now: the task's next fire time, although its start is written (none
+// once the task is cancelled: the armed run will not be called).
+func ArmedFire(rec *storev1.TaskRecord, now time.Time) (time.Time, bool) {
+	if m := rec.GetRunning(); m != nil && m.GetFireTime() != nil && !IsFinal(rec.GetState()) {
+		if at := m.GetFireTime().AsTime(); at.After(now) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}

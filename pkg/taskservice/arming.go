@@ -8,7 +8,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
@@ -387,16 +386,4 @@ func (n *Node) disarmAll(cause error) {
 	n.armedN = 0
 	n.mu.Unlock()
 	n.launchArmed(batch, true)
-}
-
-// armedFire is the fire time of rec's run if it is armed and not yet due:
-// the task's next fire time, although its start is written (none once the
-// task is cancelled: the armed run will not be called).
-func armedFire(rec *storev1.TaskRecord) (time.Time, bool) {
-	if m := rec.GetRunning(); m != nil && m.GetFireTime() != nil && !record.IsFinal(rec.GetState()) {
-		if at := m.GetFireTime().AsTime(); at.After(time.Now()) {
-			return at, true
-		}
-	}
-	return time.Time{}, false
 }

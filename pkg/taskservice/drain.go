@@ -200,7 +200,7 @@ func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64
 // DrainNode asks the named node to drain (through its control key, so any
 // node can ask), and returns the node as registered.
 func (n *Node) DrainNode(ctx context.Context, node string) (*taskdv1.Node, error) {
-	nodes, err := n.ListNodes(ctx)
+	nodes, err := n.api.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/taskd/taskd/internal/eventhub"
+	"github.com/taskd/taskd/internal/outcome"
 	"github.com/taskd/taskd/internal/writepath"
 )
 
@@ -11,16 +12,16 @@ import (
 // errors.Is. The gRPC API maps each to its status code.
 
 // ErrNotFound reports a task or identity that does not exist (NOT_FOUND).
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = outcome.ErrNotFound
 
 // ErrFailedPrecondition reports a request that the object's state forbids
 // (FAILED_PRECONDITION).
-var ErrFailedPrecondition = errors.New("failed precondition")
+var ErrFailedPrecondition = outcome.ErrFailedPrecondition
 
 // ErrConflict reports a write that lost to concurrent changes too many times
 // in a row: an identity's mapping or a task kept changing under it. Nothing
 // was written; the request may be retried (ABORTED).
-var ErrConflict = errors.New("conflicting concurrent changes")
+var ErrConflict = outcome.ErrConflict
 
 // ErrOutcomeUnknown reports a write whose outcome the node does not know:
 // etcd may or may not have applied it (a timeout after the request was
@@ -40,7 +41,7 @@ var ErrLeaseNotProven = errors.New("not started: the node could not prove that i
 // ErrAlreadyExists reports an idempotency key that already names a task
 // whose spec differs from the request's (ALREADY_EXISTS). The message
 // names the differing field.
-var ErrAlreadyExists = errors.New("already exists")
+var ErrAlreadyExists = outcome.ErrAlreadyExists
 
 // ErrTooManyStreams refuses a WatchEvents stream past the node's
 // Config.MaxEventStreams (RESOURCE_EXHAUSTED): each stream may hold up to

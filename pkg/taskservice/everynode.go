@@ -84,17 +84,8 @@ func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProg
 		Triggers: rec.Triggers, RunCount: rec.RunCount, LastRun: rec.LastRun, Running: rec.Running,
 		Attempt: rec.Attempt, RetryAt: rec.RetryAt, PendingFire: rec.PendingFire, PendingTrigger: rec.PendingTrigger,
 		HistorySeq: rec.HistorySeq, RecoveryPending: rec.RecoveryPending, ManualServedRev: servedRev, Misfires: rec.Misfires,
-		SpecVersion: rec.SpecVersion, PendingTriggerName: rec.PendingTriggerName, TriggerNames: labels(rec),
+		SpecVersion: rec.SpecVersion, PendingTriggerName: rec.PendingTriggerName, TriggerNames: record.TriggerNames(rec),
 	}
-}
-
-// labels are the names of rec's triggers, as record.TriggerName reads them.
-func labels(rec *storev1.TaskRecord) []string {
-	out := make([]string, len(rec.GetSpec().GetTriggers()))
-	for i := range out {
-		out[i] = record.TriggerName(rec, i)
-	}
-	return out
 }
 
 // everyFence is the fence of a write of this node's progress on task.

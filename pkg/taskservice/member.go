@@ -74,7 +74,20 @@ func (s *memberSide) Record() ([]byte, error) {
 // references of the non-durable tasks held here were under the old lease
 // (or none, before the first registration).
 func (s *memberSide) Registered(ctx context.Context) error {
-	return (*Node)(s).restoreLocalRefs(ctx)
+	n := (*Node)(s)
+	return n.refs.Restore(ctx, func() []*storev1.TaskRecord {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		var held []*storev1.TaskRecord
+		for _, st := range n.local {
+			for e := range st.tasks.all() {
+				if rec := e.record(); rec != nil {
+					held = append(held, rec)
+				}
+			}
+		}
+		return held
+	})
 }
 
 // Fence forgets every identity, and cancels the handlers of the runs in

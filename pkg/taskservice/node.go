@@ -18,9 +18,11 @@ import (
 	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/keyspace"
+	"github.com/taskd/taskd/internal/localrefs"
 	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/startstop"
+	"github.com/taskd/taskd/internal/taskapi"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
@@ -70,9 +72,8 @@ type Node struct {
 	idents        map[string]*identState // durable identities owned here
 	local         map[string]*identState // non-durable tasks, by identity
 	every         map[string]*identState // EVERY_NODE tasks, by identity
-	remoteOwners  map[string]identity.Owner
-	flights       map[taskRef]*flight // runs in flight (flights.go)
-	repairs       []repairRead        // identities to read again (repair.go)
+	flights       map[taskRef]*flight    // runs in flight (flights.go)
+	repairs       []repairRead           // identities to read again (repair.go)
 	repairWake    chan struct{}
 	queue         timerQueue
 	// The look-ahead (arming.go): armed runs by fire time, every armed run
@@ -134,14 +135,11 @@ type Node struct {
 	unserved map[string]*unservedKind
 	declared map[string]bool // Config.DeclaredKinds; read-only
 
-	// localRefMu orders the writes of non-durable tasks' calendar
-	// references with their rewrite under a new lease (localrefs.go);
-	// taken before n.mu, never under it.
-	localRefMu sync.Mutex
-
-	kindsMu sync.Mutex // guards the cluster's kinds, cached
-	kinds   map[string]bool
-	kindsAt time.Time
+	// api answers the requests (internal/taskapi, requests.go); refs
+	// keeps the calendar references of the non-durable tasks
+	// (internal/localrefs).
+	api  *taskapi.Service
+	refs *localrefs.Refs
 }
 
 // New checks cfg and returns a node that has not started.
@@ -163,7 +161,6 @@ func New(cfg Config) (*Node, error) {
 		idents:         map[string]*identState{},
 		local:          map[string]*identState{},
 		every:          map[string]*identState{},
-		remoteOwners:   map[string]identity.Owner{},
 		flights:        map[taskRef]*flight{},
 		armedRuns:      map[*armedRun]struct{}{},
 		repairWake:     make(chan struct{}, 1),
@@ -208,6 +205,15 @@ func New(cfg Config) (*Node, error) {
 	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
 	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
 		Life: n.life, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
+	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.shapes, Writer: n.writer,
+		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life, Logger: n.log})
+	n.api = taskapi.New(taskapi.Config{
+		Name: cfg.Name, Incarnation: n.incarnation, EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxPayload: cfg.MaxPayload,
+		Client: cfg.Client, Keys: n.keys, Store: n.store, Map: n.idmap, IDs: n.ids,
+		Shapes: n.shapes, Writer: n.writer, Batch: n.batch, Cluster: n.cluster,
+		Calendars: n.cals, Pauses: n.pauses, EveryNode: n.everyNode, LocalRefs: n.refs,
+		TraceParent: TraceParent, Engine: (*engineSide)(n), Logger: n.log,
+	})
 	return n, nil
 }
 

@@ -170,7 +170,7 @@ func (n *Node) startOverlap(s *entry) {
 		n.armOverlapLocked(parent, rec, out.Rev, time.Time{})
 		if child != nil {
 			n.mu.Unlock()
-			n.addOwned(st.name, snap.epoch, []int{0}, []*storev1.TaskRecord{child}, out.Rev)
+			n.addOwned(st.name, snap.epoch, []*storev1.TaskRecord{child}, out.Rev)
 			n.mu.Lock()
 		}
 	}

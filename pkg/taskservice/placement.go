@@ -2,14 +2,11 @@ package taskservice
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/placement"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // This file is the node's side of placement (internal/placement moves
@@ -50,48 +47,5 @@ type leaderSide Node
 // EveryDeleteOps are the deletes of a cancelled EVERY_NODE task the leader
 // purges, as DeleteTask makes them.
 func (s *leaderSide) EveryDeleteOps(ctx context.Context, rec *storev1.TaskRecord) ([]clientv3.Op, error) {
-	return (*Node)(s).everyDeleteOps(ctx, rec)
-}
-
-// MoveIdentity moves id to the RUNNING node to (contract §3.1): one Txn changes
-// the mapping (a new epoch) and writes the handoff entry that the new owner
-// picks up; the old owner drops the identity when it sees the change.
-func (n *Node) MoveIdentity(ctx context.Context, id, to string) (*taskdv1.Identity, error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		cs, err := n.cluster.Candidates(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var target *placement.Candidate
-		for _, c := range cs {
-			if c.Name == to {
-				target = c
-			}
-		}
-		if target == nil {
-			return nil, fmt.Errorf("node %q is not registered: %w", to, ErrFailedPrecondition)
-		}
-		if target.State != taskdv1.NodeState_NODE_STATE_RUNNING {
-			return nil, fmt.Errorf("node %q is %s, not RUNNING: %w", to,
-				strings.TrimPrefix(target.State.String(), "NODE_STATE_"), ErrFailedPrecondition)
-		}
-		cctx, cancel := n.etcdCtx(ctx)
-		owner, err := n.idmap.Get(cctx, id)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		if owner.Mapped && owner.Node == target.Name && owner.Incarnation == target.Inc {
-			return n.GetIdentity(ctx, id)
-		}
-		_, ok, err := n.cluster.CommitMoves(ctx, []placement.Move{{From: owner, To: target}})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			n.log.Info("identity moved", "identity", id, "from", owner.Node, "to", to)
-			return n.GetIdentity(ctx, id)
-		}
-	}
-	return nil, fmt.Errorf("move %q: the mapping or the target kept changing: %w", id, ErrConflict)
+	return (*Node)(s).api.EveryDeleteOps(ctx, rec)
 }

@@ -90,8 +90,6 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 				break
 			}
 		}
-		n.kindsMu.Lock()
-		n.kinds = nil // this node's own view of the cluster's kinds too
-		n.kindsMu.Unlock()
+		n.api.ForgetKinds() // this node's own view of the cluster's kinds too
 	}
 }

@@ -37,15 +37,3 @@ func ValidateTaskFilter(req *taskdv1.ListTasksRequest) error { return taskspec.C
 func ValidateEventFilter(req *taskdv1.WatchEventsRequest) error {
 	return taskspec.CheckEventFilter(req)
 }
-
-// specView is what the checks of a spec know of this node: its
-// --max-payload, its handlers and stored calendars, and kindServed, which
-// says whether some node of the cluster handles a kind.
-func (n *Node) specView(kindServed func(kind string) bool) taskspec.NodeView {
-	return taskspec.NodeView{
-		MaxPayload:     n.cfg.MaxPayload,
-		KindServed:     kindServed,
-		HandlesKind:    func(kind string) bool { return n.cfg.Handlers[kind] != nil },
-		CalendarStored: n.cals.Stored,
-	}
-}

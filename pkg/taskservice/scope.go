@@ -61,3 +61,15 @@ type scope interface {
 	// purge deletes a finished task at the end of its retention.
 	purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64)
 }
+
+// tableOf is the table of identities that holds rec's entry, by the scope
+// its spec asks for: the one place a spec's scope picks a table. n.mu held.
+func (n *Node) tableOf(rec *storev1.TaskRecord) map[string]*identState {
+	switch {
+	case rec.GetSpec().GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE:
+		return n.every
+	case rec.GetSpec().GetNonDurable():
+		return n.local
+	}
+	return n.idents
+}

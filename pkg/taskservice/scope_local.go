@@ -63,7 +63,7 @@ func (localScope) settleFailed(*Node, *entry, startSnap, writepath.Txn, *clientv
 // lease, and its entry.
 func (localScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, _, _ int64) {
 	if rec != nil {
-		n.dropLocalRefs(rec, rec.GetSpec().GetCalendars())
+		n.refs.Drop(rec, rec.GetSpec().GetCalendars())
 	}
 	n.removePurged(e)
 }

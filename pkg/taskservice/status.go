@@ -1,10 +1,6 @@
 package taskservice
 
 import (
-	"context"
-	"fmt"
-
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -86,20 +82,4 @@ func (n *Node) unmapIdle(id string) {
 		n.log.Debug("unmapped idle identity", "identity", id)
 		n.identityLeft(id, resp.Header.Revision)
 	}
-}
-
-// identityStatus reads an identity's last vote.
-func (n *Node) identityStatus(ctx context.Context, id string) (*storev1.Status, error) {
-	resp, err := n.cli.Get(ctx, n.idmap.Keys().Status(id))
-	if err != nil {
-		return nil, fmt.Errorf("read status of %q: %w", id, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, nil
-	}
-	var s storev1.Status
-	if err := proto.Unmarshal(resp.Kvs[0].Value, &s); err != nil {
-		return nil, fmt.Errorf("decode status of %q: %w", id, err)
-	}
-	return &s, nil
 }

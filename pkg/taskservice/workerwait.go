@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"context"
 	"time"
+
+	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
 // This file is the wait for a remote worker (Config.Remote).
@@ -354,18 +356,11 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 	return out
 }
 
-// workerWaitOfLocked returns since when the node's entry of task id of
-// identity waits for a worker, and why (waitingReasonLocked); ok is false
-// if it does not (or the node holds no such entry). n.mu held.
-func (n *Node) workerWaitOfLocked(scopeEvery, durable bool, identity, id string) (since time.Time, reason string, ok bool) {
-	m := n.local
-	switch {
-	case scopeEvery:
-		m = n.every
-	case durable:
-		m = n.idents
-	}
-	e := m[identity].task(id)
+// workerWaitOfLocked returns since when the node's entry of rec waits for
+// a worker, and why (waitingReasonLocked); ok is false if it does not (or
+// the node holds no such entry). n.mu held.
+func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
+	e := n.tableOf(rec)[rec.GetSpec().GetIdentity()].task(rec.GetId())
 	if e == nil || e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
 		return time.Time{}, "", false
 	}

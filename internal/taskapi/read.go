@@ -1,4 +1,4 @@
-package taskservice
+package taskapi
 
 // Reads of tasks, runs, identities and nodes, and the API view of a
 // stored task.
@@ -6,7 +6,6 @@ package taskservice
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,61 +14,50 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/outcome"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// localTask returns a non-durable task held by this node.
-func (n *Node) localTask(id, taskID string) (*storev1.TaskRecord, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.local[id]; st != nil {
-		if e := st.tasks.get(taskID); e != nil {
-			return record.Clone(e.rec), true
-		}
-	}
-	return nil, false
-}
-
 // GetTask returns one task.
-func (n *Node) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
-	if rec, ok := n.localTask(id, taskID); ok {
-		return n.view(rec, 0), nil
+func (a *Service) GetTask(ctx context.Context, id, taskID string) (*taskdv1.Task, error) {
+	if rec, ok := a.cfg.Engine.LocalTask(id, taskID); ok {
+		return a.view(rec, 0), nil
 	}
-	cctx, cancel := n.etcdCtx(ctx)
+	cctx, cancel := a.etcdCtx(ctx)
 	defer cancel()
-	f, ok, err := n.store.Find(cctx, id, taskID)
+	f, ok, err := a.cfg.Store.Find(cctx, id, taskID)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, outcome.ErrNotFound)
 	}
-	t := n.view(f.Rec, f.Rev)
-	t.NextFireTimes = n.upcoming(f.Rec, 5)
+	t := a.view(f.Rec, f.Rev)
+	t.NextFireTimes = a.upcoming(f.Rec, 5)
 	return t, nil
 }
 
 // ListRuns returns a task's run history, newest first.
-func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run, error) {
-	if _, ok := n.localTask(id, taskID); ok {
+func (a *Service) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run, error) {
+	if _, ok := a.cfg.Engine.LocalTask(id, taskID); ok {
 		return nil, nil
 	}
-	cctx, cancel := n.etcdCtx(ctx)
+	cctx, cancel := a.etcdCtx(ctx)
 	defer cancel()
-	f, ok, err := n.store.Find(cctx, id, taskID)
+	f, ok, err := a.cfg.Store.Find(cctx, id, taskID)
 	if err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, ErrNotFound)
+		return nil, fmt.Errorf("task %s of identity %q: %w", taskID, id, outcome.ErrNotFound)
 	}
 	var runs []*taskdv1.Run
 	if f.Every {
-		runs, err = n.store.EveryRunsOf(cctx, taskID)
+		runs, err = a.cfg.Store.EveryRunsOf(cctx, taskID)
 	} else {
-		runs, err = n.store.Runs(cctx, id, taskID)
+		runs, err = a.cfg.Store.Runs(cctx, id, taskID)
 	}
 	if err != nil {
 		return nil, err
@@ -79,22 +67,22 @@ func (n *Node) ListRuns(ctx context.Context, id, taskID string) ([]*taskdv1.Run,
 }
 
 // GetIdentity returns an identity's mapping and task count.
-func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, error) {
-	cctx, cancel := n.etcdCtx(ctx)
+func (a *Service) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, error) {
+	cctx, cancel := a.etcdCtx(ctx)
 	defer cancel()
-	owner, err := n.idmap.Get(cctx, id)
+	owner, err := a.cfg.Map.Get(cctx, id)
 	if err != nil {
 		return nil, err
 	}
-	count, err := n.store.CountBoth(cctx, id)
+	count, err := a.cfg.Store.CountBoth(cctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !owner.Mapped && count == 0 {
-		return nil, fmt.Errorf("identity %q has no mapping and no tasks: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("identity %q has no mapping and no tasks: %w", id, outcome.ErrNotFound)
 	}
 	out := &taskdv1.Identity{Identity: id, Mapped: owner.Mapped, Node: owner.Node, Epoch: owner.Epoch, TaskCount: count}
-	status, err := n.identityStatus(cctx, id)
+	status, err := a.identityStatus(cctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -105,22 +93,21 @@ func (n *Node) GetIdentity(ctx context.Context, id string) (*taskdv1.Identity, e
 }
 
 // ListNodes returns the registered nodes, by name.
-func (n *Node) ListNodes(ctx context.Context) ([]*taskdv1.Node, error) {
-	nodes, _, err := n.listNodes(ctx)
+func (a *Service) ListNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	nodes, _, err := a.listNodes(ctx)
 	return nodes, err
 }
 
 // DescribeNodes is ListNodes with each node's standing: which one is the
-// placement leader, and how long each lease has left. It asks etcd once
-// more per node, so it serves the API, not the node's own loops.
-func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
-	nodes, leases, err := n.listNodes(ctx)
+// placement leader, and how long each lease has left.
+func (a *Service) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
+	nodes, leases, err := a.listNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := n.etcdCtx(ctx)
+	cctx, cancel := a.etcdCtx(ctx)
 	defer cancel()
-	leader, err := n.cli.Get(cctx, n.keys.Leader())
+	leader, err := a.cfg.Client.Get(cctx, a.cfg.Keys.Leader())
 	if err != nil {
 		return nil, fmt.Errorf("read the placement leader: %w", err)
 	}
@@ -130,7 +117,7 @@ func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
 	}
 	for i, nd := range nodes {
 		nd.Leader = holder == nd.Name+" "+nd.Incarnation
-		ttl, err := n.cli.TimeToLive(cctx, leases[i])
+		ttl, err := a.cfg.Client.TimeToLive(cctx, leases[i])
 		if err != nil {
 			return nil, fmt.Errorf("read the lease of node %s: %w", nd.Name, err)
 		}
@@ -142,10 +129,10 @@ func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
 }
 
 // listNodes reads the registrations, with the lease each is held under.
-func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.LeaseID, error) {
-	cctx, cancel := n.etcdCtx(ctx)
+func (a *Service) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.LeaseID, error) {
+	cctx, cancel := a.etcdCtx(ctx)
 	defer cancel()
-	resp, err := n.cli.Get(cctx, n.keys.Nodes(), clientv3.WithPrefix())
+	resp, err := a.cfg.Client.Get(cctx, a.cfg.Keys.Nodes(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -155,9 +142,9 @@ func (n *Node) listNodes(ctx context.Context) ([]*taskdv1.Node, []clientv3.Lease
 		leases = append(leases, clientv3.LeaseID(kv.Lease))
 		var rec storev1.NodeRecord
 		if err := proto.Unmarshal(kv.Value, &rec); err != nil {
-			return nil, nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), n.keys.Nodes()), err)
+			return nil, nil, fmt.Errorf("decode node %s: %w", strings.TrimPrefix(string(kv.Key), a.cfg.Keys.Nodes()), err)
 		}
-		owned, err := n.idmap.CountOwned(cctx, rec.Name)
+		owned, err := a.cfg.Map.CountOwned(cctx, rec.Name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -185,7 +172,7 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 		Revision:   rev,
 		Misfires:   rec.Misfires,
 	}
-	switch at, ok := armedFire(rec); {
+	switch at, ok := record.ArmedFire(rec, time.Now()); {
 	case ok:
 		t.NextFireTime = timestamppb.New(at)
 	case rec.Running == nil:
@@ -199,15 +186,12 @@ func toTask(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 // view is the API view of a record as this node sees it: toTask, with the
 // pauses in force and, if this node owns the task, what its due run waits
 // for.
-func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
+func (a *Service) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	t := toTask(rec, rev)
-	spec := rec.GetSpec()
-	n.mu.Lock()
-	t.PausedBy = n.pausedByLocked(rec, spec.GetIdentity())
-	since, reason, waiting := n.workerWaitOfLocked(spec.GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE, !spec.GetNonDurable(), spec.GetIdentity(), rec.GetId())
-	n.mu.Unlock()
-	if waiting && !record.IsFinal(t.State) && rec.Running == nil {
-		t.Waiting, t.WaitingSince, t.WaitingReason = WaitingForWorker, timestamppb.New(since), reason
+	h := a.cfg.Engine.Holds(rec)
+	t.PausedBy = h.PausedBy
+	if h.Waiting != "" && !record.IsFinal(t.State) && rec.Running == nil {
+		t.Waiting, t.WaitingSince, t.WaitingReason = h.Waiting, timestamppb.New(h.WaitingSince), h.WaitingReason
 	}
 	if t.Paused = len(t.PausedBy) > 0; t.Paused && !record.IsFinal(t.State) && t.State != taskdv1.TaskState_TASK_STATE_RUNNING {
 		t.State = taskdv1.TaskState_TASK_STATE_PAUSED
@@ -215,17 +199,18 @@ func (n *Node) view(rec *storev1.TaskRecord, rev int64) *taskdv1.Task {
 	return t
 }
 
-// diffNames returns the names in after but not before, and the reverse.
-func diffNames(before, after []string) (added, removed []string) {
-	for _, a := range after {
-		if !slices.Contains(before, a) {
-			added = append(added, a)
-		}
+// identityStatus reads an identity's last vote.
+func (a *Service) identityStatus(ctx context.Context, id string) (*storev1.Status, error) {
+	resp, err := a.cfg.Client.Get(ctx, a.cfg.Keys.Status(id))
+	if err != nil {
+		return nil, fmt.Errorf("read status of %q: %w", id, err)
 	}
-	for _, b := range before {
-		if !slices.Contains(after, b) {
-			removed = append(removed, b)
-		}
+	if len(resp.Kvs) == 0 {
+		return nil, nil
 	}
-	return added, removed
+	var s storev1.Status
+	if err := proto.Unmarshal(resp.Kvs[0].Value, &s); err != nil {
+		return nil, fmt.Errorf("decode status of %q: %w", id, err)
+	}
+	return &s, nil
 }

@@ -1,4 +1,4 @@
-package taskservice
+package taskapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/outcome"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -18,59 +19,48 @@ import (
 // name (Quartz's scheduleJob of one more trigger and unscheduleJob of one),
 // in one write: the triggers it does not name keep their names, their
 // progress and their version, so they neither fire again nor skip a fire
-// time. An added trigger starts as on a newly scheduled task and is named
-// by the server if it has no name. The write is fenced like UpdateTask's
-// and, when wantRev is not 0, conditional on the task's revision
-// (ErrConflict). A run in flight finishes and is recorded under the
-// trigger that fired it, even if that trigger is removed; so does a fire
-// time of a removed trigger already being retried.
-//
-// Removing every trigger without adding one is refused
-// (ErrFailedPrecondition): a task ends by CancelTask, which says so in its
-// state, not by losing its triggers. Removing the triggers that still have
-// fire times while keeping ones that have none completes the task, as an
-// UpdateTask to such triggers would.
-func (n *Node) EditTriggers(ctx context.Context, id, taskID string, add []*taskdv1.Trigger, remove []string, wantRev int64) (*taskdv1.Task, error) {
+// time.
+func (a *Service) EditTriggers(ctx context.Context, id, taskID string, add []*taskdv1.Trigger, remove []string, wantRev int64) (*taskdv1.Task, error) {
 	if err := taskspec.CheckTriggerEdit(add, remove); err != nil {
 		return nil, err
 	}
 	var kind string
-	t, err := n.updateTaskAt(ctx, id, taskID, func(rec *storev1.TaskRecord, rev int64) error {
+	t, err := a.updateTaskAt(ctx, id, taskID, func(rec *storev1.TaskRecord, rev int64) error {
 		if wantRev != 0 && rev != wantRev {
-			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, ErrConflict)
+			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, outcome.ErrConflict)
 		}
 		if record.IsFinal(rec.State) {
-			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
+			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, outcome.ErrFailedPrecondition)
 		}
 		kind = rec.Spec.Kind
 		taskspec.NameLegacyTriggers(rec)
-		return n.editTriggers(rec, add, remove, time.Now())
+		return a.editTriggers(rec, add, remove, time.Now())
 	})
 	if err == nil {
-		n.emit(Event{Type: EventUpdated, Identity: id, TaskID: taskID, Kind: kind})
+		a.cfg.Engine.Announce(Updated, id, taskID, kind)
 	}
 	return t, err
 }
 
 // editTriggers applies an edit to rec, whose triggers all have names.
-func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, remove []string, now time.Time) error {
+func (a *Service) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, remove []string, now time.Time) error {
 	old := rec.Spec.Triggers
 	gone := make([]bool, len(old))
 	for i, name := range remove {
 		j := taskspec.IndexOfTrigger(old, name)
 		if j < 0 {
-			return invalid(fmt.Sprintf("remove_triggers[%d]", i), "task %s has no trigger %q; its triggers are %s",
-				rec.Id, name, strings.Join(labels(rec), ", "))
+			return taskspec.Invalid(fmt.Sprintf("remove_triggers[%d]", i), "task %s has no trigger %q; its triggers are %s",
+				rec.Id, name, strings.Join(record.TriggerNames(rec), ", "))
 		}
 		gone[j] = true
 	}
 	count := len(old) - len(remove) + len(add)
 	if count == 0 {
 		return fmt.Errorf("removing every trigger of task %s would leave it none: cancel it instead (CancelTask), or add a trigger in the same update: %w",
-			rec.Id, ErrFailedPrecondition)
+			rec.Id, outcome.ErrFailedPrecondition)
 	}
-	if count > MaxTriggers {
-		return invalid("add_triggers", "the task would have %d triggers, the limit is %d", count, MaxTriggers)
+	if count > taskspec.MaxTriggers {
+		return taskspec.Invalid("add_triggers", "the task would have %d triggers, the limit is %d", count, taskspec.MaxTriggers)
 	}
 	used := map[string]bool{}
 	for j, t := range old {
@@ -81,10 +71,10 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	for i, t := range add {
 		f := fmt.Sprintf("add_triggers[%d].name", i)
 		if used[t.GetName()] {
-			return invalid(f, "%q is already the name of a trigger of the task (remove it in the same update to replace it)", t.Name)
+			return taskspec.Invalid(f, "%q is already the name of a trigger of the task (remove it in the same update to replace it)", t.Name)
 		}
 		if taskspec.IsServerName(t.GetName()) {
-			return invalid(f, "names beginning with %q are given by the server to unnamed triggers: leave the name empty, or choose another", taskspec.ServerNamePrefix)
+			return taskspec.Invalid(f, "names beginning with %q are given by the server to unnamed triggers: leave the name empty, or choose another", taskspec.ServerNamePrefix)
 		}
 	}
 	// The added triggers are resolved and started as a new task's.
@@ -95,7 +85,7 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	if err := taskspec.ResolveTriggers("add_triggers", fresh.Spec, now); err != nil {
 		return err
 	}
-	record.InitTriggers(fresh, n.cals.Exclusions(rec.Spec.Calendars))
+	record.InitTriggers(fresh, a.cfg.Calendars.Exclusions(rec.Spec.Calendars))
 
 	version := rec.SpecVersion + 1
 	ts := make([]*taskdv1.Trigger, 0, count)
@@ -120,8 +110,8 @@ func (n *Node) editTriggers(rec *storev1.TaskRecord, add []*taskdv1.Trigger, rem
 	}
 	spec := proto.Clone(rec.Spec).(*taskdv1.TaskSpec)
 	spec.Triggers = ts
-	if size := proto.Size(spec); size > MaxTaskBytes {
-		return invalid("add_triggers", "would make the task %d bytes encoded, the limit is %d", size, MaxTaskBytes)
+	if size := proto.Size(spec); size > taskspec.MaxTaskBytes {
+		return taskspec.Invalid("add_triggers", "would make the task %d bytes encoded, the limit is %d", size, taskspec.MaxTaskBytes)
 	}
 	rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = spec, states, versions, version
 	if rec.Running == nil {

@@ -1,4 +1,4 @@
-package taskservice
+package taskapi
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/outcome"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -15,29 +16,18 @@ import (
 
 // UpdateTask replaces an existing task's spec (Quartz's rescheduleJob): its
 // triggers, calendars, payload, priority, retry settings, timeout, labels.
-// The task keeps its id, run numbers, history and (unless spec.data is
-// set) its data. A trigger keeps its name and progress when it is given
-// under its name with its rule unchanged, or without a name with the rule
-// of a server-named trigger (taskspec.MatchTriggers); one given under its name with
-// another rule keeps the name and starts afresh, and any other trigger is
-// new: it starts as on a newly scheduled task, named by the server if it
-// has no name. A trigger the spec leaves out is gone with its name. The
-// write is fenced like every task write and, when wantRev is not 0,
-// conditional on the task still being at that revision (ErrConflict:
-// ABORTED). A run in flight finishes; its result is folded into the
-// updated task.
-func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.TaskSpec, wantRev int64) (*taskdv1.Task, error) {
+func (a *Service) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.TaskSpec, wantRev int64) (*taskdv1.Task, error) {
 	if spec == nil {
-		return nil, invalid("spec", "is required (or add_triggers and remove_triggers, to change some triggers only)")
+		return nil, taskspec.Invalid("spec", "is required (or add_triggers and remove_triggers, to change some triggers only)")
 	}
-	kinds := n.clusterKinds(ctx)
+	kinds := a.clusterKinds(ctx)
 	var oldKind string
-	t, err := n.updateTaskAt(ctx, id, taskID, func(rec *storev1.TaskRecord, rev int64) error {
+	t, err := a.updateTaskAt(ctx, id, taskID, func(rec *storev1.TaskRecord, rev int64) error {
 		if wantRev != 0 && rev != wantRev {
-			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, ErrConflict)
+			return fmt.Errorf("task %s is at revision %d, not %d as read: read it again: %w", taskID, rev, wantRev, outcome.ErrConflict)
 		}
 		if record.IsFinal(rec.State) {
-			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, ErrFailedPrecondition)
+			return fmt.Errorf("task %s is %s; schedule a new task instead: %w", taskID, rec.State, outcome.ErrFailedPrecondition)
 		}
 		taskspec.NameLegacyTriggers(rec) // so that its triggers can be kept by name
 		old := rec.Spec
@@ -45,7 +35,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		if err := taskspec.CheckUnchangeable("spec", old, spec); err != nil {
 			return err
 		}
-		view := n.specView(func(k string) bool { return kinds[k] || k == old.Kind || n.servesKind(k) })
+		view := a.specView(func(k string) bool { return kinds[k] || k == old.Kind || a.cfg.Engine.ServesKind(k) })
 		if err := taskspec.CheckTask("spec", spec, view); err != nil {
 			return err
 		}
@@ -55,7 +45,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 			return err
 		}
 		now := time.Now()
-		fresh, err := n.newRecord("spec", spec, now) // resolves delays and starts as for a new task
+		fresh, err := a.newRecord("spec", spec, now) // resolves delays and starts as for a new task
 		if err != nil {
 			return err
 		}
@@ -92,8 +82,8 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 				t.Name = taskspec.NextTriggerName(rec, used)
 			}
 		}
-		if size := proto.Size(next); size > MaxTaskBytes {
-			return invalid("spec", "is %d bytes encoded with the task's data, the limit is %d", size, MaxTaskBytes)
+		if size := proto.Size(next); size > taskspec.MaxTaskBytes {
+			return taskspec.Invalid("spec", "is %d bytes encoded with the task's data, the limit is %d", size, taskspec.MaxTaskBytes)
 		}
 		rec.Spec, rec.Triggers, rec.TriggerVersions, rec.SpecVersion = next, states, versions, version
 		if rec.Running == nil {
@@ -103,7 +93,7 @@ func (n *Node) UpdateTask(ctx context.Context, id, taskID string, spec *taskdv1.
 		return nil
 	})
 	if err == nil {
-		n.emit(Event{Type: EventUpdated, Identity: id, TaskID: taskID, Kind: oldKind})
+		a.cfg.Engine.Announce(Updated, id, taskID, oldKind)
 	}
 	return t, err
 }

@@ -1,4 +1,4 @@
-package taskservice
+package taskapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -52,16 +53,15 @@ func (f TaskFilter) match(t *taskdv1.Task) bool {
 }
 
 // ListTasks returns a page of durable tasks matching f, and the token of
-// the next page ("" after the last). Non-durable tasks are not listed
-// (they exist only on the node that took them; GetTask there shows one).
-func (n *Node) ListTasks(ctx context.Context, f TaskFilter, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
+// the next page ("" after the last).
+func (a *Service) ListTasks(ctx context.Context, f TaskFilter, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
 	if f.Identity != "" {
-		return n.listIdentity(ctx, f, pageSize, pageToken)
+		return a.listIdentity(ctx, f, pageSize, pageToken)
 	}
 	var owned map[string]bool
 	if f.Node != "" {
-		cctx, cancel := n.etcdCtx(ctx)
-		ids, err := n.idmap.ListOwned(cctx, f.Node)
+		cctx, cancel := a.etcdCtx(ctx)
+		ids, err := a.cfg.Map.ListOwned(cctx, f.Node)
 		cancel()
 		if err != nil {
 			return nil, "", err
@@ -75,14 +75,14 @@ func (n *Node) ListTasks(ctx context.Context, f TaskFilter, pageSize int, pageTo
 	if pageToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(pageToken)
 		key := string(b)
-		if err != nil || !(strings.HasPrefix(key, n.keys.AllEvery()) || strings.HasPrefix(key, n.keys.AllTasks())) {
-			return nil, "", invalid("page_token", "is not a token from a previous response")
+		if err != nil || !(strings.HasPrefix(key, a.cfg.Keys.AllEvery()) || strings.HasPrefix(key, a.cfg.Keys.AllTasks())) {
+			return nil, "", taskspec.Invalid("page_token", "is not a token from a previous response")
 		}
 		from = key + "\x00"
 	}
 	var out []*taskdv1.Task
 	scanned := 0
-	for _, prefix := range []string{n.keys.AllEvery(), n.keys.AllTasks()} {
+	for _, prefix := range []string{a.cfg.Keys.AllEvery(), a.cfg.Keys.AllTasks()} {
 		start := prefix
 		if from != "" {
 			if from >= clientv3.GetPrefixRangeEnd(prefix) {
@@ -92,10 +92,10 @@ func (n *Node) ListTasks(ctx context.Context, f TaskFilter, pageSize int, pageTo
 				start = from
 			}
 		}
-		every := prefix == n.keys.AllEvery()
+		every := prefix == a.cfg.Keys.AllEvery()
 		for {
-			cctx, cancel := n.etcdCtx(ctx)
-			resp, err := n.cli.Get(cctx, start, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(listChunk))
+			cctx, cancel := a.etcdCtx(ctx)
+			resp, err := a.cfg.Client.Get(cctx, start, clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix)), clientv3.WithLimit(listChunk))
 			cancel()
 			if err != nil {
 				return nil, "", err
@@ -103,7 +103,7 @@ func (n *Node) ListTasks(ctx context.Context, f TaskFilter, pageSize int, pageTo
 			for _, kv := range resp.Kvs {
 				key := string(kv.Key)
 				scanned++
-				if t, ok := n.listed(key, kv.Value, kv.ModRevision, every, owned, f); ok {
+				if t, ok := a.listed(key, kv.Value, kv.ModRevision, every, owned, f); ok {
 					out = append(out, t)
 				}
 				if len(out) == pageSize || scanned == listScanLimit {
@@ -120,10 +120,10 @@ func (n *Node) ListTasks(ctx context.Context, f TaskFilter, pageSize int, pageTo
 }
 
 // listed decodes one listed record and applies the filter.
-func (n *Node) listed(key string, value []byte, rev int64, every bool, owned map[string]bool, f TaskFilter) (*taskdv1.Task, bool) {
-	split := n.keys.SplitTask
+func (a *Service) listed(key string, value []byte, rev int64, every bool, owned map[string]bool, f TaskFilter) (*taskdv1.Task, bool) {
+	split := a.cfg.Keys.SplitTask
 	if every {
-		split = n.keys.SplitEvery
+		split = a.cfg.Keys.SplitEvery
 	}
 	id, _, err := split(key)
 	if err != nil {
@@ -134,35 +134,35 @@ func (n *Node) listed(key string, value []byte, rev int64, every bool, owned map
 	}
 	rec, err := pending.Decode(value)
 	if err != nil {
-		n.log.Error("undecodable task record in a listing", "key", key, "error", err)
+		a.log.Error("undecodable task record in a listing", "key", key, "error", err)
 		return nil, false
 	}
-	t := n.view(rec, rev)
+	t := a.view(rec, rev)
 	return t, f.match(t)
 }
 
 // listIdentity is ListTasks of one identity, in creation order.
-func (n *Node) listIdentity(ctx context.Context, f TaskFilter, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
+func (a *Service) listIdentity(ctx context.Context, f TaskFilter, pageSize int, pageToken string) ([]*taskdv1.Task, string, error) {
 	if pageToken != "" && !pending.ValidTaskID(pageToken) {
-		return nil, "", invalid("page_token", "is not a token from a previous response")
+		return nil, "", taskspec.Invalid("page_token", "is not a token from a previous response")
 	}
 	var owner string
 	if f.Node != "" {
-		o, err := n.ownerOf(ctx, f.Identity, true)
+		o, err := a.ownerOf(ctx, f.Identity, true)
 		if err != nil {
 			return nil, "", err
 		}
 		owner = o.Node
 	}
-	cctx, cancel := n.etcdCtx(ctx)
+	cctx, cancel := a.etcdCtx(ctx)
 	defer cancel()
-	tasks, more, err := n.store.ListBoth(cctx, f.Identity, pageToken, pageSize)
+	tasks, more, err := a.cfg.Store.ListBoth(cctx, f.Identity, pageToken, pageSize)
 	if err != nil {
 		return nil, "", err
 	}
 	var out []*taskdv1.Task
 	for _, t := range tasks {
-		v := n.view(t.Rec, t.Rev)
+		v := a.view(t.Rec, t.Rev)
 		if f.Node != "" && owner != f.Node && v.Spec.GetScope() != taskdv1.Scope_SCOPE_EVERY_NODE {
 			continue
 		}

@@ -1,4 +1,4 @@
-package taskservice
+package taskapi
 
 import (
 	"context"
@@ -14,24 +14,15 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// Preview limits.
-const (
-	DefaultPreviewCount = taskspec.DefaultPreviewCount
-	MaxPreviewCount     = taskspec.MaxPreviewCount
-)
-
 // PreviewTriggers returns the first count fire times at or after from that
 // triggers make under the named calendars, merged in time order, without
-// scheduling anything. Triggers are resolved as ScheduleTask would resolve
-// them at from (a delay counts from it, a periodic trigger without a start
-// starts one interval after it, a cron trigger without a start at it). An
-// on-start-up trigger makes no fire time here.
-func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
-	count, err := taskspec.CheckPreview(triggers, calendars, count, n.cals.Stored)
+// scheduling anything.
+func (a *Service) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
+	count, err := taskspec.CheckPreview(triggers, calendars, count, a.cfg.Calendars.Stored)
 	if err != nil {
 		return nil, err
 	}
-	cals := n.cals.Exclusions(calendars)
+	cals := a.cfg.Calendars.Exclusions(calendars)
 	spec := &taskdv1.TaskSpec{Triggers: make([]*taskdv1.Trigger, len(triggers))}
 	for i, t := range triggers {
 		spec.Triggers[i] = proto.Clone(t).(*taskdv1.Trigger)
@@ -68,11 +59,11 @@ func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger,
 // upcoming returns up to k coming fire times of a stored task from its
 // triggers' progress, after calendars (the run in flight, retries and
 // manual runs aside).
-func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp {
+func (a *Service) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp {
 	if record.IsFinal(rec.GetState()) {
 		return nil
 	}
-	cals := n.cals.Exclusions(rec.GetSpec().GetCalendars())
+	cals := a.cfg.Calendars.Exclusions(rec.GetSpec().GetCalendars())
 	next := make([]time.Time, len(rec.GetTriggers()))
 	ok := make([]bool, len(next))
 	for i, st := range rec.GetTriggers() {
@@ -81,7 +72,7 @@ func (n *Node) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timestamp
 		}
 	}
 	var out []*timestamppb.Timestamp
-	if at, ok := armedFire(rec); ok {
+	if at, ok := record.ArmedFire(rec, time.Now()); ok {
 		out = append(out, timestamppb.New(at))
 	}
 	merged := fireTimes{next: next, ok: ok, triggers: rec.Spec.GetTriggers(), cals: cals}

@@ -53,6 +53,16 @@ import (
 //   - Every armed run is launched exactly once: at its fire time, at once
 //     when it is disarmed, or when the node stops (not called).
 
+// armState is the look-ahead's state (n.mu): armed runs by fire time
+// (heap), every armed run not launched yet (runs), how many are armed or
+// being armed (n), and the arming order (seq).
+type armState struct {
+	heap armedHeap
+	runs map[*armedRun]struct{}
+	n    int
+	seq  uint64
+}
+
 // maxArmed bounds the runs armed at once (each holds its planned record
 // until it fires).
 const maxArmed = 1 << 14
@@ -156,7 +166,7 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 		if !e.due.time().After(now) {
 			return 0 // due: the caller starts it
 		}
-		if ahead <= 0 || n.armedN >= maxArmed || !n.armableLocked(e) {
+		if ahead <= 0 || n.arming.n >= maxArmed || !n.armableLocked(e) {
 			return e.due.time().Sub(now)
 		}
 		if e.due.time().After(now.Add(ahead)) {
@@ -168,7 +178,7 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 			e.readyAt = e.due
 		}
 		n.touchLocked(e)
-		n.armedN++
+		n.arming.n++
 		st := e.ident
 		r := st.r()
 		r.armQ = append(r.armQ, e)
@@ -180,23 +190,23 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 // registerArmedLocked records a run whose start was just written ahead of
 // its fire time. n.mu held.
 func (n *Node) registerArmedLocked(a *armedRun) {
-	n.armSeq++
-	a.seq = n.armSeq
+	n.arming.seq++
+	a.seq = n.arming.seq
 	a.f.armed = a
-	n.armedRuns[a] = struct{}{}
-	heap.Push(&n.armed, a)
+	n.arming.runs[a] = struct{}{}
+	heap.Push(&n.arming.heap, a)
 }
 
 // fireDueLocked moves the armed runs whose fire time has come to their
 // identities' fire queues, and returns how long until the next one. n.mu
 // held.
 func (n *Node) fireDueLocked(now time.Time) time.Duration {
-	for len(n.armed) > 0 {
-		a := n.armed[0]
+	for len(n.arming.heap) > 0 {
+		a := n.arming.heap[0]
 		if a.at.After(now) {
 			return a.at.Sub(now)
 		}
-		heap.Pop(&n.armed)
+		heap.Pop(&n.arming.heap)
 		n.fireLocked(a)
 	}
 	return time.Hour
@@ -205,13 +215,13 @@ func (n *Node) fireDueLocked(now time.Time) time.Duration {
 // fireLocked hands armed run a to its identity's starter. n.mu held.
 func (n *Node) fireLocked(a *armedRun) {
 	if a.idx >= 0 {
-		heap.Remove(&n.armed, a.idx)
+		heap.Remove(&n.arming.heap, a.idx)
 	}
 	if a.f.armed != a {
 		return // fired already
 	}
 	a.f.armed = nil
-	n.armedN--
+	n.arming.n--
 	st := a.e.ident
 	r := st.r()
 	r.fireQ = append(r.fireQ, a)
@@ -360,7 +370,7 @@ func (n *Node) launchArmed(batch []*armedRun, slotless bool) {
 	for _, a := range batch {
 		n.checkFiringLocked(a)
 		a.f.slotless = slotless
-		delete(n.armedRuns, a)
+		delete(n.arming.runs, a)
 	}
 	n.mu.Unlock()
 	for _, a := range batch {
@@ -373,8 +383,8 @@ func (n *Node) launchArmed(batch []*armedRun, slotless bool) {
 // gone.
 func (n *Node) disarmAll(cause error) {
 	n.mu.Lock()
-	batch := make([]*armedRun, 0, len(n.armedRuns))
-	for a := range n.armedRuns {
+	batch := make([]*armedRun, 0, len(n.arming.runs))
+	for a := range n.arming.runs {
 		a.f.cancel(cause)
 		a.f.armed = nil
 		if r := a.e.ident.run; r != nil {
@@ -382,8 +392,8 @@ func (n *Node) disarmAll(cause error) {
 		}
 		batch = append(batch, a)
 	}
-	n.armed = nil
-	n.armedN = 0
+	n.arming.heap = nil
+	n.arming.n = 0
 	n.mu.Unlock()
 	n.launchArmed(batch, true)
 }

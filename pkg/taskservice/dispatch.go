@@ -305,7 +305,7 @@ func (n *Node) armBatch(st *identState) {
 	n.mu.Lock()
 	for _, armed := range ok {
 		if !armed {
-			n.armedN--
+			n.arming.n--
 		}
 	}
 	n.mu.Unlock()

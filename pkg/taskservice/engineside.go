@@ -178,7 +178,7 @@ func (s *engineSide) Kinds() []string { return s.node().Kinds() }
 // than a worker that just connected.
 func (s *engineSide) ServesKind(kind string) bool {
 	n := s.node()
-	return n.cfg.Handlers[kind] != nil || n.declared[kind] ||
+	return n.cfg.Handlers[kind] != nil || n.admit.declared[kind] ||
 		n.cfg.Remote != nil && slices.Contains(n.cfg.Remote.Kinds(), kind)
 }
 

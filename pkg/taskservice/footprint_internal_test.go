@@ -55,7 +55,7 @@ func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
 	n2 := start()
 	defer func() { _ = n2.Stop(ctx) }()
 	n2.mu.Lock()
-	glanced := n2.glancedN
+	glanced := n2.thawing.glanced
 	n2.mu.Unlock()
 	if glanced != 1 {
 		t.Fatalf("%d tasks loaded from a glance, want 1 (the plainly waiting one due beyond ColdAfter)", glanced)

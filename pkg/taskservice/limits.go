@@ -23,6 +23,31 @@ import "slices"
 // order: while one waits, every later one of that kind and identity waits
 // behind it.
 
+// admission is what a due run waits for before it starts, besides a slot
+// (n.mu): its kind's concurrency limit (limits, a read-only map; this
+// file), a remote worker of its kind (workerQs, by kind; workerwait.go),
+// and the kinds whose runs wait here while nothing serves them (unserved;
+// unserved.go). declared is Config.DeclaredKinds, read-only.
+type admission struct {
+	limits   map[string]*kindLimit
+	workerQs map[string]*workerQueue
+	unserved map[string]*unservedKind
+	declared map[string]bool
+}
+
+func newAdmission(cfg Config) admission {
+	a := admission{
+		limits:   newKindLimits(cfg.KindLimits),
+		workerQs: map[string]*workerQueue{},
+		unserved: map[string]*unservedKind{},
+		declared: map[string]bool{},
+	}
+	for _, k := range cfg.DeclaredKinds {
+		a.declared[k] = true
+	}
+	return a
+}
+
 // kindLimit is the limit of one kind on this node. Guarded by n.mu.
 type kindLimit struct {
 	kind  string
@@ -53,10 +78,10 @@ func newKindLimits(limits map[string]int) map[string]*kindLimit {
 // limitOfLocked is the limit a due entry is under, or nil: purges and
 // overlap shadows (whose overlapping run is a task of its own) take none.
 func (n *Node) limitOfLocked(e *entry) *kindLimit {
-	if len(n.limits) == 0 || e.purge || e.ex().overlapOf != nil {
+	if len(n.admit.limits) == 0 || e.purge || e.ex().overlapOf != nil {
 		return nil
 	}
-	return n.limits[e.record().GetSpec().GetKind()]
+	return n.admit.limits[e.record().GetSpec().GetKind()]
 }
 
 // admitLocked filters a batch just taken off st's start queue: an entry of
@@ -64,7 +89,7 @@ func (n *Node) limitOfLocked(e *entry) *kindLimit {
 // kind only remote workers serve only with a worker's slot reserved
 // (workerwait.go); otherwise it waits, holding nothing more. n.mu held.
 func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
-	if len(n.limits) == 0 && n.cfg.Remote == nil {
+	if len(n.admit.limits) == 0 && n.cfg.Remote == nil {
 		return batch
 	}
 	out := batch[:0]
@@ -147,7 +172,7 @@ func (n *Node) releaseTokenLocked(tok **kindLimit) {
 // slots its queued entries held. n.mu held.
 func (n *Node) forgetWaitingLocked(st *identState) {
 	n.forgetWorkerWaitsLocked(st)
-	for _, lim := range n.limits {
+	for _, lim := range n.admit.limits {
 		if q, ok := lim.waiting[st]; ok {
 			lim.nwait -= len(q)
 			delete(lim.waiting, st)
@@ -171,11 +196,11 @@ func (n *Node) forgetWaitingLocked(st *identState) {
 // waitingForLimitLocked counts the runs waiting for a token, by limited
 // kind. n.mu held.
 func (n *Node) waitingForLimitLocked() map[string]int {
-	if len(n.limits) == 0 {
+	if len(n.admit.limits) == 0 {
 		return nil
 	}
-	out := make(map[string]int, len(n.limits))
-	for kind, lim := range n.limits {
+	out := make(map[string]int, len(n.admit.limits))
+	for kind, lim := range n.admit.limits {
 		out[kind] = lim.nwait
 	}
 	return out

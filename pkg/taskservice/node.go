@@ -73,25 +73,13 @@ type Node struct {
 	local         map[string]*identState // non-durable tasks, by identity
 	every         map[string]*identState // EVERY_NODE tasks, by identity
 	flights       map[taskRef]*flight    // runs in flight (flights.go)
-	repairs       []repairRead           // identities to read again (repair.go)
-	repairWake    chan struct{}
+	repairQ       repairQueue            // identities to read again (repair.go)
 	queue         timerQueue
-	// The look-ahead (arming.go): armed runs by fire time, every armed run
-	// not launched yet, how many are armed or being armed, arming order.
-	armed     armedHeap
-	armedRuns map[*armedRun]struct{}
-	armedN    int
-	armSeq    uint64
-	// Cold tasks whose records are to be read again (thaw.go).
-	thawQ    []*entry
-	thawingN int // entries thawing (in thawQ or being read)
-	// glancedN counts the tasks loaded cold from a glance at their
-	// encoding, never decoded (installColdLocked); for tests.
-	glancedN int
-	thawWake chan struct{}
-	wake     chan struct{}
-	started  bool
-	stopped  bool
+	arming        armState  // the look-ahead (arming.go)
+	thawing       thawState // cold tasks whose records are read again (thaw.go)
+	wake          chan struct{}
+	started       bool
+	stopped       bool
 
 	// member is the node's registration under its lease, the renewals and
 	// self-fencing (internal/membership). Its lock is taken under n.mu,
@@ -126,14 +114,10 @@ type Node struct {
 	// rebalancing requests, until when they stay if they come back
 	// (rebalancerequest.go). Used by the control loop only.
 	rebalancedAway map[string]time.Time
-	limits         map[string]*kindLimit // per-kind concurrency limits (limits.go); read-only map
-	// workerQs are the entries waiting for a remote worker, by kind
-	// (workerwait.go).
-	workerQs map[string]*workerQueue
-	// unserved are the kinds whose runs wait here while nothing serves
-	// them: no handler, no connected worker (unserved.go).
-	unserved map[string]*unservedKind
-	declared map[string]bool // Config.DeclaredKinds; read-only
+	// admit is what a due run waits for before it starts, besides a slot:
+	// its kind's limit, a remote worker, a kind nothing serves (limits.go,
+	// workerwait.go, unserved.go).
+	admit admission
 
 	// api answers the requests (internal/taskapi, requests.go); refs
 	// keeps the calendar references of the non-durable tasks
@@ -162,20 +146,14 @@ func New(cfg Config) (*Node, error) {
 		local:          map[string]*identState{},
 		every:          map[string]*identState{},
 		flights:        map[taskRef]*flight{},
-		armedRuns:      map[*armedRun]struct{}{},
-		repairWake:     make(chan struct{}, 1),
+		arming:         armState{runs: map[*armedRun]struct{}{}},
+		repairQ:        repairQueue{wake: make(chan struct{}, 1)},
 		wake:           make(chan struct{}, 1),
-		thawWake:       make(chan struct{}, 1),
+		thawing:        thawState{wake: make(chan struct{}, 1)},
 		slots:          make(chan struct{}, cfg.Workers),
 		parked:         map[*entry]struct{}{},
 		rebalancedAway: map[string]time.Time{},
-		limits:         newKindLimits(cfg.KindLimits),
-		workerQs:       map[string]*workerQueue{},
-		unserved:       map[string]*unservedKind{},
-		declared:       map[string]bool{},
-	}
-	for _, k := range cfg.DeclaredKinds {
-		n.declared[k] = true
+		admit:          newAdmission(cfg),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
@@ -249,7 +227,7 @@ func (n *Node) Kinds() []string {
 	if n.cfg.Remote != nil {
 		remote := 0
 		for _, k := range n.cfg.Remote.Kinds() {
-			if n.cfg.Handlers[k] == nil && !n.declared[k] && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
+			if n.cfg.Handlers[k] == nil && !n.admit.declared[k] && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
 				kinds = append(kinds, k)
 				remote++
 			}

@@ -13,6 +13,13 @@ import (
 // fire time: starts are fenced on the task's revision) and one that is not
 // is forgotten.
 
+// repairQueue is the identities to read again (n.mu), and the repairer's
+// wake-up.
+type repairQueue struct {
+	reads []repairRead
+	wake  chan struct{}
+}
+
 // repairRead is one identity to read again, not before at; with
 // ifMissing, only if the node does not hold it by then.
 type repairRead struct {
@@ -41,10 +48,10 @@ func (n *Node) repairIfMissing(id string, d time.Duration) {
 
 func (n *Node) queueRepair(r repairRead) {
 	n.mu.Lock()
-	n.repairs = append(n.repairs, r)
+	n.repairQ.reads = append(n.repairQ.reads, r)
 	n.mu.Unlock()
 	select {
-	case n.repairWake <- struct{}{}:
+	case n.repairQ.wake <- struct{}{}:
 	default:
 	}
 }
@@ -81,7 +88,7 @@ func (n *Node) repairLoop() {
 		}
 		timer.Reset(wait)
 		select {
-		case <-n.repairWake:
+		case <-n.repairQ.wake:
 		case <-timer.C:
 		case <-n.life.Done():
 			return
@@ -95,8 +102,8 @@ func (n *Node) dueRepairs(now time.Time) (due []string, next time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	seen := map[string]bool{}
-	rest := n.repairs[:0]
-	for _, r := range n.repairs {
+	rest := n.repairQ.reads[:0]
+	for _, r := range n.repairQ.reads {
 		if r.at.After(now) {
 			rest = append(rest, r)
 			if next.IsZero() || r.at.Before(next) {
@@ -114,8 +121,8 @@ func (n *Node) dueRepairs(now time.Time) (due []string, next time.Time) {
 			due = append(due, r.id)
 		}
 	}
-	clear(n.repairs[len(rest):])
-	n.repairs = rest
+	clear(n.repairQ.reads[len(rest):])
+	n.repairQ.reads = rest
 	return due, next
 }
 

@@ -84,8 +84,8 @@ func (n *Node) Stats() Stats {
 		}
 	}
 	// Cold tasks being read again before they are due.
-	s.Scheduled += n.thawingN
-	s.Cold += n.thawingN
+	s.Scheduled += n.thawing.n
+	s.Cold += n.thawing.n
 	// Due entries taken off the timer queue but not started yet: waiting
 	// for a worker or for their kind's limit.
 	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {

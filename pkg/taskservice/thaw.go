@@ -33,6 +33,17 @@ import (
 //     IDENTITY tasks without a run marker, a manual run asked, overlapping
 //     runs or a retention end pending.
 
+// thawState is the cold tasks whose records are to be read again (n.mu):
+// the queue, how many entries are thawing (queued or being read), how
+// many tasks were loaded cold from a glance at their encoding, never
+// decoded (installColdLocked; for tests), and the thawer's wake-up.
+type thawState struct {
+	q       []*entry
+	n       int
+	glanced int
+	wake    chan struct{}
+}
+
 // thawBatch is how many cold records one read Txn brings back.
 const thawBatch = 64
 
@@ -53,19 +64,19 @@ func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
 }
 
 // thawLocked takes cold entry e out of the queue and hands it to the thaw
-// loop. e.thawing is true exactly while e waits in thawQ or in the loop's
-// batch. n.mu held.
+// loop. e.thawing is true exactly while e waits in the thaw queue or in
+// the loop's batch. n.mu held.
 func (n *Node) thawLocked(e *entry) {
 	n.queue.remove(e)
 	if e.thawing {
 		return // its read is queued or on its way; it reschedules e
 	}
 	e.thawing = true
-	n.thawingN++
+	n.thawing.n++
 	n.touchLocked(e) // still pending
-	n.thawQ = append(n.thawQ, e)
+	n.thawing.q = append(n.thawing.q, e)
 	select {
-	case n.thawWake <- struct{}{}:
+	case n.thawing.wake <- struct{}{}:
 	default:
 	}
 }
@@ -113,7 +124,7 @@ func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
 	e.clearAwait()
 	n.queueAtLocked(e, g.Due, false)
 	n.touchLocked(e)
-	n.glancedN++
+	n.thawing.glanced++
 	n.kick()
 	return true
 }
@@ -124,22 +135,22 @@ func (n *Node) thawLoop(ctx context.Context) {
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)
 	for {
 		n.mu.Lock()
-		k := min(len(n.thawQ), thawBatch)
-		batch := append([]*entry(nil), n.thawQ[:k]...)
-		clear(n.thawQ[:k])
-		n.thawQ = n.thawQ[k:]
+		k := min(len(n.thawing.q), thawBatch)
+		batch := append([]*entry(nil), n.thawing.q[:k]...)
+		clear(n.thawing.q[:k])
+		n.thawing.q = n.thawing.q[k:]
 		n.mu.Unlock()
 		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return
-			case <-n.thawWake:
+			case <-n.thawing.wake:
 			}
 			continue
 		}
 		if err := n.thaw(ctx, batch); err != nil {
 			n.mu.Lock()
-			n.thawQ = append(batch, n.thawQ...)
+			n.thawing.q = append(batch, n.thawing.q...)
 			n.mu.Unlock()
 			if ctx.Err() == nil {
 				n.log.Warn("could not read cold tasks' records; retrying", "tasks", len(batch), "error", err)
@@ -171,7 +182,7 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 	n.mu.Lock()
 	for i, e := range batch {
 		e.thawing = false
-		n.thawingN--
+		n.thawing.n--
 		if e.gone || e.ident.lost || e.running || !e.cold() {
 			// Gone, or given its record by a change meanwhile (which
 			// rescheduled it).

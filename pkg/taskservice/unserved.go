@@ -41,7 +41,7 @@ type unservedKind struct {
 // waiting_reason. n.mu held.
 func (n *Node) waitingReasonLocked(kind string, since time.Time) string {
 	at := since.UTC().Format(time.RFC3339)
-	switch u := n.unserved[kind]; {
+	switch u := n.admit.unserved[kind]; {
 	case u != nil && u.declared:
 		return fmt.Sprintf("no worker of kind %q (declared by --kinds) has connected to node %s; waiting since %s", kind, n.cfg.Name, at)
 	case u != nil:
@@ -66,7 +66,7 @@ func (n *Node) remoteKindsLocked() []string {
 // connected worker serves kind: a run of it just joined its empty worker
 // queue. n.mu held.
 func (n *Node) noteWaitLocked(kind string) {
-	if n.unserved[kind] != nil {
+	if n.admit.unserved[kind] != nil {
 		return
 	}
 	if _, served := slices.BinarySearch(n.remoteKindsLocked(), kind); !served {
@@ -78,12 +78,12 @@ func (n *Node) noteWaitLocked(kind string) {
 // that no connected worker serves, and ends those of kinds a worker now
 // serves or of which no run waits: the workers' kinds changed. n.mu held.
 func (n *Node) checkUnservedLocked() {
-	if len(n.workerQs) == 0 && len(n.unserved) == 0 {
+	if len(n.admit.workerQs) == 0 && len(n.admit.unserved) == 0 {
 		return
 	}
 	kinds := n.remoteKindsLocked()
-	for kind, wq := range n.workerQs {
-		if _, served := slices.BinarySearch(kinds, kind); !served && wq.Len() > 0 && n.unserved[kind] == nil {
+	for kind, wq := range n.admit.workerQs {
+		if _, served := slices.BinarySearch(kinds, kind); !served && wq.Len() > 0 && n.admit.unserved[kind] == nil {
 			n.beginUnservedLocked(kind)
 		}
 	}
@@ -94,16 +94,16 @@ func (n *Node) checkUnservedLocked() {
 // (kinds, sorted; nil to read them) serve now or of which no run waits.
 // n.mu held.
 func (n *Node) endServedLocked(kinds []string) {
-	if len(n.unserved) == 0 {
+	if len(n.admit.unserved) == 0 {
 		return
 	}
 	if kinds == nil {
 		kinds = n.remoteKindsLocked()
 	}
-	for kind := range n.unserved {
+	for kind := range n.admit.unserved {
 		if _, served := slices.BinarySearch(kinds, kind); served {
 			n.endUnservedLocked(kind, "a worker of the kind connected")
-		} else if wq := n.workerQs[kind]; wq == nil || wq.Len() == 0 {
+		} else if wq := n.admit.workerQs[kind]; wq == nil || wq.Len() == 0 {
 			n.endUnservedLocked(kind, "no run of the kind waits here any more")
 		}
 	}
@@ -113,19 +113,19 @@ func (n *Node) endServedLocked(kinds []string) {
 // waiting run left its queue without a worker (cancelled, paused, its
 // identity gone). n.mu held.
 func (n *Node) endIfIdleLocked(kind string) {
-	if n.unserved[kind] == nil {
+	if n.admit.unserved[kind] == nil {
 		return
 	}
-	if wq := n.workerQs[kind]; wq == nil || wq.Len() == 0 {
+	if wq := n.admit.workerQs[kind]; wq == nil || wq.Len() == 0 {
 		n.endUnservedLocked(kind, "no run of the kind waits here any more")
 	}
 }
 
 func (n *Node) beginUnservedLocked(kind string) {
-	u := &unservedKind{since: time.Now(), declared: n.declared[kind]}
-	n.unserved[kind] = u
+	u := &unservedKind{since: time.Now(), declared: n.admit.declared[kind]}
+	n.admit.unserved[kind] = u
 	runs := 0
-	if wq := n.workerQs[kind]; wq != nil {
+	if wq := n.admit.workerQs[kind]; wq != nil {
 		runs = wq.Len()
 	}
 	if u.declared {
@@ -139,8 +139,8 @@ func (n *Node) beginUnservedLocked(kind string) {
 }
 
 func (n *Node) endUnservedLocked(kind, why string) {
-	u := n.unserved[kind]
-	delete(n.unserved, kind)
+	u := n.admit.unserved[kind]
+	delete(n.admit.unserved, kind)
 	n.log.Info("runs of the kind no longer wait for want of a worker", "kind", kind, "reason", why,
 		"waited", time.Since(u.since).Round(time.Millisecond))
 }
@@ -148,15 +148,15 @@ func (n *Node) endUnservedLocked(kind, why string) {
 // waitingUnservedLocked counts the runs waiting in an episode, by kind,
 // with 0 for a declared kind that has none. n.mu held.
 func (n *Node) waitingUnservedLocked() map[string]int {
-	if len(n.unserved) == 0 && len(n.declared) == 0 {
+	if len(n.admit.unserved) == 0 && len(n.admit.declared) == 0 {
 		return nil
 	}
-	out := make(map[string]int, len(n.unserved)+len(n.declared))
-	for kind := range n.declared {
+	out := make(map[string]int, len(n.admit.unserved)+len(n.admit.declared))
+	for kind := range n.admit.declared {
 		out[kind] = 0
 	}
-	for kind := range n.unserved {
-		if wq := n.workerQs[kind]; wq != nil {
+	for kind := range n.admit.unserved {
+		if wq := n.admit.workerQs[kind]; wq != nil {
 			out[kind] = wq.Len()
 		}
 	}

@@ -146,7 +146,7 @@ func (n *Node) admitWorkerLocked(e *entry) bool {
 	if kind == "" {
 		return true
 	}
-	wq := n.workerQs[kind]
+	wq := n.admit.workerQs[kind]
 	if wq == nil || wq.Len() == 0 {
 		if res, ok := n.cfg.Remote.Reserve(kind); ok {
 			e.hold().reserved = res
@@ -155,7 +155,7 @@ func (n *Node) admitWorkerLocked(e *entry) bool {
 	}
 	if wq == nil {
 		wq = &workerQueue{kind: kind}
-		n.workerQs[kind] = wq
+		n.admit.workerQs[kind] = wq
 	}
 	h := e.hold()
 	h.q, h.since = wq, instantOf(time.Now())
@@ -173,9 +173,9 @@ func (n *Node) grantWorkersLocked() {
 	var full map[string]bool
 	for {
 		var best *workerQueue
-		for kind, wq := range n.workerQs {
+		for kind, wq := range n.admit.workerQs {
 			if wq.Len() == 0 {
-				delete(n.workerQs, kind)
+				delete(n.admit.workerQs, kind)
 				continue
 			}
 			if full[kind] {
@@ -243,7 +243,7 @@ func (n *Node) unwaitLocked(e *entry) bool {
 // longer count as waiting for a worker. n.mu held.
 func (n *Node) parkPausedWaitsLocked() {
 	var paused []*entry
-	for _, wq := range n.workerQs {
+	for _, wq := range n.admit.workerQs {
 		for _, e := range wq.q {
 			if n.pausedByLocked(e.record(), e.ident.name) != nil {
 				paused = append(paused, e)
@@ -294,7 +294,7 @@ func (n *Node) takeReservation(f *flight) Reservation {
 // forgetWorkerWaitsLocked takes a lost identity's entries out of the worker
 // queues. n.mu held.
 func (n *Node) forgetWorkerWaitsLocked(st *identState) {
-	if len(n.workerQs) == 0 {
+	if len(n.admit.workerQs) == 0 {
 		return
 	}
 	for e := range st.tasks.all() {
@@ -348,7 +348,7 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 			out[kind] = 0
 		}
 	}
-	for kind, wq := range n.workerQs {
+	for kind, wq := range n.admit.workerQs {
 		if wq.Len() > 0 {
 			out[kind] = wq.Len()
 		}

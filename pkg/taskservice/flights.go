@@ -21,15 +21,14 @@ import (
 
 // taskRef names one task of the node.
 type taskRef struct {
-	every    bool // an EVERY_NODE task (its own keyspace)
-	local    bool // a non-durable task
+	scope    scope // the task's scope (its table of identities, its keyspace)
 	identity string
 	task     string
 }
 
 // owned reports whether r names a task of an identity owned here
 // (IDENTITY scope).
-func (r taskRef) owned() bool { return !r.every && !r.local }
+func (r taskRef) owned() bool { return r.scope.owned() }
 
 // ref is the entry's task.
 func (e *entry) ref() taskRef {
@@ -215,15 +214,7 @@ func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
 // entryLocked returns the node's current entry of ref, or nil. Caller holds
 // n.mu.
 func (n *Node) entryLocked(ref taskRef) *entry {
-	var st *identState
-	switch {
-	case ref.every:
-		st = n.every[ref.identity]
-	case ref.local:
-		st = n.local[ref.identity]
-	default:
-		st = n.idents[ref.identity]
-	}
+	st := ref.scope.table(n)[ref.identity]
 	if st == nil || st.lost {
 		return nil
 	}

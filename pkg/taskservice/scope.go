@@ -32,6 +32,8 @@ type scope interface {
 	ownsRecord() bool
 	// ref is e's key among the runs in flight.
 	ref(e *entry) taskRef
+	// table is the node's table of the scope's identities (n.mu held).
+	table(n *Node) map[string]*identState
 	// snapLocked adds to s what a start of e carries under this scope.
 	snapLocked(e *entry, s *startSnap)
 	// writeStart writes the run marker of plan p for e (see
@@ -62,14 +64,17 @@ type scope interface {
 	purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64)
 }
 
-// tableOf is the table of identities that holds rec's entry, by the scope
-// its spec asks for: the one place a spec's scope picks a table. n.mu held.
-func (n *Node) tableOf(rec *storev1.TaskRecord) map[string]*identState {
+// scopeOf is the scope rec's spec asks for: the one place a spec's
+// fields pick a scope.
+func scopeOf(rec *storev1.TaskRecord) scope {
 	switch {
 	case rec.GetSpec().GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE:
-		return n.every
+		return everyScope{}
 	case rec.GetSpec().GetNonDurable():
-		return n.local
+		return localScope{}
 	}
-	return n.idents
+	return ownedScope{}
 }
+
+// scopes are the three scopes, for what goes over every table.
+var scopes = []scope{ownedScope{}, localScope{}, everyScope{}}

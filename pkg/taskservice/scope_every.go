@@ -19,7 +19,7 @@ type everyScope struct{}
 func (everyScope) owned() bool      { return false }
 func (everyScope) ownsRecord() bool { return false }
 func (everyScope) ref(e *entry) taskRef {
-	return taskRef{every: true, identity: e.ident.name, task: e.id}
+	return taskRef{scope: everyScope{}, identity: e.ident.name, task: e.id}
 }
 
 // purgesFinished is false: an EVERY_NODE task is purged by its canceller.
@@ -144,3 +144,5 @@ func (everyScope) settleFailed(n *Node, e *entry, _ startSnap, _ writepath.Txn, 
 }
 
 func (everyScope) purge(n *Node, e *entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }
+
+func (everyScope) table(n *Node) map[string]*identState { return n.every }

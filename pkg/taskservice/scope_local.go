@@ -23,7 +23,7 @@ var errLocalScope = errors.New("a non-durable task has no stored record")
 func (localScope) owned() bool      { return false }
 func (localScope) ownsRecord() bool { return true }
 func (localScope) ref(e *entry) taskRef {
-	return taskRef{local: true, identity: e.ident.name, task: e.id}
+	return taskRef{scope: localScope{}, identity: e.ident.name, task: e.id}
 }
 func (localScope) purgesFinished() bool          { return true }
 func (localScope) snapLocked(*entry, *startSnap) {}
@@ -67,3 +67,5 @@ func (localScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, _, _ int64) 
 	}
 	n.removePurged(e)
 }
+
+func (localScope) table(n *Node) map[string]*identState { return n.local }

@@ -22,9 +22,11 @@ import (
 // task's revision.
 type ownedScope struct{}
 
-func (ownedScope) owned() bool          { return true }
-func (ownedScope) ownsRecord() bool     { return true }
-func (ownedScope) ref(e *entry) taskRef { return taskRef{identity: e.ident.name, task: e.id} }
+func (ownedScope) owned() bool      { return true }
+func (ownedScope) ownsRecord() bool { return true }
+func (ownedScope) ref(e *entry) taskRef {
+	return taskRef{scope: ownedScope{}, identity: e.ident.name, task: e.id}
+}
 func (ownedScope) purgesFinished() bool { return true }
 
 func (ownedScope) snapLocked(e *entry, s *startSnap) { s.epoch = e.ident.epoch }
@@ -210,3 +212,5 @@ func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch i
 		n.voter.Recheck(st.name) // its idle unmapping may go ahead now
 	}
 }
+
+func (ownedScope) table(n *Node) map[string]*identState { return n.idents }

@@ -88,8 +88,8 @@ func (n *Node) Stats() Stats {
 	s.Cold += n.thawing.n
 	// Due entries taken off the timer queue but not started yet: waiting
 	// for a worker or for their kind's limit.
-	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {
-		for _, st := range m {
+	for _, sc := range scopes {
+		for _, st := range sc.table(n) {
 			if st.run == nil {
 				continue
 			}

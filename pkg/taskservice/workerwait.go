@@ -307,8 +307,8 @@ func (n *Node) forgetWorkerWaitsLocked(st *identState) {
 func (n *Node) releaseQueuedReservations() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, m := range []map[string]*identState{n.idents, n.local, n.every} {
-		for _, st := range m {
+	for _, sc := range scopes {
+		for _, st := range sc.table(n) {
 			if st.run == nil {
 				continue
 			}
@@ -360,7 +360,7 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 // a worker, and why (waitingReasonLocked); ok is false if it does not (or
 // the node holds no such entry). n.mu held.
 func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
-	e := n.tableOf(rec)[rec.GetSpec().GetIdentity()].task(rec.GetId())
+	e := scopeOf(rec).table(n)[rec.GetSpec().GetIdentity()].task(rec.GetId())
 	if e == nil || e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
 		return time.Time{}, "", false
 	}

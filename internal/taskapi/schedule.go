@@ -14,7 +14,6 @@ import (
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
-	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -54,14 +53,15 @@ func (a *Service) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec) ([]Sc
 	out := make([]Scheduled, len(specs))
 	// Group by identity, keeping request order inside a group. A repeated
 	// idempotency key inside the batch answers with the first task.
-	byID := map[string]*group{}
+	byID := map[groupKey]*group{}
 	var groups []*group
 	dupOf := map[int]int{}
 	firstKey := map[[2]string]int{}
 	var locals []*storev1.TaskRecord
 	for i, r := range recs {
 		id := r.Spec.Identity
-		if r.Spec.NonDurable {
+		how := storingOf(r.Spec)
+		if how == nil {
 			locals = append(locals, r)
 			out[i] = Scheduled{Task: a.view(r, 0)}
 			continue
@@ -73,14 +73,10 @@ func (a *Service) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec) ([]Sc
 			}
 			firstKey[[2]string{id, k}] = i
 		}
-		every := r.Spec.Scope == taskdv1.Scope_SCOPE_EVERY_NODE
-		gk := id
-		if every {
-			gk = "every\x00" + id
-		}
+		gk := groupKey{id: id, how: how}
 		g := byID[gk]
 		if g == nil {
-			g = &group{id: id, every: every}
+			g = &group{id: id, how: how}
 			byID[gk] = g
 			groups = append(groups, g)
 		}
@@ -115,9 +111,15 @@ func (a *Service) Schedule(ctx context.Context, specs []*taskdv1.TaskSpec) ([]Sc
 // group is the durable tasks of one identity and scope in a schedule
 // request.
 type group struct {
-	id    string
-	every bool  // scope EVERY_NODE: stored once, no mapping
-	idx   []int // indexes into the request
+	id  string
+	how storing // by its tasks' scope (storing.go)
+	idx []int   // indexes into the request
+}
+
+// groupKey names a group: its identity and how its tasks are stored.
+type groupKey struct {
+	id  string
+	how storing
 }
 
 // storeBatch writes the groups in one Txn (all or none) when it fits in
@@ -153,7 +155,7 @@ func (a *Service) storeBatch(ctx context.Context, groups []*group, recs []*store
 	}
 	half := len(live) / 2
 	for _, part := range [][]int{live[:half], live[half:]} {
-		if err := a.storeBatch(ctx, []*group{{id: g.id, every: g.every, idx: part}}, recs, out); err != nil {
+		if err := a.storeBatch(ctx, []*group{{id: g.id, how: g.how, idx: part}}, recs, out); err != nil {
 			return err
 		}
 	}
@@ -165,75 +167,24 @@ func (a *Service) storeBatch(ctx context.Context, groups []*group, recs []*store
 // Txn, and tasks of an identity another node owns get a handoff entry in
 // that node's area.
 func (a *Service) storeGroups(ctx context.Context, groups []*group, recs []*storev1.TaskRecord, out []Scheduled) error {
-	type planned struct {
-		g     *group
-		owner identity.Owner
-		mine  bool
-		live  []int
-	}
 	for attempt := 0; ; attempt++ {
 		if attempt == 5 {
 			return fmt.Errorf("store tasks: the identities' mappings kept changing: %w", outcome.ErrConflict)
 		}
 		var (
 			txn   = a.cfg.Shapes.Schedule()
-			plans []planned
+			plans []*planned
 			place *placement.Candidate // the node unmapped identities are mapped to
 		)
 		for _, g := range groups {
-			if g.every {
-				p := planned{g: g}
-				for _, i := range g.idx {
-					if out[i].Task != nil {
-						continue
-					}
-					p.live = append(p.live, i)
-					if err := txn.EveryTask(recs[i]); err != nil {
-						return err
-					}
-				}
-				plans = append(plans, p)
-				continue
-			}
-			// The first attempt needs no read: the owner comes from memory,
-			// or is guessed (a cached remote owner, else unmapped) and the
-			// Txn's compare checks the guess; a wrong guess costs a retry.
-			owner, err := a.ownerOf(ctx, g.id, attempt > 0)
-			if err != nil {
-				return err
-			}
-			target, targetInc := owner.Node, owner.Incarnation
-			if owner.Mapped {
-				txn.Owned(g.id, owner.Epoch)
-			} else {
-				if place == nil {
-					if place, err = a.placement(ctx); err != nil {
-						return err
-					}
-					txn.Target(place.Name, place.Lease)
-				}
-				target, targetInc = place.Name, place.Inc
-				txn.Map(g.id, target, targetInc)
-			}
-			p := planned{g: g, owner: owner, mine: target == a.cfg.Name && targetInc == a.cfg.Incarnation}
+			p := &planned{g: g}
 			for _, i := range g.idx {
-				if out[i].Task != nil {
-					continue // answered by an idempotency key in an earlier attempt
-				}
-				p.live = append(p.live, i)
-				if err := txn.Task(recs[i]); err != nil {
-					return err
+				if out[i].Task == nil { // else answered by an idempotency key in an earlier attempt
+					p.live = append(p.live, i)
 				}
 			}
-			if !p.mine {
-				// The owner loads each task from its handoff area.
-				for _, i := range p.live {
-					op, err := a.cfg.Shapes.Handoff(target, g.id, recs[i].Id)
-					if err != nil {
-						return err
-					}
-					txn.Also(op)
-				}
+			if err := g.how.add(ctx, a, txn, p, recs, attempt, &place); err != nil {
+				return err
 			}
 			plans = append(plans, p)
 		}
@@ -243,15 +194,8 @@ func (a *Service) storeGroups(ctx context.Context, groups []*group, recs []*stor
 		res := a.cfg.Batch.Do(ctx, txn.Txn())
 		if res.Err != nil {
 			if !res.NotSent {
-				// Maybe applied: the identities this node would own are read
-				// again once the Txn is surely over, so that a task that was
-				// stored is run (the others' owners get the handoff entries
-				// written in the same Txn).
 				for _, p := range plans {
-					if p.mine {
-						a.cfg.Engine.Repair(p.g.id, 0)
-						a.cfg.Engine.Repair(p.g.id, a.cfg.EtcdTimeout)
-					}
+					p.g.how.unknown(a, p)
 				}
 			}
 			return fmt.Errorf("store tasks: %w", res.Err)
@@ -264,31 +208,14 @@ func (a *Service) storeGroups(ctx context.Context, groups []*group, recs []*stor
 				if err := a.resolveIdempotent(ctx, p.g.id, p.live, recs, out); err != nil {
 					return err
 				}
-				if !p.g.every {
-					a.forgetOwner(ctx, p.g.id, p.owner)
-				}
+				p.g.how.refused(ctx, a, p)
 			}
 			continue
 		}
-		rev := res.Rev
 		for _, p := range plans {
-			if p.g.every {
-				for _, i := range p.live {
-					b, _ := pending.Encode(recs[i])
-					a.cfg.EveryNode.Learn(p.g.id, b, rev)
-					out[i] = Scheduled{Task: a.view(recs[i], rev)}
-				}
-				continue
-			}
-			epoch := p.owner.Epoch
-			if !p.owner.Mapped {
-				epoch = rev
-			}
-			if p.mine && len(p.live) > 0 {
-				a.cfg.Engine.AddOwned(p.g.id, epoch, pick(recs, p.live), rev)
-			}
+			p.g.how.stored(a, p, recs, res.Rev)
 			for _, i := range p.live {
-				out[i] = Scheduled{Task: a.view(recs[i], rev)}
+				out[i] = Scheduled{Task: a.view(recs[i], res.Rev)}
 			}
 		}
 		return nil

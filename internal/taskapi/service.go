@@ -69,7 +69,9 @@ type Config struct {
 
 // Engine is the node's side of a request: what only the node that runs
 // the tasks knows, and the changes it must make when a request stored or
-// removed a task. Its methods are quick and never call etcd.
+// removed a task. Its methods are quick and do not wait on etcd, except
+// EveryDeleted, which deletes this node's progress on the task (best
+// effort, bounded by the etcd timeout).
 type Engine interface {
 	// OwnedEpoch is the epoch under which this node holds identity id, if
 	// it holds it (and has not lost it).
@@ -82,6 +84,9 @@ type Engine interface {
 	// Repair reads identity id again after (0: at once): a write whose
 	// outcome is unknown may have stored a task it must run.
 	Repair(id string, after time.Duration)
+	// Knows says whether the node has identity id in its table, owned or
+	// not (lost, being adopted).
+	Knows(id string) bool
 	// IdentityMoved tells the node that a failed fence proved its view of
 	// id stale: cur is the mapping read since.
 	IdentityMoved(id string, cur identity.Owner)
@@ -210,7 +215,7 @@ func (a *Service) forgetOwner(ctx context.Context, id string, owner identity.Own
 	if !a.mine(owner) {
 		return
 	}
-	if _, held := a.cfg.Engine.OwnedEpoch(id); !held {
+	if !a.cfg.Engine.Knows(id) {
 		return
 	}
 	cctx, cancel := a.etcdCtx(ctx)

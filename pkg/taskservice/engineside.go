@@ -55,6 +55,14 @@ func (s *engineSide) AddLocal(r *storev1.TaskRecord) {
 // Repair reads identity id again after a while (0: at once).
 func (s *engineSide) Repair(id string, after time.Duration) { s.node().repairAfter(id, after) }
 
+// Knows says whether identity id is in the node's table.
+func (s *engineSide) Knows(id string) bool {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.idents[id] != nil
+}
+
 // IdentityMoved reacts to a failed fence of a request's write.
 func (s *engineSide) IdentityMoved(id string, cur identity.Owner) {
 	n := s.node()

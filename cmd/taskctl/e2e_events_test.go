@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/taskd/taskd/internal/cli/command"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -220,7 +221,7 @@ func testEvents(t *testing.T, c *cluster) {
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- runEnv([]string{"--addr", c.node.Addr, "events", "-f", "--identity", "ev-follow"}, &env{ctx: ctx, stdout: &out, stderr: &errOut})
+		done <- runEnv([]string{"--addr", c.node.Addr, "events", "-f", "--identity", "ev-follow"}, &command.Env{Ctx: ctx, Stdout: &out, Stderr: &errOut})
 	}()
 	stopped := false
 	stop := func() int {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/cli/command"
 	"github.com/taskd/taskd/pkg/client"
 	"github.com/taskd/taskd/pkg/taskservice"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
@@ -120,6 +121,15 @@ func detail(out string) map[string][]string {
 		m[k] = append(m[k], strings.TrimSpace(v))
 	}
 	return m
+}
+
+// tableLines splits table output into lines of whitespace-separated cells.
+func tableLines(s string) [][]string {
+	var rows [][]string
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		rows = append(rows, strings.Fields(l))
+	}
+	return rows
 }
 
 // tableIDs returns the first cell of every row of a table but its heading.
@@ -247,9 +257,9 @@ func TestAgainstNode(t *testing.T) {
 
 		// {"tasks": [...]} on stdin, with -o json.
 		var out, errOut bytes.Buffer
-		code := runEnv([]string{"--addr", c.node.Addr, "-o", "json", "schedule", "-f", "-"}, &env{
-			stdin:  strings.NewReader(`{"tasks": [{"identity": "batch-c", "kind": "echo", "scope": "SCOPE_IDENTITY", "triggers": [{"once": {"at": "` + soon + `"}}]}]}`),
-			stdout: &out, stderr: &errOut,
+		code := runEnv([]string{"--addr", c.node.Addr, "-o", "json", "schedule", "-f", "-"}, &command.Env{
+			Stdin:  strings.NewReader(`{"tasks": [{"identity": "batch-c", "kind": "echo", "scope": "SCOPE_IDENTITY", "triggers": [{"once": {"at": "` + soon + `"}}]}]}`),
+			Stdout: &out, Stderr: &errOut,
 		})
 		if code != exitOK {
 			t.Fatalf("schedule -f -: exit %d, stderr %s", code, errOut.String())
@@ -336,7 +346,7 @@ func TestAgainstNode(t *testing.T) {
 			}
 		}}
 		var out, errOut bytes.Buffer
-		code := runEnv([]string{"update", "--identity", "upd", id, "--priority", "5"}, &env{stdout: &out, stderr: &errOut, client: racing.client(t, c.node.Addr)})
+		code := runEnv([]string{"update", "--identity", "upd", id, "--priority", "5"}, &command.Env{Stdout: &out, Stderr: &errOut, Client: racing.client(t, c.node.Addr)})
 		if !meddled || code != exitError || !strings.HasPrefix(errOut.String(), "taskctl: update: Aborted: ") || !strings.Contains(errOut.String(), "read it again") {
 			t.Errorf("update raced by another: exit %d, stderr %q", code, errOut.String())
 		}

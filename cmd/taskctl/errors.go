@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/taskd/taskd/internal/cli/command"
+	"github.com/taskd/taskd/internal/cli/render"
 	"github.com/taskd/taskd/pkg/client"
 )
 
@@ -16,16 +18,16 @@ import (
 // describeError renders a failed command's error on one line. gRPC errors
 // read "<code>: <message>", with a hint for Unavailable, DeadlineExceeded
 // and Unauthenticated without a token.
-func describeError(err error, opts *globalOptions) string {
-	var h *hintError
+func describeError(err error, opts *command.Options) string {
+	var h *command.HintError
 	if errors.As(err, &h) {
-		return describeError(h.err, opts) + " (" + h.hint + ")"
+		return describeError(h.Err, opts) + " (" + h.Hint + ")"
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return oneLine(err.Error())
+		return render.OneLine(err.Error())
 	}
-	msg := fmt.Sprintf("%s: %s", st.Code(), oneLine(st.Message()))
+	msg := fmt.Sprintf("%s: %s", st.Code(), render.OneLine(st.Message()))
 	switch st.Code() {
 	case codes.Unavailable:
 		if client.MissingClientCertificate(err) {
@@ -34,18 +36,18 @@ func describeError(err error, opts *globalOptions) string {
 		}
 		if tlsProblem(st.Message()) {
 			msg += fmt.Sprintf(" (TLS with %s failed: check --tls-ca, --tls-cert and --tls-key, or %s, %s and %s)",
-				opts.addr, envTLSCA, envTLSCert, envTLSKey)
+				opts.Addr, envTLSCA, envTLSCert, envTLSKey)
 			break
 		}
-		msg += fmt.Sprintf(" (is a taskd node listening on %s? set it with --addr or %s", opts.addr, envAddr)
-		if !opts.tls.Set() {
+		msg += fmt.Sprintf(" (is a taskd node listening on %s? set it with --addr or %s", opts.Addr, envAddr)
+		if !opts.TLS.Set() {
 			msg += "; if it serves TLS, give --tls-ca"
 		}
 		msg += ")"
 	case codes.DeadlineExceeded:
-		msg += fmt.Sprintf(" (no answer from %s within --timeout %s)", opts.addr, opts.timeout)
+		msg += fmt.Sprintf(" (no answer from %s within --timeout %s)", opts.Addr, opts.Timeout)
 	case codes.Unauthenticated:
-		if opts.token == "" {
+		if opts.Token == "" {
 			msg += " (the node requires a bearer token: give --token ID.SECRET or " + envToken + ")"
 		}
 	}
@@ -61,9 +63,4 @@ func tlsProblem(msg string) bool {
 		}
 	}
 	return false
-}
-
-// oneLine folds a message onto one line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

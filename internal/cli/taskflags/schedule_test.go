@@ -1,4 +1,4 @@
-package main
+package taskflags
 
 import (
 	"errors"
@@ -9,54 +9,29 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/cli/cmdline"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
-
-// testNow is the clock buildScheduleRequest sees in tests.
-var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // parseSchedule parses schedule's flags from args (after the required
 // --identity alice --kind echo) and builds the request.
 func parseSchedule(t *testing.T, args ...string) (*taskdv1.ScheduleTaskRequest, error) {
 	t.Helper()
-	var o scheduleOptions
-	fs := newFlagSet("schedule")
-	defineScheduleFlags(fs, &o)
-	pos, err := parseInterspersed(fs, append([]string{"--identity", "alice", "--kind", "echo"}, args...))
+	var o ScheduleOptions
+	fs := cmdline.NewFlagSet("schedule")
+	DefineScheduleFlags(fs, &o)
+	pos, err := cmdline.ParseInterspersed(fs, append([]string{"--identity", "alice", "--kind", "echo"}, args...))
 	if err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
 	if len(pos) > 0 {
 		t.Fatalf("parsing %q: positional arguments %q", args, pos)
 	}
-	return buildScheduleRequest(o, testNow)
-}
-
-// once, periodic and spec help to write the expected requests.
-func once(o *taskdv1.OnceTrigger) []*taskdv1.Trigger {
-	return []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: o}}}
-}
-
-func periodic(p *taskdv1.PeriodicTrigger) []*taskdv1.Trigger {
-	return []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Periodic{Periodic: p}}}
-}
-
-func cronTriggers(cs ...*taskdv1.CronTrigger) []*taskdv1.Trigger {
-	var out []*taskdv1.Trigger
-	for _, c := range cs {
-		out = append(out, &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: c}})
-	}
-	return out
-}
-
-func onStartup() *taskdv1.Trigger {
-	return &taskdv1.Trigger{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}}
+	return BuildScheduleRequest(o, testNow)
 }
 
 func spec(scope taskdv1.Scope, triggers []*taskdv1.Trigger, edit ...func(*taskdv1.TaskSpec)) *taskdv1.ScheduleTaskRequest {
@@ -65,14 +40,6 @@ func spec(scope taskdv1.Scope, triggers []*taskdv1.Trigger, edit ...func(*taskdv
 		e(s)
 	}
 	return &taskdv1.ScheduleTaskRequest{Task: s}
-}
-
-func ts(s string) *timestamppb.Timestamp {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return timestamppb.New(t)
 }
 
 func TestBuildScheduleRequest(t *testing.T) {
@@ -229,7 +196,7 @@ func TestBuildScheduleRequestErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error; request %v", req)
 			}
-			var ue *usageError
+			var ue *cmdline.UsageError
 			if !errors.As(err, &ue) {
 				t.Errorf("error %v (%T) is not a usage error", err, err)
 			}
@@ -242,65 +209,56 @@ func TestBuildScheduleRequestErrors(t *testing.T) {
 
 func TestBuildScheduleRequestRequired(t *testing.T) {
 	for _, tc := range []struct {
-		o    scheduleOptions
+		o    ScheduleOptions
 		want string
 	}{
-		{scheduleOptions{Kind: "k", Scope: "identity"}, "missing required flag --identity"},
-		{scheduleOptions{Identity: "a", Scope: "identity"}, "missing required flag --kind"},
-		{scheduleOptions{Identity: "a", Kind: "k"}, "missing required flag --scope"},
+		{ScheduleOptions{Kind: "k", Scope: "identity"}, "missing required flag --identity"},
+		{ScheduleOptions{Identity: "a", Scope: "identity"}, "missing required flag --kind"},
+		{ScheduleOptions{Identity: "a", Kind: "k"}, "missing required flag --scope"},
 	} {
-		if _, err := buildScheduleRequest(tc.o, testNow); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("buildScheduleRequest(%+v) error = %v, want %q", tc.o, err, tc.want)
+		if _, err := BuildScheduleRequest(tc.o, testNow); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("BuildScheduleRequest(%+v) error = %v, want %q", tc.o, err, tc.want)
 		}
 	}
 }
 
-func TestTaskID(t *testing.T) {
+func TestParseTaskSpecs(t *testing.T) {
 	for _, tc := range []struct {
-		flag    string
-		args    []string
-		want    string
-		wantErr string
+		name string
+		in   string
+		want []string // identities of the tasks
 	}{
-		{"", []string{"t1"}, "t1", ""},
-		{"t1", nil, "t1", ""},
-		{"t1", []string{"t1"}, "t1", ""},
-		{"", nil, "", "missing task id"},
-		{"t1", []string{"t2"}, "", "given twice"},
-		{"", []string{"t1", "t2"}, "", "unexpected argument"},
+		{"array", `[{"identity": "a", "kind": "k"}, {"identity": "b", "kind": "k", "scope": "SCOPE_IDENTITY"}]`, []string{"a", "b"}},
+		{"object", `{"tasks": [{"identity": "a", "kind": "k"}]}`, []string{"a"}},
+		{"proto field names and spaces", "\n  [{\"identity\": \"a\", \"idempotency_key\": \"x\"}]\n", []string{"a"}},
 	} {
-		got, err := taskID(tc.flag, tc.args)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("taskID(%q, %q) error = %v, want %q", tc.flag, tc.args, err, tc.wantErr)
+		t.Run(tc.name, func(t *testing.T) {
+			specs, err := parseTaskSpecs([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("taskID(%q, %q) = %q, %v; want %q", tc.flag, tc.args, got, err, tc.want)
-		}
+			var got []string
+			for _, s := range specs {
+				got = append(got, s.GetIdentity())
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("identities %q, want %q", got, tc.want)
+			}
+		})
 	}
-}
-
-func TestDescribeError(t *testing.T) {
-	opts := &globalOptions{addr: "10.0.0.1:7420", timeout: 3 * time.Second}
 	for _, tc := range []struct {
-		err  error
-		want string
+		in, want string
 	}{
-		{status.Error(codes.NotFound, "task t1 not found"), "NotFound: task t1 not found"},
-		{status.Error(codes.InvalidArgument, "kind:\n  unknown"), "InvalidArgument: kind: unknown"},
-		{status.Error(codes.Unavailable, "connection refused"), "Unavailable: connection refused (is a taskd node listening on 10.0.0.1:7420?"},
-		{status.Error(codes.Unavailable, "connection refused"), "Unavailable: connection refused (is a taskd node listening on 10.0.0.1:7420? set it with --addr or TASKCTL_ADDR; if it serves TLS, give --tls-ca)"},
-		{status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority"`),
-			"Unavailable: connection error: desc = \"transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate signed by unknown authority\" (TLS with 10.0.0.1:7420 failed: check --tls-ca, --tls-cert and --tls-key, or TASKCTL_TLS_CA, TASKCTL_TLS_CERT and TASKCTL_TLS_KEY)"},
-		{status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "DeadlineExceeded: context deadline exceeded (no answer from 10.0.0.1:7420 within --timeout 3s)"},
-		{status.Error(codes.Unauthenticated, "a bearer token is required"), "Unauthenticated: a bearer token is required (the node requires a bearer token: give --token ID.SECRET or TASKCTL_TOKEN)"},
-		{errors.New("plain failure"), "plain failure"},
-		{&hintError{err: status.Error(codes.OutOfRange, "cursor 2.0: too old"), hint: "start again"}, "OutOfRange: cursor 2.0: too old (start again)"},
+		{"", "empty"},
+		{"[]", "no task"},
+		{`{"tasks": []}`, "no task"},
+		{`[{"identity": "a"}, {"bogus": 1}]`, "tasks[1]"},
+		{`[{"identity": "a"}`, "not a JSON array"},
+		{`{"task": {}}`, "not a {\"tasks\": [...]} object"},
+		{`"a"`, "want a JSON array"},
 	} {
-		if got := describeError(tc.err, opts); !strings.HasPrefix(got, tc.want) || strings.Contains(got, "\n") {
-			t.Errorf("describeError(%v) = %q, want one line starting %q", tc.err, got, tc.want)
+		if specs, err := parseTaskSpecs([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseTaskSpecs(%q) = %v, %v; want an error containing %q", tc.in, specs, err, tc.want)
 		}
 	}
 }

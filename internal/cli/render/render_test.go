@@ -1,4 +1,4 @@
-package main
+package render
 
 import (
 	"bytes"
@@ -13,6 +13,14 @@ import (
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
+
+func ts(s string) *timestamppb.Timestamp {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return timestamppb.New(t)
+}
 
 // sampleTask is a task with most fields set; its times are not in UTC so
 // that the tables' conversion shows.
@@ -70,7 +78,7 @@ func tableLines(s string) [][]string {
 
 func TestWriteTaskDetail(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeTaskDetail(&b, sampleTask()); err != nil {
+	if err := WriteTaskDetail(&b, sampleTask()); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -111,7 +119,7 @@ func TestWriteTaskDetail(t *testing.T) {
 func TestWriteTaskDetailWaitingForAWorker(t *testing.T) {
 	task := sampleTask()
 	var b bytes.Buffer
-	if err := writeTaskDetail(&b, task); err != nil {
+	if err := WriteTaskDetail(&b, task); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "Waiting:") {
@@ -120,7 +128,7 @@ func TestWriteTaskDetailWaitingForAWorker(t *testing.T) {
 	task.Spec.Kind = "resize"
 	task.Waiting, task.WaitingSince = "worker", ts("2026-05-01T00:02:00Z")
 	b.Reset()
-	if err := writeTaskDetail(&b, task); err != nil {
+	if err := WriteTaskDetail(&b, task); err != nil {
 		t.Fatal(err)
 	}
 	if want := "Waiting:          for a worker of kind \"resize\" since 2026-05-01T00:02:00Z\n"; !strings.Contains(b.String(), want) {
@@ -129,7 +137,7 @@ func TestWriteTaskDetailWaitingForAWorker(t *testing.T) {
 	// The owner's reason, when it gives one, is what is shown.
 	task.WaitingReason = `no handler or connected worker for kind "resize" on node n1; waiting since 2026-05-01T00:02:00Z`
 	b.Reset()
-	if err := writeTaskDetail(&b, task); err != nil {
+	if err := WriteTaskDetail(&b, task); err != nil {
 		t.Fatal(err)
 	}
 	if want := "Waiting:          " + task.WaitingReason + "\n"; !strings.Contains(b.String(), want) {
@@ -142,7 +150,7 @@ func TestWriteTasksTableWaiting(t *testing.T) {
 	task := sampleTask()
 	task.Waiting = "worker"
 	var b bytes.Buffer
-	if err := writeTasksTable(&b, []*taskdv1.Task{task}, false); err != nil {
+	if err := WriteTasksTable(&b, []*taskdv1.Task{task}, false); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
@@ -184,7 +192,7 @@ func TestDescribeTrigger(t *testing.T) {
 func TestWriteTasksTable(t *testing.T) {
 	done := &taskdv1.Task{Id: "01JDONE", Spec: &taskdv1.TaskSpec{Kind: "mail"}, State: taskdv1.TaskState_TASK_STATE_COMPLETED}
 	var b bytes.Buffer
-	if err := writeTasksTable(&b, []*taskdv1.Task{sampleTask(), done}, false); err != nil {
+	if err := WriteTasksTable(&b, []*taskdv1.Task{sampleTask(), done}, false); err != nil {
 		t.Fatal(err)
 	}
 	rows := tableLines(b.String())
@@ -209,7 +217,7 @@ func TestWriteTasksTable(t *testing.T) {
 func TestWriteTasksTableAcrossIdentities(t *testing.T) {
 	bob := &taskdv1.Task{Id: "01JBOB", Spec: &taskdv1.TaskSpec{Identity: "bob", Kind: "email"}, State: taskdv1.TaskState_TASK_STATE_PAUSED}
 	var b bytes.Buffer
-	if err := writeTasksTable(&b, []*taskdv1.Task{sampleTask(), bob}, true); err != nil {
+	if err := WriteTasksTable(&b, []*taskdv1.Task{sampleTask(), bob}, true); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
@@ -239,7 +247,7 @@ func TestWriteRunsTable(t *testing.T) {
 			Manual: true, Trigger: -1},
 	}
 	var b bytes.Buffer
-	if err := writeRunsTable(&b, runs); err != nil {
+	if err := WriteRunsTable(&b, runs); err != nil {
 		t.Fatal(err)
 	}
 	rows := tableLines(b.String())
@@ -262,7 +270,7 @@ func TestWriteNodesTable(t *testing.T) {
 		{Name: "node-b", Incarnation: "inc2", Address: "10.0.0.2:7420", State: taskdv1.NodeState_NODE_STATE_STARTING},
 	}
 	var b bytes.Buffer
-	if err := writeNodesTable(&b, nodes); err != nil {
+	if err := WriteNodesTable(&b, nodes); err != nil {
 		t.Fatal(err)
 	}
 	want := [][]string{
@@ -287,7 +295,7 @@ func TestWriteIdentityTable(t *testing.T) {
 		{&taskdv1.Identity{Identity: "bob"}, []string{"bob", "no", "-", "0", "0", "-"}},
 	} {
 		var b bytes.Buffer
-		if err := writeIdentityTable(&b, tc.id); err != nil {
+		if err := WriteIdentityTable(&b, tc.id); err != nil {
 			t.Fatal(err)
 		}
 		want := [][]string{{"IDENTITY", "MAPPED", "NODE", "EPOCH", "TASKS", "STATUS"}, tc.want}
@@ -299,7 +307,7 @@ func TestWriteIdentityTable(t *testing.T) {
 
 func TestWritePausesTable(t *testing.T) {
 	var b bytes.Buffer
-	err := writePausesTable(&b, []*taskdv1.Pause{
+	err := WritePausesTable(&b, []*taskdv1.Pause{
 		{Identity: "alice", Since: ts("2026-05-01T00:00:00Z")},
 		{Kind: "email", Since: ts("2026-05-02T00:00:00Z")},
 	})
@@ -338,7 +346,7 @@ func TestWriteFireTimes(t *testing.T) {
 			"2026-12-02T01:23:38.451Z  2026-12-02T01:23:38.451Z  trigger 0\n"},
 	} {
 		var b bytes.Buffer
-		if err := writeFireTimes(&b, fts, tc.withTrigger); err != nil {
+		if err := WriteFireTimes(&b, fts, tc.withTrigger); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != tc.want {
@@ -346,7 +354,7 @@ func TestWriteFireTimes(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	if err := writeFireTimesJSON(&b, fts); err != nil {
+	if err := WriteFireTimesJSON(&b, fts); err != nil {
 		t.Fatal(err)
 	}
 	want := "[\n  \"2026-12-01T01:30:00Z\",\n  \"2026-07-01T00:30:00.25Z\",\n  \"2026-12-02T01:30:00Z\",\n  \"2026-12-02T01:23:38.451426139Z\"\n]\n"
@@ -354,7 +362,7 @@ func TestWriteFireTimes(t *testing.T) {
 		t.Errorf("JSON:\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := writeFireTimesJSON(&b, nil); err != nil || b.String() != "[]\n" {
+	if err := WriteFireTimesJSON(&b, nil); err != nil || b.String() != "[]\n" {
 		t.Errorf("JSON of no fire time: %q, %v; want []", b.String(), err)
 	}
 }
@@ -387,7 +395,7 @@ func TestWriteJSON(t *testing.T) {
 		{&taskdv1.GetIdentityResponse{Identity: &taskdv1.Identity{Identity: "a", TaskCount: 2}}, &taskdv1.GetIdentityResponse{}, []string{`"taskCount"`}},
 	} {
 		var b bytes.Buffer
-		if err := writeJSON(&b, tc.msg); err != nil {
+		if err := WriteJSON(&b, tc.msg); err != nil {
 			t.Fatal(err)
 		}
 		out := b.String()
@@ -457,7 +465,7 @@ func TestTrimMessage(t *testing.T) {
 }
 
 func TestOutputFormatFlag(t *testing.T) {
-	f := formatTable
+	f := FormatTable
 	for _, v := range []string{"json", "table"} {
 		if err := f.Set(v); err != nil || string(f) != v {
 			t.Errorf("Set(%q): %v, value %q", v, err, f)

@@ -25,11 +25,7 @@ func TestPeriodicTaskAfterSIGKILLIsNotReplayed(t *testing.T) {
 	t.Parallel()
 	const iv = time.Second
 	cl := newCluster(t, "/catchup/")
-	opts := func(name string) nodeOptions {
-		o := cl.opts(name)
-		o.extra = append(o.extra, "--lease-ttl", "5s")
-		return o
-	}
+	opts := func(name string) nodeOptions { return cl.opts(name, "--lease-ttl", "5s") }
 	a := startNode(t, opts("node-a"))
 	b := startNode(t, opts("node-b"))
 	ac, bc := a.Client(), b.Client()

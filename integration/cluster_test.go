@@ -54,16 +54,16 @@ func newCluster(t *testing.T, prefix string) *cluster {
 // appends "node identity task run fence attempt unix-nanos" to the
 // cluster's file for every run; "slowrec" does the same, then takes 200 ms
 // more, so that a node stopped or killed at any moment likely has runs in
-// flight.
-func (c *cluster) opts(name string) nodeOptions {
+// flight. extra are more flags, after those.
+func (c *cluster) opts(name string, extra ...string) nodeOptions {
 	rec := fmt.Sprintf(`echo "$TASKD_NODE $TASKD_IDENTITY $TASKD_TASK_ID $TASKD_RUN $TASKD_FENCE $TASKD_ATTEMPT $(date +%%s%%N)" >> %s`,
 		shellQuote(c.rec))
-	extra := []string{"--prefix", c.prefix, "--exec", "rec=" + rec, "--exec", "slowrec=" + rec + "; sleep 0.2"}
+	flags := []string{"--prefix", c.prefix, "--exec", "rec=" + rec, "--exec", "slowrec=" + rec + "; sleep 0.2"}
 	return nodeOptions{
 		name:    name,
 		dataDir: filepath.Join(c.dir, "data-"+name),
 		etcd:    c.etcd.URL,
-		extra:   append(extra, fastRelocation...),
+		extra:   append(append(flags, fastRelocation...), extra...),
 	}
 }
 
@@ -176,6 +176,20 @@ func owners(c taskdv1.TaskServiceClient, ids []string) (map[string]string, error
 		}
 	}
 	return out, nil
+}
+
+// periodicEach schedules through c one periodic task of kind, every
+// interval, for each of n identities named prefix-00, prefix-01, ... It
+// returns the identities, in order, and their tasks (identity → task id).
+func periodicEach(t *testing.T, c taskdv1.TaskServiceClient, prefix string, n int, kind string, interval time.Duration) (ids []string, tasks map[string]string) {
+	t.Helper()
+	tasks = map[string]string{}
+	for i := range n {
+		id := fmt.Sprintf("%s-%02d", prefix, i)
+		ids = append(ids, id)
+		tasks[id] = schedule(t, c, &taskdv1.TaskSpec{Identity: id, Kind: kind, Triggers: every(interval)}).GetId()
+	}
+	return ids, tasks
 }
 
 // requireOwner fails the test unless every identity is mapped to node.

@@ -59,11 +59,7 @@ func TestConsoleBrowser(t *testing.T) {
 	cl := newCluster(t, "/console/")
 	// Kind "later" is declared for remote workers, none of which connects:
 	// its runs wait for one.
-	withLater := func(name string) nodeOptions {
-		o := cl.opts(name)
-		o.extra = append(o.extra, "--kinds", "later")
-		return o
-	}
+	withLater := func(name string) nodeOptions { return cl.opts(name, "--kinds", "later") }
 	a := startNode(t, withLater("node-a"))
 	b := startNode(t, withLater("node-b"))
 	api := a.Client()

@@ -12,8 +12,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"github.com/taskd/taskd/pkg/taskservice/taskservicetest"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // healthz returns the status code and body of the process's /healthz.
@@ -85,5 +87,74 @@ func TestHealthFollowsTheLease(t *testing.T) {
 	waitHealth(t, a, hc, http.StatusOK, "RUNNING", healthpb.HealthCheckResponse_SERVING)
 	if a.exited() {
 		t.Fatalf("node-a exited with code %d", a.exitCode())
+	}
+}
+
+// A running taskd answers the standard gRPC health check (SERVING), lists
+// taskd.v1.TaskService through server reflection (what grpcurl uses), and
+// serves /healthz and Prometheus /metrics on --http.
+func TestHealthReflectionAndMetrics(t *testing.T) {
+	t.Parallel()
+	p := startNode(t, nodeOptions{name: "obs", dataDir: t.TempDir(), extra: []string{"--exec", "fast=true"}})
+	conn, err := grpc.NewClient(p.listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	for _, svc := range []string{"", "taskd.v1.TaskService"} {
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health of %q: %v %v, want SERVING", svc, resp, err)
+		}
+	}
+
+	stream, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectionpb.ServerReflectionRequest{
+		MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{ListServices: ""},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = stream.CloseSend()
+	var names []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		names = append(names, s.Name)
+	}
+	if !strings.Contains(strings.Join(names, ","), "taskd.v1.TaskService") {
+		t.Errorf("reflection lists %v, want taskd.v1.TaskService", names)
+	}
+
+	// One run, so the run counter has a sample.
+	task := schedule(t, p.Client(), &taskdv1.TaskSpec{Identity: "obs", Kind: "fast",
+		Scope: taskdv1.Scope_SCOPE_IDENTITY, Triggers: onceAfter(0)})
+	waitTaskState(t, p.Client(), "obs", task.Id, taskdv1.TaskState_TASK_STATE_COMPLETED)
+	// Without --pprof there are no profiles.
+	if resp, err := http.Get("http://" + p.httpAddr + "/debug/pprof/"); err != nil {
+		t.Errorf("GET /debug/pprof/: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET /debug/pprof/ without --pprof: %s, want 404", resp.Status)
+		}
+	}
+	for path, want := range map[string]string{"/healthz": "RUNNING", "/metrics": `taskd_runs_total{outcome="SUCCESS"} 1`} {
+		resp, err := http.Get("http://" + p.httpAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %q, want 200 containing %q", path, resp.StatusCode, body, want)
+		}
 	}
 }

@@ -357,8 +357,7 @@ func storedKeys(t *testing.T, cli *clientv3.Client, prefix string) map[string]in
 
 func TestBadInputs(t *testing.T) {
 	c := newCluster(t, "/limits/")
-	opts := c.opts("n1")
-	opts.extra = append(opts.extra, "--exec", "noop=true", "--max-payload", fmt.Sprint(limitsMaxPayload))
+	opts := c.opts("n1", "--exec", "noop=true", "--max-payload", fmt.Sprint(limitsMaxPayload))
 	node := startNode(t, opts)
 	api := node.Client()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.URL}, DialTimeout: 5 * time.Second})
@@ -470,8 +469,7 @@ func TestBadInputs(t *testing.T) {
 // than its --lease-ttl (2 s here), while a live node's task does.
 func TestNonDurableCalendarRefEndsWithKilledNode(t *testing.T) {
 	c := newCluster(t, "/localref/")
-	o1, o2 := c.opts("n1"), c.opts("n2")
-	o2.extra = append(o2.extra, "--exec", "noop=true")
+	o1, o2 := c.opts("n1"), c.opts("n2", "--exec", "noop=true")
 	n1 := startNode(t, o1)
 	n2 := startNode(t, o2)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

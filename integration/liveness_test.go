@@ -32,12 +32,19 @@ func (c *cluster) waitMoreRuns(t *testing.T, node string, n int, what string) {
 	})
 }
 
+// secondNodeA is the options of a second process of node-a, with a data
+// directory of its own.
+func (c *cluster) secondNodeA() nodeOptions {
+	opts := c.opts("node-a")
+	opts.dataDir = filepath.Join(c.dir, "data-node-a-second")
+	return opts
+}
+
 // liveNode starts node-a of cl with a periodic task, and waits until the
 // task ran there. It returns the process and the node as listed.
 func liveNode(t *testing.T, cl *cluster, extra ...string) (*taskd, *taskdv1.Node) {
 	t.Helper()
-	opts := cl.opts("node-a")
-	opts.extra = append(opts.extra, extra...)
+	opts := cl.opts("node-a", extra...)
 	a := startNode(t, opts)
 	schedule(t, a.Client(), &taskdv1.TaskSpec{Identity: "alive", Kind: "rec", Triggers: every(100 * time.Millisecond)})
 	cl.waitIdentitiesRan(t, "node-a", 1, "the periodic task ran on node-a")
@@ -58,17 +65,7 @@ func TestSecondProcessOfALiveNameIsRefused(t *testing.T) {
 	cl := newCluster(t, "/samename/")
 	a, self := liveNode(t, cl)
 
-	opts := cl.opts("node-a")
-	opts.dataDir = filepath.Join(cl.dir, "data-node-a-second")
-	second := launch(t, opts)
-	code, ok := second.waitExit(waitExitTimeout)
-	if !ok {
-		t.Fatalf("the second node-a is still running after %s", waitExitTimeout)
-	}
-	if code == 0 {
-		t.Errorf("the second node-a exited 0, want non-zero")
-	}
-	log := second.log.String()
+	log := launchRefused(t, cl.secondNodeA(), "the second node-a")
 	for _, want := range []string{"node-a", self.GetIncarnation(), self.GetAddress(), "--replace"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the second node-a's output does not name %q:\n%s", want, log)
@@ -95,8 +92,7 @@ func TestReplaceTakesOverALiveName(t *testing.T) {
 	cl := newCluster(t, "/replace/")
 	a, self := liveNode(t, cl)
 
-	opts := cl.opts("node-a")
-	opts.dataDir = filepath.Join(cl.dir, "data-node-a-second")
+	opts := cl.secondNodeA()
 	opts.extra = append(opts.extra, "--replace")
 	b := startNode(t, opts)
 	if _, ok := a.waitExit(waitExitTimeout); !ok {
@@ -122,8 +118,7 @@ func TestRestartAfterSIGKILLIsNotRefused(t *testing.T) {
 	a, self := liveNode(t, cl, "--lease-ttl", "60s")
 	a.Kill()
 
-	opts := cl.opts("node-a")
-	opts.extra = append(opts.extra, "--lease-ttl", "60s")
+	opts := cl.opts("node-a", "--lease-ttl", "60s")
 	opts.listen = a.listen
 	b := launch(t, opts)
 	if err := b.waitRunning(waitLong); err != nil {

@@ -61,6 +61,15 @@ next:
 
 // value is a counter's or gauge's value, or a histogram's count; -1 if the
 // sample is missing.
+// wantValue requires the value of the sample of name with labels in
+// families to be want.
+func wantValue(t *testing.T, families map[string]*dto.MetricFamily, want float64, name string, labels ...string) {
+	t.Helper()
+	if v := value(families, name, labels...); v != want {
+		t.Fatalf("%s%q = %v; want %v", name, labels, v, want)
+	}
+}
+
 func value(families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
 	m := sample(families, name, labels...)
 	switch {

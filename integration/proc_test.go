@@ -122,6 +122,22 @@ func childEnv() []string {
 	return env
 }
 
+// launchRefused launches taskd with opts and requires it to exit, non-zero,
+// within waitExitTimeout (what names it in a failure). It returns the
+// process's output.
+func launchRefused(t *testing.T, opts nodeOptions, what string) string {
+	t.Helper()
+	p := launch(t, opts)
+	code, ok := p.waitExit(waitExitTimeout)
+	if !ok {
+		t.Fatalf("%s is still running after %s", what, waitExitTimeout)
+	}
+	if code == 0 {
+		t.Errorf("%s exited 0, want non-zero", what)
+	}
+	return p.log.String()
+}
+
 // launch starts a taskd process on fresh ports without waiting for it. The
 // process is killed (if still running) when the test ends, and its log is
 // dumped if the test failed.
@@ -343,6 +359,25 @@ func (p *taskd) Signal(sig syscall.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatalf("signal %s to taskd %s: %v", sig, p.opts.name, err)
+	}
+}
+
+// freeze stops the process (SIGSTOP) and returns what resumes it
+// (SIGCONT). One still frozen when the test ends is resumed, so that the
+// cleanup's SIGKILL finds a runnable process.
+func (p *taskd) freeze() (resume func()) {
+	p.t.Helper()
+	p.Signal(syscall.SIGSTOP)
+	resumed := false
+	p.t.Cleanup(func() {
+		if !resumed {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	return func() {
+		p.t.Helper()
+		p.Signal(syscall.SIGCONT)
+		resumed = true
 	}
 }
 

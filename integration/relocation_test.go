@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,14 +28,8 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	ac, bc := a.Client(), b.Client()
 
 	const n = 30
-	var ids []string
-	periodic := map[string]string{} // identity → periodic task
-	for i := range n {
-		id := fmt.Sprintf("failover-%02d", i)
-		ids = append(ids, id)
-		// Scheduled through A, which is RUNNING: A owns the identity.
-		periodic[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "slowrec", Triggers: every(300 * time.Millisecond)}).GetId()
-	}
+	// Scheduled through A, which is RUNNING: A owns the identities.
+	ids, periodic := periodicEach(t, ac, "failover", n, "slowrec", 300*time.Millisecond)
 	var oneShots []taskRef
 	for i, id := range ids {
 		for k := range 2 {
@@ -183,13 +176,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 	ac, bc := a.Client(), b.Client()
 
 	const n = 10
-	var ids []string
-	tasks := map[string]string{} // identity → periodic task
-	for i := range n {
-		id := fmt.Sprintf("frozen-%02d", i)
-		ids = append(ids, id)
-		tasks[id] = schedule(t, ac, &taskdv1.TaskSpec{Identity: id, Kind: "slowrec", Triggers: every(200 * time.Millisecond)}).GetId()
-	}
+	ids, tasks := periodicEach(t, ac, "frozen", n, "slowrec", 200*time.Millisecond)
 	requireOwner(t, bc, ids, "node-a")
 	cl.waitIdentitiesRan(t, "node-a", n, "every identity ran on node-a")
 	ctx, cancel := rpcCtx()
@@ -200,13 +187,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 	}
 
 	stopAt := time.Now()
-	a.Signal(syscall.SIGSTOP)
-	resumed := false
-	defer func() {
-		if !resumed { // let the cleanup's SIGKILL find a runnable process
-			_ = a.cmd.Process.Signal(syscall.SIGCONT)
-		}
-	}()
+	resume := a.freeze()
 	tookOver := map[string]time.Time{} // when the move to B was first seen
 	eventually(t, waitLong, "node-b takes over the identities of the frozen node", func() error {
 		for _, id := range ids {
@@ -247,8 +228,7 @@ func TestSIGSTOPPastLeaseThenSIGCONT(t *testing.T) {
 	t.Logf("SIGSTOP → all %d identities taken over and run on node-b: %s", n, time.Since(stopAt).Round(time.Millisecond))
 
 	contAt := time.Now()
-	a.Signal(syscall.SIGCONT)
-	resumed = true
+	resume()
 
 	// A rejoins: registered again, RUNNING, with the same incarnation.
 	eventually(t, waitLong, "node-a rejoins", func() error {
@@ -459,21 +439,10 @@ func TestRejoinedNodeTakesOverADeadNode(t *testing.T) {
 	ac, bc := a.Client(), b.Client()
 
 	const n = 5
-	var ids []string
-	for i := range n {
-		id := fmt.Sprintf("orphan-%02d", i)
-		ids = append(ids, id)
-		schedule(t, bc, &taskdv1.TaskSpec{Identity: id, Kind: "rec", Triggers: every(200 * time.Millisecond)})
-	}
+	ids, _ := periodicEach(t, bc, "orphan", n, "rec", 200*time.Millisecond)
 	requireOwner(t, ac, ids, "node-b")
 
-	a.Signal(syscall.SIGSTOP)
-	resumed := false
-	defer func() {
-		if !resumed {
-			_ = a.cmd.Process.Signal(syscall.SIGCONT)
-		}
-	}()
+	resume := a.freeze()
 	eventually(t, waitLong, "the frozen node's lease expires", func() error {
 		nodes, err := listNodes(bc)
 		if err != nil {
@@ -484,8 +453,7 @@ func TestRejoinedNodeTakesOverADeadNode(t *testing.T) {
 		}
 		return nil
 	})
-	a.Signal(syscall.SIGCONT)
-	resumed = true
+	resume()
 	eventually(t, waitLong, "node-a rejoins", func() error {
 		nodes, err := listNodes(bc)
 		if err != nil {

@@ -18,15 +18,7 @@ func TestDataDirInUse(t *testing.T) {
 	opts := nodeOptions{name: "owner-node", dataDir: filepath.Join(t.TempDir(), "data")}
 	first := startNode(t, opts)
 
-	second := launch(t, opts)
-	code, ok := second.waitExit(waitExitTimeout)
-	if !ok {
-		t.Fatalf("second taskd on the same --data-dir still running after %s", waitExitTimeout)
-	}
-	if code == 0 {
-		t.Errorf("second taskd exited 0, want non-zero")
-	}
-	if log := second.log.String(); !strings.Contains(log, "data directory is in use") || !strings.Contains(log, opts.dataDir) {
+	if log := launchRefused(t, opts, "the second taskd on the same --data-dir"); !strings.Contains(log, "data directory is in use") || !strings.Contains(log, opts.dataDir) {
 		t.Errorf("second taskd's output does not say that %s is in use:\n%s", opts.dataDir, log)
 	}
 

@@ -93,12 +93,8 @@ func TestRunOfAKindNoLongerServedWaitsVisibly(t *testing.T) {
 		t.Fatalf("history: %s; want the killed run INTERRUPTED", describeRuns(runs))
 	}
 	m := scrape(t, p.httpAddr)
-	if v := value(m, "taskd_runs_waiting_unserved", "kind", "count"); v != 1 {
-		t.Fatalf("taskd_runs_waiting_unserved{kind=count} = %v; want 1", v)
-	}
-	if v := value(m, "taskd_runs_waiting_for_worker", "kind", "count"); v != 1 {
-		t.Fatalf("taskd_runs_waiting_for_worker{kind=count} = %v; want 1", v)
-	}
+	wantValue(t, m, 1, "taskd_runs_waiting_unserved", "kind", "count")
+	wantValue(t, m, 1, "taskd_runs_waiting_for_worker", "kind", "count")
 	if n := logCount(p, "[WARN]", logUnserved, "kind=count"); n != 1 {
 		t.Fatalf("%d WARN lines %q for kind count; want 1", n, logUnserved)
 	}
@@ -132,8 +128,7 @@ func TestRunOfAKindNoLongerServedWaitsVisibly(t *testing.T) {
 // worker had connected.
 func TestDeclaredKindsAcceptTasksBeforeTheirWorker(t *testing.T) {
 	cl := newCluster(t, "/declared/")
-	opts := cl.opts("n1")
-	opts.extra = append(opts.extra, "--kinds", "count, work")
+	opts := cl.opts("n1", "--kinds", "count, work")
 	p := startNode(t, opts)
 	other := startNode(t, cl.opts("n2"))
 
@@ -167,12 +162,8 @@ func TestDeclaredKindsAcceptTasksBeforeTheirWorker(t *testing.T) {
 			got.GetState(), got.GetWaitingReason(), got.GetRunCount(), want)
 	}
 	m := scrape(t, p.httpAddr)
-	if v := value(m, "taskd_runs_waiting_unserved", "kind", "count"); v != 1 {
-		t.Fatalf("taskd_runs_waiting_unserved{kind=count} = %v; want 1", v)
-	}
-	if v := value(m, "taskd_runs_waiting_unserved", "kind", "work"); v != 0 {
-		t.Fatalf("taskd_runs_waiting_unserved{kind=work} = %v; want 0 (declared, none waiting)", v)
-	}
+	wantValue(t, m, 1, "taskd_runs_waiting_unserved", "kind", "count")
+	wantValue(t, m, 0, "taskd_runs_waiting_unserved", "kind", "work")
 	if n := logCount(p, "[INFO]", logDeclared, "kind=count"); n != 1 {
 		t.Fatalf("%d INFO lines %q for kind count; want 1", n, logDeclared)
 	}

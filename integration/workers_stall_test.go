@@ -26,8 +26,7 @@ func (w *worker) signal(sig syscall.Signal) {
 // in use is reported before the stall, during it and after.
 func TestStoppedWorkerIsCutOffAndItsRunsRetried(t *testing.T) {
 	c := newCluster(t, "/workers-stop/")
-	opts := c.opts("n1")
-	opts.extra = append(opts.extra, "--worker-heartbeat", "500ms")
+	opts := c.opts("n1", "--worker-heartbeat", "500ms")
 	n1 := startNode(t, opts)
 	stopped := startWorker(t, "stopped", n1.listen)
 	stopped.serving(1)

@@ -112,8 +112,7 @@ func (c *Console) action(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.call(r)
 	defer cancel()
 	done, err := spec.call(ctx, c.api, f)
-	if err != nil {
-		c.fail(w, r, apiError(spec.title, err))
+	if !c.answered(w, r, spec.title, err) {
 		return
 	}
 	back := localPath(f.Back, Prefix)

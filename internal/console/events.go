@@ -128,8 +128,7 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	pctx, pcancel := c.call(r)
 	_, _, err = c.api.ListPage(pctx, client.ListFilter{Identity: f.identity, Kind: f.kind, PageSize: 1}, "")
 	pcancel()
-	if err != nil {
-		c.fail(w, r, apiError("WatchEvents", err))
+	if !c.answered(w, r, "WatchEvents", err) {
 		return
 	}
 
@@ -137,8 +136,7 @@ func (c *Console) eventStream(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(c.stopping, cancel)()
 	stream, err := c.api.Watch(ctx, f.watch(r.Header.Get("Last-Event-ID")))
-	if err != nil {
-		c.fail(w, r, apiError("WatchEvents", err))
+	if !c.answered(w, r, "WatchEvents", err) {
 		return
 	}
 	h := w.Header()

@@ -1,10 +1,7 @@
 package console
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,42 +23,19 @@ func TestEventStreamMarksArmedStarts(t *testing.T) {
 	n := startNode(t, cli, "n1", true)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.web.URL+"/ui/events/stream?identity=arm&type=fired,started", nil)
-	req.Header.Set("Authorization", "Bearer "+readToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	event := liveEvents(t, n.openStream(ctx, t, readToken, "?identity=arm&type=fired,started").Body)
 	var lastCursor [2]int64
 	next := func() liveEvent {
 		t.Helper()
-		id := ""
-		for sc.Scan() {
-			line := sc.Text()
-			if v, ok := strings.CutPrefix(line, "id: "); ok {
-				id = v
-			}
-			v, ok := strings.CutPrefix(line, "data: ")
-			if !ok {
-				continue
-			}
-			var ev liveEvent
-			if err := json.Unmarshal([]byte(v), &ev); err != nil {
-				t.Fatalf("event %q: %v", v, err)
-			}
-			rev, idx, _ := strings.Cut(id, ".")
-			r, _ := strconv.ParseInt(rev, 10, 64)
-			i, _ := strconv.ParseInt(idx, 10, 64)
-			if r < lastCursor[0] || r == lastCursor[0] && i <= lastCursor[1] {
-				t.Fatalf("event of cursor %s after %d.%d: not in stream order", id, lastCursor[0], lastCursor[1])
-			}
-			lastCursor = [2]int64{r, i}
-			return ev
+		ev, id := event()
+		rev, idx, _ := strings.Cut(id, ".")
+		r, _ := strconv.ParseInt(rev, 10, 64)
+		i, _ := strconv.ParseInt(idx, 10, 64)
+		if r < lastCursor[0] || r == lastCursor[0] && i <= lastCursor[1] {
+			t.Fatalf("event of cursor %s after %d.%d: not in stream order", id, lastCursor[0], lastCursor[1])
 		}
-		t.Fatalf("the stream ended: %v", sc.Err())
-		return liveEvent{}
+		lastCursor = [2]int64{r, i}
+		return ev
 	}
 
 	// Every 300ms: each run after the first is due within the look-ahead

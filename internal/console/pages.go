@@ -32,13 +32,11 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.call(r)
 	defer cancel()
 	nodes, err := c.api.Nodes(ctx)
-	if err != nil {
-		c.fail(w, r, apiError("ListNodes", err))
+	if !c.answered(w, r, "ListNodes", err) {
 		return
 	}
 	pauses, err := c.api.Pauses(ctx)
-	if err != nil {
-		c.fail(w, r, apiError("ListPauses", err))
+	if !c.answered(w, r, "ListPauses", err) {
 		return
 	}
 	snap := c.chart.snapshot()
@@ -98,8 +96,7 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.call(r)
 	defer cancel()
 	nodes, err := c.api.Nodes(ctx)
-	if err != nil {
-		c.fail(w, r, apiError("ListNodes", err))
+	if !c.answered(w, r, "ListNodes", err) {
 		return
 	}
 	for _, n := range nodes {
@@ -109,8 +106,7 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.Query != "" {
 		found, err := c.api.Identity(ctx, d.Query)
-		if err != nil {
-			c.fail(w, r, apiError("GetIdentity "+d.Query, err))
+		if !c.answered(w, r, "GetIdentity "+d.Query, err) {
 			return
 		}
 		d.Found = found.Proto
@@ -146,8 +142,7 @@ func (c *Console) identitiesPage(w http.ResponseWriter, r *http.Request) {
 	d.Next = token
 	for _, id := range ids {
 		got, err := c.api.Identity(ctx, id)
-		if err != nil {
-			c.fail(w, r, apiError("GetIdentity "+id, err))
+		if !c.answered(w, r, "GetIdentity "+id, err) {
 			return
 		}
 		d.List = append(d.List, got.Proto)
@@ -285,13 +280,11 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := c.call(r)
 	defer cancel()
 	task, err := c.api.Get(ctx, identity, id)
-	if err != nil {
-		c.fail(w, r, apiError("GetTask", err))
+	if !c.answered(w, r, "GetTask", err) {
 		return
 	}
 	runs, err := c.api.Runs(ctx, identity, id)
-	if err != nil {
-		c.fail(w, r, apiError("ListRuns", err))
+	if !c.answered(w, r, "ListRuns", err) {
 		return
 	}
 	d := taskData{Task: task.Proto}

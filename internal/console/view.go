@@ -65,6 +65,16 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.render(w, r, he.status, "error", http.StatusText(he.status), he)
 }
 
+// answered reports whether the API call named what answered (err nil);
+// if not, it fails the page with the call's error.
+func (c *Console) answered(w http.ResponseWriter, r *http.Request, what string, err error) bool {
+	if err != nil {
+		c.fail(w, r, apiError(what, err))
+		return false
+	}
+	return true
+}
+
 // funcs are the template helpers.
 var funcs = template.FuncMap{
 	"when":       when,
@@ -236,25 +246,20 @@ func shorten(s string, n int) string {
 }
 
 // eventTypeNames are the event types without prefix, in enum order.
-func eventTypeNames() []string {
-	var out []string
-	for i := int32(1); ; i++ {
-		n, ok := taskdv1.EventType_name[i]
-		if !ok {
-			return out
-		}
-		out = append(out, strings.TrimPrefix(n, "EVENT_TYPE_"))
-	}
-}
+func eventTypeNames() []string { return enumNames(taskdv1.EventType_name, "EVENT_TYPE_") }
 
 // stateNames are the task states without prefix, in enum order.
-func stateNames() []string {
+func stateNames() []string { return enumNames(taskdv1.TaskState_name, "TASK_STATE_") }
+
+// enumNames are the names of an enum's values from 1 on, in order, without
+// prefix: names is the enum's value-to-name map.
+func enumNames(names map[int32]string, prefix string) []string {
 	var out []string
 	for i := int32(1); ; i++ {
-		n, ok := taskdv1.TaskState_name[i]
+		n, ok := names[i]
 		if !ok {
 			return out
 		}
-		out = append(out, strings.TrimPrefix(n, "TASK_STATE_"))
+		out = append(out, strings.TrimPrefix(n, prefix))
 	}
 }

@@ -54,29 +54,15 @@ type LeafOptions struct {
 
 // NewCA makes a self-signed CA valid from an hour ago for ten years.
 func NewCA(commonName string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	key, der, cert, err := certify(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"taskd development"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.AddDate(10, 0, 0),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
+	}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -86,14 +72,6 @@ func NewCA(commonName string) (*CA, error) {
 // Issue signs a new leaf certificate for commonName with a fresh key and a
 // random serial number.
 func (ca *CA) Issue(commonName string, o LeafOptions) (*Pair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := newSerial()
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
 	nb, na := o.NotBefore, o.NotAfter
 	if nb.IsZero() {
@@ -109,21 +87,15 @@ func (ca *CA) Issue(commonName string, o LeafOptions) (*Pair, error) {
 	if o.Client {
 		usage = append(usage, x509.ExtKeyUsageClientAuth)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: commonName, Organization: []string{"taskd development"}},
-		NotBefore:    nb,
-		NotAfter:     na,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  usage,
-		DNSNames:     o.DNSNames,
-		IPAddresses:  o.IPs,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
+	key, der, cert, err := certify(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: commonName, Organization: []string{"taskd development"}},
+		NotBefore:   nb,
+		NotAfter:    na,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: usage,
+		DNSNames:    o.DNSNames,
+		IPAddresses: o.IPs,
+	}, ca)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +136,31 @@ func writeFiles(dir, name string, certPEM, keyPEM []byte) error {
 }
 
 // newSerial is a random 127-bit serial number, positive as RFC 5280 wants.
+// certify makes a fresh key and its certificate of tmpl, with a random
+// serial number, signed by ca (self-signed when ca is nil).
+func certify(tmpl *x509.Certificate, ca *CA) (*ecdsa.PrivateKey, []byte, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if tmpl.SerialNumber, err = newSerial(); err != nil {
+		return nil, nil, nil, err
+	}
+	parent, signer := tmpl, key
+	if ca != nil {
+		parent, signer = ca.Cert, ca.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return key, der, cert, nil
+}
+
 func newSerial() (*big.Int, error) {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {

@@ -41,6 +41,19 @@ func written(t *testing.T, plain *clientv3.Client, key string) bool {
 	return len(resp.Kvs) > 0
 }
 
+// appliedDespiteDeadline checks that a call (what) failed with an error
+// that wraps DeadlineExceeded, and was applied nonetheless: key is
+// written.
+func appliedDespiteDeadline(t *testing.T, plain *clientv3.Client, key string, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%s: error %v, want one that wraps DeadlineExceeded", what, err)
+	}
+	if !written(t, plain, key) {
+		t.Fatalf("%s was not applied", what)
+	}
+}
+
 func TestFailDoesNotReachEtcd(t *testing.T) {
 	in, cli, plain := clients(t)
 	in.Add(etcdfault.Rule{Op: etcdfault.OpPut, Prefix: "a/", Action: etcdfault.Fail(nil)})
@@ -76,24 +89,14 @@ func TestAmbiguousAppliesTheCall(t *testing.T) {
 	_, err := cli.Txn(ctxFor(t, 5*time.Second)).
 		If(clientv3.Compare(clientv3.CreateRevision("k"), "=", 0)).
 		Then(clientv3.OpPut("k", "v")).Commit()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("txn error = %v, want one that wraps DeadlineExceeded", err)
-	}
-	if !written(t, plain, "k") {
-		t.Fatal("an ambiguous txn was not applied")
-	}
+	appliedDespiteDeadline(t, plain, "k", err, "an ambiguous txn")
 }
 
 func TestDelayAfterAppliesDespiteTheCallersDeadline(t *testing.T) {
 	in, cli, plain := clients(t)
 	in.Add(etcdfault.Rule{Op: etcdfault.OpPut, Action: etcdfault.DelayAfter(time.Hour)})
 	_, err := cli.Put(ctxFor(t, 100*time.Millisecond), "k", "v")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("put error = %v, want DeadlineExceeded", err)
-	}
-	if !written(t, plain, "k") {
-		t.Fatal("a put delayed after sending was not applied")
-	}
+	appliedDespiteDeadline(t, plain, "k", err, "a put delayed after sending")
 }
 
 func TestDelayAfterReturnsTheReply(t *testing.T) {

@@ -95,6 +95,17 @@ func (s *seen) list(cli *clientv3.Client, then map[int]func()) func(ctx context.
 	}
 }
 
+// faultyEtcd starts an etcd and returns a client wrapped by a new fault
+// injector, for the follower, and a plain one, for the test's writes.
+func faultyEtcd(t *testing.T) (in *etcdfault.Injector, cli, plain *clientv3.Client) {
+	t.Helper()
+	etcd := tst.StartEtcd(t)
+	plain, cli = etcd.Client(t), etcd.Client(t)
+	in = etcdfault.New()
+	in.Wrap(cli)
+	return in, cli, plain
+}
+
 func put(t *testing.T, cli *clientv3.Client, key string) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -153,11 +164,7 @@ func TestFollowListsThenDeliversEvents(t *testing.T) {
 // event), a put made after the break and before the list, and a put made
 // after the list and before the new watch are all seen.
 func TestBrokenWatchListsAgainAndLosesNothing(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	plain := etcd.Client(t)
-	cli := etcd.Client(t)
-	in := etcdfault.New()
-	in.Wrap(cli)
+	in, cli, plain := faultyEtcd(t)
 	brk := in.Add(etcdfault.Rule{Op: etcdfault.OpWatch, Prefix: "w/break", Times: 1, Action: etcdfault.BreakWatch()})
 	s := &seen{}
 	// After the second list (the one after the break) and before the new
@@ -219,11 +226,7 @@ func TestCompactedRevisionListsAgain(t *testing.T) {
 
 // Lists that fail are retried (with backoff) until one succeeds.
 func TestFailedListsAreRetried(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	plain := etcd.Client(t)
-	cli := etcd.Client(t)
-	in := etcdfault.New()
-	in.Wrap(cli)
+	in, cli, plain := faultyEtcd(t)
 	fail := in.Add(etcdfault.Rule{Op: etcdfault.OpGet, Prefix: "w/", Times: 3, Action: etcdfault.Fail(nil)})
 	put(t, plain, "w/0")
 	s := &seen{}

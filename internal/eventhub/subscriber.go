@@ -44,20 +44,39 @@ type subscriber struct {
 	wake   chan struct{} // the stream has something to send, or was ended
 	room   chan struct{} // the stream sent what it held
 
-	mu          sync.Mutex
-	queue       []sizedEvent
-	queuedBytes int
-	held        []sizedEvent
-	heldBytes   int
-	catching    bool // the catch-up delivers; the hub's events are held
-	skip        pos  // the hub's events at or before it were delivered otherwise
-	acc         string
-	heldAcc     string
-	end         error
+	mu       sync.Mutex
+	queue    buffer // what the stream sends next; its cursor is the stream's place
+	held     buffer // the hub's events while catching up
+	catching bool   // the catch-up delivers; the hub's events are held
+	skip     pos    // the hub's events at or before it were delivered otherwise
+	end      error
+}
+
+// buffer is events waiting to be sent, their encoded bytes, and the cursor
+// of the last event looked at for them (sent or filtered out).
+type buffer struct {
+	evs   []sizedEvent
+	bytes int
+	acc   string
+}
+
+// fits reports whether n events of bytes go into b within limit: one
+// revision's events always go into an empty buffer, however large.
+func (b *buffer) fits(n, bytes, limit int) bool {
+	return n == 0 || b.bytes+bytes <= limit || len(b.evs) == 0
+}
+
+// add appends evs of bytes; last, when not "", is the cursor looked at
+// last.
+func (b *buffer) add(evs []sizedEvent, bytes int, last string) {
+	b.evs, b.bytes = append(b.evs, evs...), b.bytes+bytes
+	if last != "" {
+		b.acc = last
+	}
 }
 
 func newSubscriber(f Filter, limit int, from pos, cursor string) *subscriber {
-	return &subscriber{filter: f, limit: limit, skip: from, acc: cursor,
+	return &subscriber{filter: f, limit: limit, skip: from, queue: buffer{acc: cursor},
 		wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 }
 
@@ -94,24 +113,18 @@ func (s *subscriber) offerLive(re revEvents) bool {
 	}
 	evs, bytes, last := s.match(re)
 	if s.catching {
-		if len(evs) > 0 && s.heldBytes+bytes > s.limit && len(s.held) > 0 {
+		if !s.held.fits(len(evs), bytes, s.limit) {
 			s.finishLocked(errSubBehind)
 			return false
 		}
-		s.held, s.heldBytes = append(s.held, evs...), s.heldBytes+bytes
-		if last != "" {
-			s.heldAcc = last
-		}
+		s.held.add(evs, bytes, last)
 		return true
 	}
-	if len(evs) > 0 && s.queuedBytes+bytes > s.limit && len(s.queue) > 0 {
+	if !s.queue.fits(len(evs), bytes, s.limit) {
 		s.finishLocked(errSubBehind)
 		return false
 	}
-	s.queue, s.queuedBytes = append(s.queue, evs...), s.queuedBytes+bytes
-	if last != "" {
-		s.acc = last
-	}
+	s.queue.add(evs, bytes, last)
 	if len(evs) > 0 {
 		signal(s.wake)
 	}
@@ -127,13 +140,10 @@ func (s *subscriber) offerCatchUp(re revEvents) (ok bool, ended bool) {
 		return false, true
 	}
 	evs, bytes, last := s.match(re)
-	if len(evs) > 0 && s.queuedBytes+bytes > s.limit && len(s.queue) > 0 {
+	if !s.queue.fits(len(evs), bytes, s.limit) {
 		return false, false
 	}
-	s.queue, s.queuedBytes = append(s.queue, evs...), s.queuedBytes+bytes
-	if last != "" {
-		s.acc = last
-	}
+	s.queue.add(evs, bytes, last)
 	if len(evs) > 0 {
 		signal(s.wake)
 	}
@@ -165,11 +175,8 @@ func (s *subscriber) caughtUp() {
 	if s.end != nil {
 		return
 	}
-	s.queue, s.queuedBytes = append(s.queue, s.held...), s.queuedBytes+s.heldBytes
-	s.held, s.heldBytes = nil, 0
-	if s.heldAcc != "" {
-		s.acc = s.heldAcc
-	}
+	s.queue.add(s.held.evs, s.held.bytes, s.held.acc)
+	s.held = buffer{}
 	signal(s.wake)
 }
 
@@ -186,7 +193,7 @@ func (s *subscriber) finishLocked(why error) {
 		return
 	}
 	s.end = why
-	s.held, s.heldBytes = nil, 0 // after the queue: never sent
+	s.held = buffer{} // after the queue: never sent
 	signal(s.wake)
 	signal(s.room)
 }
@@ -195,7 +202,7 @@ func (s *subscriber) finishLocked(why error) {
 func (s *subscriber) drained() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.queue) == 0 || s.end != nil
+	return len(s.queue.evs) == 0 || s.end != nil
 }
 
 // ended reports whether the subscriber was ended.
@@ -218,17 +225,18 @@ func (s *subscriber) serve(ctx context.Context, send func([]*taskdv1.Event) erro
 		// against the bound while this one is sent.
 		s.mu.Lock()
 		n, bytes := 0, 0
-		for n < len(s.queue) && (n == 0 || bytes+s.queue[n].size <= maxResponseBytes) {
-			bytes += s.queue[n].size
+		q := &s.queue
+		for n < len(q.evs) && (n == 0 || bytes+q.evs[n].size <= maxResponseBytes) {
+			bytes += q.evs[n].size
 			n++
 		}
 		evs := make([]*taskdv1.Event, n)
 		for i := range evs {
-			evs[i] = s.queue[i].ev
-			s.queue[i] = sizedEvent{} // not kept alive by the queue's array
+			evs[i] = q.evs[i].ev
+			q.evs[i] = sizedEvent{} // not kept alive by the queue's array
 		}
-		s.queue, s.queuedBytes = s.queue[n:], s.queuedBytes-bytes
-		end, acc := s.end, s.acc
+		q.evs, q.bytes = q.evs[n:], q.bytes-bytes
+		end, acc := s.end, q.acc
 		s.mu.Unlock()
 		if n > 0 {
 			if err := send(evs); err != nil {

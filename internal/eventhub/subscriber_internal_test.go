@@ -47,6 +47,19 @@ func endedWith(t *testing.T, err, want error, cursor string) {
 	}
 }
 
+// endsAfterSending ends s with why and checks that it sent want (what says
+// which), then ended with a *StreamEndError of kind end, to resume from
+// cursor.
+func endsAfterSending(t *testing.T, s *subscriber, why error, want []string, what string, end error, cursor string) {
+	t.Helper()
+	s.finish(why)
+	responses, err := drain(t, s)
+	if got := slices.Concat(responses...); !slices.Equal(got, want) {
+		t.Fatalf("sent %v, want %s", got, what)
+	}
+	endedWith(t, err, end, cursor)
+}
+
 // TestSubscriberEndsAReaderBehind: the Hub's offers fill the buffer up to
 // its bound; the one that does not fit ends the subscriber, which still
 // sends what it took and then ends with ErrReaderBehind and the cursor of
@@ -93,12 +106,7 @@ func TestSubscriberSkipsWhatWasDelivered(t *testing.T) {
 	s.offerLive(revision(11, 1, 1))
 	s.startLive(pos{12, 0})
 	s.offerLive(revision(12, 1, 1))
-	s.finish(errStreamStopping)
-	responses, err := drain(t, s)
-	if got := slices.Concat(responses...); !slices.Equal(got, []string{"11.1", "12.1"}) {
-		t.Fatalf("sent %v, want 11.1 and 12.1 only", got)
-	}
-	endedWith(t, err, ErrStreamInterrupted, "12.1")
+	endsAfterSending(t, s, errStreamStopping, []string{"11.1", "12.1"}, "11.1 and 12.1 only", ErrStreamInterrupted, "12.1")
 }
 
 // TestSubscriberFilters: only matching events are sent, but the cursor to
@@ -109,12 +117,7 @@ func TestSubscriberFilters(t *testing.T) {
 	re := revision(11, 1, 1, 1)
 	re.evs[1].ev.Kind = "a"
 	s.offerLive(re)
-	s.finish(errEventGap)
-	responses, err := drain(t, s)
-	if got := slices.Concat(responses...); !slices.Equal(got, []string{"11.1"}) {
-		t.Fatalf("sent %v, want the kind a event alone", got)
-	}
-	endedWith(t, err, ErrStreamInterrupted, "11.2")
+	endsAfterSending(t, s, errEventGap, []string{"11.1"}, "the kind a event alone", ErrStreamInterrupted, "11.2")
 }
 
 // TestSubscriberCatchUpWaitsForRoom: a catch-up offer that does not fit is
@@ -171,12 +174,7 @@ func TestSubscriberHoldsTheHubWhileCatchingUp(t *testing.T) {
 	}
 	s.offerCatchUp(revision(15, 10))
 	s.caughtUp()
-	s.finish(errStreamStopping)
-	responses, err := drain(t, s)
-	if got := slices.Concat(responses...); !slices.Equal(got, []string{"15.0", "20.0"}) {
-		t.Fatalf("sent %v, want the catch-up's event, then the Hub's", got)
-	}
-	endedWith(t, err, ErrStreamInterrupted, "20.0")
+	endsAfterSending(t, s, errStreamStopping, []string{"15.0", "20.0"}, "the catch-up's event, then the Hub's", ErrStreamInterrupted, "20.0")
 }
 
 // TestSubscriberBoundsWhatItHolds: the Hub's events held during a

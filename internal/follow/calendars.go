@@ -8,7 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/pkg/calendar"
 	"github.com/taskd/taskd/pkg/schedule"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -31,12 +30,15 @@ type Calendars struct {
 	mu       sync.RWMutex
 	stored   map[string]*taskdv1.Calendar // by name, each with its revision
 	compiled map[string]*calendar.Calendar
-	listedAt int64 // the revision of the last list; Run watches after it
+
+	follow *prefixFollower
 }
 
 // NewCalendars returns a Calendars that knows no calendar until Load.
 func NewCalendars(w Watch) *Calendars {
-	return &Calendars{w: w, stored: map[string]*taskdv1.Calendar{}, compiled: map[string]*calendar.Calendar{}}
+	c := &Calendars{w: w, stored: map[string]*taskdv1.Calendar{}, compiled: map[string]*calendar.Calendar{}}
+	c.follow = &prefixFollower{w: w, what: "calendars", prefix: w.Keys.Calendars(), list: c.list, events: c.events}
+	return c
 }
 
 // Exclusions is the exclusions of the named calendars (nil for none). A
@@ -82,43 +84,11 @@ func (c *Calendars) Forget(name string) {
 }
 
 // Load reads every calendar and compiles them. Run watches after it.
-func (c *Calendars) Load(ctx context.Context) error {
-	_, err := c.list(ctx)
-	return err
-}
+func (c *Calendars) Load(ctx context.Context) error { return c.follow.load(ctx) }
 
 // Run follows the calendars until ctx ends, from the revision of the last
 // Load (listing first if there was none).
-func (c *Calendars) Run(ctx context.Context) {
-	c.mu.RLock()
-	rev := c.listedAt
-	c.mu.RUnlock()
-	c.w.Follow(ctx, "calendars", etcdwatch.Follower{
-		Key:     c.w.Keys.Calendars(),
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		FromRev: rev,
-		List:    c.list,
-		Events: func(_ context.Context, evs []*clientv3.Event) {
-			c.edit(func(stored map[string]*taskdv1.Calendar) {
-				for _, ev := range evs {
-					name, err := c.w.Keys.SplitCalendar(string(ev.Kv.Key))
-					if err != nil {
-						continue
-					}
-					if ev.Type == clientv3.EventTypeDelete {
-						delete(stored, name)
-						continue
-					}
-					cal := &taskdv1.Calendar{}
-					if proto.Unmarshal(ev.Kv.Value, cal) == nil {
-						cal.Revision = ev.Kv.ModRevision
-						stored[name] = cal
-					}
-				}
-			})
-		},
-	})
-}
+func (c *Calendars) Run(ctx context.Context) { c.follow.run(ctx) }
 
 // list is Load, returning the revision it read at (etcdwatch's List).
 func (c *Calendars) list(ctx context.Context) (int64, error) {
@@ -129,9 +99,30 @@ func (c *Calendars) list(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read calendars: %w", err)
 	}
 	c.changeMu.Lock()
-	c.set(stored, rev)
+	c.set(stored)
 	c.changeMu.Unlock()
 	return rev, nil
+}
+
+// events applies one watch response to the copy.
+func (c *Calendars) events(_ context.Context, evs []*clientv3.Event) {
+	c.edit(func(stored map[string]*taskdv1.Calendar) {
+		for _, ev := range evs {
+			name, err := c.w.Keys.SplitCalendar(string(ev.Kv.Key))
+			if err != nil {
+				continue
+			}
+			if ev.Type == clientv3.EventTypeDelete {
+				delete(stored, name)
+				continue
+			}
+			cal := &taskdv1.Calendar{}
+			if proto.Unmarshal(ev.Kv.Value, cal) == nil {
+				cal.Revision = ev.Kv.ModRevision
+				stored[name] = cal
+			}
+		}
+	})
 }
 
 // Read reads every calendar from etcd (not the copy), by name, each with
@@ -194,12 +185,11 @@ func (c *Calendars) edit(change func(stored map[string]*taskdv1.Calendar)) {
 	}
 	c.mu.RUnlock()
 	change(stored)
-	c.set(stored, 0)
+	c.set(stored)
 }
 
-// set compiles the stored calendars and makes them current; a list (rev
-// not zero) also records the revision it read at. changeMu held.
-func (c *Calendars) set(stored map[string]*taskdv1.Calendar, rev int64) {
+// set compiles the stored calendars and makes them current. changeMu held.
+func (c *Calendars) set(stored map[string]*taskdv1.Calendar) {
 	lookup := func(name string) (*taskdv1.Calendar, bool) { cal, ok := stored[name]; return cal, ok }
 	compiled := make(map[string]*calendar.Calendar, len(stored))
 	for name, cal := range stored {
@@ -212,8 +202,5 @@ func (c *Calendars) set(stored map[string]*taskdv1.Calendar, rev int64) {
 	}
 	c.mu.Lock()
 	c.stored, c.compiled = stored, compiled
-	if rev != 0 {
-		c.listedAt = rev
-	}
 	c.mu.Unlock()
 }

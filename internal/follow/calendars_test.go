@@ -94,10 +94,7 @@ func TestCalendarsLoadCompilesThem(t *testing.T) {
 func TestCalendarsWatchBringsEachChange(t *testing.T) {
 	c := newCluster(t)
 	cals := follow.NewCalendars(c.watch())
-	if err := cals.Load(ctxFor(t)); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	run(t, cals.Run)
+	loadThenRun(t, cals)
 	c.put(t, keys.Calendar("base"), weekly("base", "", "SAT"))
 	c.put(t, keys.Calendar("top"), weekly("top", "base", "TUE"))
 	tst.Eventually(t, wait, func() bool { return excludes(cals, "top") == "S-T" }, "top over base")
@@ -147,10 +144,7 @@ func TestCalendarsBrokenWatchListsAgain(t *testing.T) {
 	brk := c.faults.Add(etcdfault.Rule{Op: etcdfault.OpWatch, Prefix: keys.Calendar("lost"), Times: 1,
 		Action: etcdfault.BreakWatch()})
 	cals := follow.NewCalendars(c.watch())
-	if err := cals.Load(ctxFor(t)); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	run(t, cals.Run)
+	loadThenRun(t, cals)
 	c.put(t, keys.Calendar("lost"), weekly("lost", "", "SAT"))
 	tst.Eventually(t, wait, func() bool { return cals.Stored("lost") }, "the calendar, listed after the break")
 	if brk.Hits() != 1 {

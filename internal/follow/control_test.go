@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/taskd/taskd/internal/etcdfault"
@@ -15,34 +14,22 @@ import (
 // controlNode is the node side of a Control: it records each request it is
 // handed, as "drain <value> @<rev>" or "rebalance <value> @<rev>".
 type controlNode struct {
-	mu     sync.Mutex
-	handed []string
+	handed
 }
 
 func (n *controlNode) on() follow.OnControl {
 	return follow.OnControl{
-		Drain:     func(ctx context.Context, inc string, rev int64) { n.record(ctx, "drain", inc, rev) },
-		Rebalance: func(ctx context.Context, req string, rev int64) { n.record(ctx, "rebalance", req, rev) },
+		Drain:     func(ctx context.Context, inc string, rev int64) { n.request(ctx, "drain", inc, rev) },
+		Rebalance: func(ctx context.Context, req string, rev int64) { n.request(ctx, "rebalance", req, rev) },
 	}
 }
 
-func (n *controlNode) record(ctx context.Context, what, value string, rev int64) {
+func (n *controlNode) request(ctx context.Context, what, value string, rev int64) {
 	if ctx.Err() != nil {
 		what += " (context ended)"
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.handed = append(n.handed, fmt.Sprintf("%s %s @%d", what, value, rev))
+	n.record(fmt.Sprintf("%s %s @%d", what, value, rev))
 }
-
-func (n *controlNode) requests() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.handed)
-}
-
-// count is how many requests the node was handed.
-func (n *controlNode) count() int { return len(n.requests()) }
 
 func (c *cluster) putString(t *testing.T, key, value string) int64 {
 	t.Helper()
@@ -67,7 +54,7 @@ func TestControlListHandsOverStandingRequests(t *testing.T) {
 	tst.Eventually(t, wait, func() bool { return n.count() == 2 }, "the two requests standing")
 	// The area is listed in key order: drain before rebalance.
 	want := []string{fmt.Sprintf("drain inc1 @%d", drainRev), fmt.Sprintf("rebalance rebalance v1\n @%d", rebRev)}
-	if got := n.requests(); !slices.Equal(got, want) {
+	if got := n.all(); !slices.Equal(got, want) {
 		t.Fatalf("handed %q; want %q", got, want)
 	}
 }
@@ -86,7 +73,7 @@ func TestControlWatchHandsOverEachPut(t *testing.T) {
 	tst.Eventually(t, wait, func() bool { return n.count() >= 3 }, "the requests after the delete")
 	want := []string{fmt.Sprintf("drain inc1 @%d", first), fmt.Sprintf("rebalance req @%d", second),
 		fmt.Sprintf("drain inc2 @%d", third)}
-	if got := n.requests(); !slices.Equal(got, want) {
+	if got := n.all(); !slices.Equal(got, want) {
 		t.Fatalf("handed %q; want %q", got, want)
 	}
 }
@@ -108,7 +95,7 @@ func TestControlBrokenWatchListsAgain(t *testing.T) {
 	tst.Eventually(t, wait, func() bool { return n.count() == 3 }, "the list after the break")
 	want := []string{fmt.Sprintf("rebalance req @%d", rebRev), fmt.Sprintf("drain inc1 @%d", drainRev),
 		fmt.Sprintf("rebalance req @%d", rebRev)}
-	if got := n.requests(); !slices.Equal(got, want) {
+	if got := n.all(); !slices.Equal(got, want) {
 		t.Fatalf("handed %q; want %q", got, want)
 	}
 	if brk.Hits() != 1 {
@@ -117,7 +104,7 @@ func TestControlBrokenWatchListsAgain(t *testing.T) {
 	// The watch resumed after the list brings what comes next.
 	later := c.putString(t, keys.DrainRequest("n1"), "inc2")
 	tst.Eventually(t, wait, func() bool { return n.count() == 4 }, "the request after the new list")
-	if got := n.requests()[3]; got != fmt.Sprintf("drain inc2 @%d", later) {
+	if got := n.all()[3]; got != fmt.Sprintf("drain inc2 @%d", later) {
 		t.Fatalf("handed %q; want the new drain request", got)
 	}
 }
@@ -131,7 +118,7 @@ func TestControlListRetries(t *testing.T) {
 	n := &controlNode{}
 	run(t, follow.NewControl(c.watch(), "n1", n.on()).Run)
 	tst.Eventually(t, wait, func() bool { return n.count() == 1 }, "the drain request, listed")
-	if got := n.requests()[0]; got != fmt.Sprintf("drain inc1 @%d", rev) {
+	if got := n.all()[0]; got != fmt.Sprintf("drain inc1 @%d", rev) {
 		t.Fatalf("handed %q", got)
 	}
 	if fail.Hits() != 2 {

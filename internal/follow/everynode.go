@@ -3,13 +3,11 @@ package follow
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/taskd/taskd/internal/etcdwatch"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -59,45 +57,33 @@ type EveryNode struct {
 	on   OnEveryNode
 	read func(ctx context.Context, gets ...clientv3.Op) (*clientv3.TxnResponse, error)
 
-	listedAt atomic.Int64 // the revision of the last list; Run watches after it
+	follow *prefixFollower
 }
 
 // NewEveryNode returns the follower of the EVERY_NODE tasks and of node's
 // progress on them.
 func NewEveryNode(w Watch, node string, on OnEveryNode) *EveryNode {
-	return &EveryNode{w: w, node: node, on: on, read: writepath.NewWriter(w.Client).Read}
+	e := &EveryNode{w: w, node: node, on: on, read: writepath.NewWriter(w.Client).Read}
+	e.follow = &prefixFollower{w: w, what: "EVERY_NODE tasks", prefix: w.Keys.AllEvery(), list: e.list, events: e.events}
+	return e
 }
 
 // Load reads every EVERY_NODE task and this node's progress on each, at
 // one revision, and hands them to the node (Put each, then Listed). Run
 // watches after it.
-func (e *EveryNode) Load(ctx context.Context) error {
-	_, err := e.list(ctx)
-	return err
-}
+func (e *EveryNode) Load(ctx context.Context) error { return e.follow.load(ctx) }
 
 // Run follows the EVERY_NODE tasks until ctx ends, from the revision of
 // the last Load (listing first if there was none); after a break of the
 // watch it lists them all again, with the progress.
-func (e *EveryNode) Run(ctx context.Context) {
-	e.w.Follow(ctx, "EVERY_NODE tasks", etcdwatch.Follower{
-		Key:     e.w.Keys.AllEvery(),
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		FromRev: e.listedAt.Load(),
-		List:    e.list,
-		Events: func(_ context.Context, evs []*clientv3.Event) {
-			for _, ev := range evs {
-				id, taskID, err := e.w.Keys.SplitEvery(string(ev.Kv.Key))
-				if err != nil {
-					continue
-				}
-				if ev.Type == clientv3.EventTypeDelete {
-					e.deleted(id, taskID)
-				} else if t, ok := e.decode(id, ev.Kv.Value, ev.Kv.ModRevision); ok {
-					e.put(t)
-				}
-			}
-		},
+func (e *EveryNode) Run(ctx context.Context) { e.follow.run(ctx) }
+
+// events hands the node the tasks of one watch response.
+func (e *EveryNode) events(_ context.Context, evs []*clientv3.Event) {
+	keyEvents(evs, e.w.Keys.SplitEvery, e.deleted, func(id, _ string, kv *mvccpb.KeyValue) {
+		if t, ok := e.decode(id, kv.Value, kv.ModRevision); ok {
+			e.put(t)
+		}
 	})
 }
 
@@ -157,7 +143,6 @@ func (e *EveryNode) list(ctx context.Context) (int64, error) {
 	for _, kv := range resp.Responses[1].GetResponseRange().GetKvs() {
 		progs[string(kv.Key[len(progPrefix):])] = kv
 	}
-	e.listedAt.Store(resp.Header.Revision)
 	stored := map[string]bool{}
 	for _, kv := range resp.Responses[0].GetResponseRange().GetKvs() {
 		id, taskID, err := e.w.Keys.SplitEvery(string(kv.Key))

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -26,8 +25,7 @@ import (
 //
 // where a put without "progress" or "no progress" came without it.
 type everyNode struct {
-	mu     sync.Mutex
-	handed []string
+	handed
 }
 
 func (n *everyNode) on() follow.OnEveryNode {
@@ -54,20 +52,6 @@ func (n *everyNode) on() follow.OnEveryNode {
 	}
 }
 
-func (n *everyNode) record(line string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.handed = append(n.handed, line)
-}
-
-func (n *everyNode) lines() []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return slices.Clone(n.handed)
-}
-
-func (n *everyNode) count() int { return len(n.lines()) }
-
 func newEveryNode(c *cluster) (*follow.EveryNode, *everyNode) {
 	n := &everyNode{}
 	return follow.NewEveryNode(c.watch(), "n1", n.on()), n
@@ -83,7 +67,7 @@ func progress(runs int64) *storev1.EveryNodeProgress {
 
 func wantLines(t *testing.T, n *everyNode, want ...string) {
 	t.Helper()
-	if got := n.lines(); !slices.Equal(got, want) {
+	if got := n.all(); !slices.Equal(got, want) {
 		t.Fatalf("handed\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
@@ -123,10 +107,7 @@ func TestEveryNodeWatchBringsEachChange(t *testing.T) {
 	c := newCluster(t)
 	c.put(t, keys.EveryProgress("n1", "t1"), progress(7))
 	e, n := newEveryNode(c)
-	if err := e.Load(ctxFor(t)); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	run(t, e.Run)
+	loadThenRun(t, e)
 	r1 := c.put(t, keys.Every("alice", "t1"), everyTask("t1"))
 	r2 := c.put(t, keys.Every("alice", "t1"), everyTask("t1"))
 	c.putString(t, keys.Every("alice", "t2"), "\xff\xff")
@@ -146,10 +127,7 @@ func TestEveryNodeBrokenWatchListsAgain(t *testing.T) {
 	brk := c.faults.Add(etcdfault.Rule{Op: etcdfault.OpWatch, Prefix: keys.Every("alice", "t1"), Times: 1,
 		Action: etcdfault.BreakWatch()})
 	e, n := newEveryNode(c)
-	if err := e.Load(ctxFor(t)); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	run(t, e.Run)
+	loadThenRun(t, e)
 	p1 := c.put(t, keys.EveryProgress("n1", "t1"), progress(3))
 	r1 := c.put(t, keys.Every("alice", "t1"), everyTask("t1"))
 	tst.Eventually(t, wait, func() bool { return n.count() == 3 }, "the list after the break")

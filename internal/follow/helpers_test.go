@@ -2,6 +2,7 @@ package follow_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -101,6 +102,42 @@ func run(t *testing.T, loop func(context.Context)) {
 		wg.Wait()
 	})
 }
+
+// loadThenRun loads f (a follower), failing the test on an error, and runs
+// it until the test ends.
+func loadThenRun(t *testing.T, f interface {
+	Load(context.Context) error
+	Run(context.Context)
+}) {
+	t.Helper()
+	if err := f.Load(ctxFor(t)); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	run(t, f.Run)
+}
+
+// handed records what a follower hands the node side of a test, one line
+// each.
+type handed struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *handed) record(line string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lines = append(h.lines, line)
+}
+
+// all is the lines recorded so far, in order.
+func (h *handed) all() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.lines)
+}
+
+// count is how many lines were recorded.
+func (h *handed) count() int { return len(h.all()) }
 
 // within fails the test if f has not returned within the wait: a
 // follower that called back while holding its lock would deadlock there.

@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/taskd/taskd/internal/etcdwatch"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -44,12 +44,15 @@ type Pauses struct {
 	mu         sync.RWMutex
 	identities map[string]time.Time // by identity: since when
 	kinds      map[string]time.Time // by kind: since when
-	listedAt   int64                // the revision of the last list; Run watches after it
+
+	follow *prefixFollower
 }
 
 // NewPauses returns a Pauses that knows no pause until Load.
 func NewPauses(w Watch, on OnPause) *Pauses {
-	return &Pauses{w: w, on: on, identities: map[string]time.Time{}, kinds: map[string]time.Time{}}
+	p := &Pauses{w: w, on: on, identities: map[string]time.Time{}, kinds: map[string]time.Time{}}
+	p.follow = &prefixFollower{w: w, what: "pauses", prefix: w.Keys.Pauses(), list: p.list, events: p.events}
+	return p
 }
 
 // By says which of the pauses it follows hold back a task of identity id
@@ -129,38 +132,20 @@ func (p *Pauses) LearnRefusal(id, kind string, identityPause, kindPause *clientv
 
 // Load reads every pause in force, makes them the copy, and tells the
 // node (Lifted: a pause it knew may be gone). Run watches after it.
-func (p *Pauses) Load(ctx context.Context) error {
-	_, err := p.list(ctx)
-	return err
-}
+func (p *Pauses) Load(ctx context.Context) error { return p.follow.load(ctx) }
 
 // Run follows the pause keys until ctx ends, from the revision of the last
 // Load (listing first if there was none).
-func (p *Pauses) Run(ctx context.Context) {
-	p.mu.RLock()
-	rev := p.listedAt
-	p.mu.RUnlock()
-	p.w.Follow(ctx, "pauses", etcdwatch.Follower{
-		Key:     p.w.Keys.Pauses(),
-		Options: []clientv3.OpOption{clientv3.WithPrefix()},
-		FromRev: rev,
-		List:    p.list,
-		Events: func(_ context.Context, evs []*clientv3.Event) {
-			for _, ev := range evs {
-				id, kind, err := p.w.Keys.SplitPause(string(ev.Kv.Key))
-				if err != nil {
-					continue
-				}
-				if ev.Type == clientv3.EventTypeDelete {
-					p.Learn(id, kind, time.Time{})
-					continue
-				}
-				if _, _, since, err := p.decode(ev.Kv.Key, ev.Kv.Value); err == nil {
-					p.Learn(id, kind, since)
-				}
+func (p *Pauses) Run(ctx context.Context) { p.follow.run(ctx) }
+
+// events learns the pauses of one watch response.
+func (p *Pauses) events(_ context.Context, evs []*clientv3.Event) {
+	keyEvents(evs, p.w.Keys.SplitPause, func(id, kind string) { p.Learn(id, kind, time.Time{}) },
+		func(id, kind string, kv *mvccpb.KeyValue) {
+			if _, _, since, err := p.decode(kv.Key, kv.Value); err == nil {
+				p.Learn(id, kind, since)
 			}
-		},
-	})
+		})
 }
 
 // list is Load, returning the revision it read at (etcdwatch's List).
@@ -185,7 +170,7 @@ func (p *Pauses) list(ctx context.Context) (int64, error) {
 		}
 	}
 	p.mu.Lock()
-	p.identities, p.kinds, p.listedAt = ids, kinds, resp.Header.Revision
+	p.identities, p.kinds = ids, kinds
 	p.mu.Unlock()
 	call(p.on.Lifted)
 	return resp.Header.Revision, nil

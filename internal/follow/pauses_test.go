@@ -116,10 +116,7 @@ func TestPausesLoadKnowsThePausesInForce(t *testing.T) {
 func TestPausesWatchBringsEachChange(t *testing.T) {
 	c := newCluster(t)
 	p, n := newPauses(c)
-	if err := p.Load(ctxFor(t)); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	run(t, p.Run)
+	loadThenRun(t, p)
 	c.put(t, keys.PauseKind("mail"), pause("", "mail", t0))
 	tst.Eventually(t, wait, func() bool { b, _ := n.counts(); return b == 1 }, "the node told the kind pause began")
 	if got := n.lastSeen(); !slices.Equal(got, []string{follow.ByKind}) {
@@ -201,10 +198,7 @@ func TestPausesBrokenWatchListsAgain(t *testing.T) {
 	brk := c.faults.Add(etcdfault.Rule{Op: etcdfault.OpWatch, Prefix: keys.PauseIdentity("alice"), Times: 1,
 		Action: etcdfault.BreakWatch()})
 	p, n := newPauses(c)
-	if err := p.Load(ctxFor(t)); err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	run(t, p.Run)
+	loadThenRun(t, p)
 	c.put(t, keys.PauseIdentity("alice"), pause("alice", "", t0))
 	tst.Eventually(t, wait, func() bool { _, l := n.counts(); return l == 2 }, "the list after the break (the Load was the first)")
 	if p.By("alice", "") == nil {

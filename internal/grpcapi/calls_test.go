@@ -16,9 +16,7 @@ import (
 )
 
 func TestOtherCallsValidate(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
+	c, ctx := apiClient(t)
 
 	// A real task, so that "exists" and "does not exist" differ only in id.
 	sched, err := c.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: apiSpec("carol")})
@@ -99,9 +97,7 @@ func TestOtherCallsValidate(t *testing.T) {
 }
 
 func TestListTasksPaging(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
+	c, ctx := apiClient(t)
 
 	const n = 25
 	var want []string
@@ -174,9 +170,7 @@ func TestListTasksPaging(t *testing.T) {
 }
 
 func TestCancelAndRunNowStates(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
+	c, ctx := apiClient(t)
 
 	// Cancel.
 	s := apiSpec("grace")
@@ -319,9 +313,7 @@ func TestGetIdentityAndListNodes(t *testing.T) {
 }
 
 func TestIdentityKeysDoNotCollide(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
+	c, ctx := apiClient(t)
 
 	ids := []string{"bob", "bob.x", "bob/x", "bob%2Fx", "bob%252Fx", "bo", "bob/"}
 	taskOf := map[string]string{}

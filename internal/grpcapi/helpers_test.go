@@ -37,6 +37,13 @@ func apiStart(t *testing.T) *taskservicetest.Node {
 	})
 }
 
+// apiClient starts a node as apiStart does and returns its client, with
+// the context of the test's calls.
+func apiClient(t *testing.T) (taskdv1.TaskServiceClient, context.Context) {
+	t.Helper()
+	return apiStart(t).Client, apiCtx(t)
+}
+
 // apiCtx is the context of one test's calls.
 func apiCtx(t *testing.T) context.Context {
 	t.Helper()

@@ -277,9 +277,7 @@ func TestScheduleNamesFieldsRelativeToTheSpec(t *testing.T) {
 }
 
 func TestScheduleTasksBatch(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
+	c, ctx := apiClient(t)
 
 	const n, idents = 100, 7
 	specs := make([]*taskdv1.TaskSpec, n)
@@ -362,9 +360,7 @@ func TestScheduleTasksBatch(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
-	node := apiStart(t)
-	c := node.Client
-	ctx := apiCtx(t)
+	c, ctx := apiClient(t)
 
 	first := apiSpec("erin")
 	first.IdempotencyKey = "order-42"

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/taskd/taskd/pkg/calendar"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	"github.com/taskd/taskd/pkg/taskservice"
@@ -41,6 +42,43 @@ func checkTaskID(id string) error {
 	return nil
 }
 
+// checkTaskRef checks the identity and task id of a request naming one task.
+func checkTaskRef(id, taskID string) error {
+	if err := checkIdentity("identity", id); err != nil {
+		return err
+	}
+	return checkTaskID(taskID)
+}
+
+func checkCalendarName(name string) error {
+	if err := calendar.ValidateName(name); err != nil {
+		return Status(&taskservice.InvalidArgumentError{Field: "name", Reason: err.Error()})
+	}
+	return nil
+}
+
+// reply is resp, or (err not nil) the Status of err: the end of a handler
+// whose node call answered err and what resp is made of.
+func reply[R any](resp *R, err error) (*R, error) {
+	if err != nil {
+		return nil, Status(err)
+	}
+	return resp, nil
+}
+
+// onTask answers a request naming one task: its identity and task id
+// checked, do's answer about the task, in the response resp makes of it.
+func onTask[T, R any](ctx context.Context, req interface {
+	GetIdentity() string
+	GetTaskId() string
+}, do func(ctx context.Context, id, taskID string) (T, error), resp func(T) *R) (*R, error) {
+	if err := checkTaskRef(req.GetIdentity(), req.GetTaskId()); err != nil {
+		return nil, err
+	}
+	v, err := do(ctx, req.GetIdentity(), req.GetTaskId())
+	return reply(resp(v), err)
+}
+
 // ScheduleTask stores one task.
 func (a *TaskService) ScheduleTask(ctx context.Context, req *taskdv1.ScheduleTaskRequest) (*taskdv1.ScheduleTaskResponse, error) {
 	if req.Task == nil {
@@ -68,17 +106,8 @@ func (a *TaskService) ScheduleTasks(ctx context.Context, req *taskdv1.ScheduleTa
 
 // GetTask returns one task.
 func (a *TaskService) GetTask(ctx context.Context, req *taskdv1.GetTaskRequest) (*taskdv1.GetTaskResponse, error) {
-	if err := checkIdentity("identity", req.Identity); err != nil {
-		return nil, err
-	}
-	if err := checkTaskID(req.TaskId); err != nil {
-		return nil, err
-	}
-	t, err := a.node.GetTask(ctx, req.Identity, req.TaskId)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.GetTaskResponse{Task: t}, nil
+	return onTask(ctx, req, a.node.GetTask,
+		func(t *taskdv1.Task) *taskdv1.GetTaskResponse { return &taskdv1.GetTaskResponse{Task: t} })
 }
 
 // ListTasks returns a page of tasks: of one identity, or of the cluster.
@@ -109,47 +138,20 @@ func (a *TaskService) ListTasks(ctx context.Context, req *taskdv1.ListTasksReque
 
 // CancelTask cancels a task.
 func (a *TaskService) CancelTask(ctx context.Context, req *taskdv1.CancelTaskRequest) (*taskdv1.CancelTaskResponse, error) {
-	if err := checkIdentity("identity", req.Identity); err != nil {
-		return nil, err
-	}
-	if err := checkTaskID(req.TaskId); err != nil {
-		return nil, err
-	}
-	t, err := a.node.CancelTask(ctx, req.Identity, req.TaskId)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.CancelTaskResponse{Task: t}, nil
+	return onTask(ctx, req, a.node.CancelTask,
+		func(t *taskdv1.Task) *taskdv1.CancelTaskResponse { return &taskdv1.CancelTaskResponse{Task: t} })
 }
 
 // RunTaskNow requests a manual run.
 func (a *TaskService) RunTaskNow(ctx context.Context, req *taskdv1.RunTaskNowRequest) (*taskdv1.RunTaskNowResponse, error) {
-	if err := checkIdentity("identity", req.Identity); err != nil {
-		return nil, err
-	}
-	if err := checkTaskID(req.TaskId); err != nil {
-		return nil, err
-	}
-	t, err := a.node.RunTaskNow(ctx, req.Identity, req.TaskId)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.RunTaskNowResponse{Task: t}, nil
+	return onTask(ctx, req, a.node.RunTaskNow,
+		func(t *taskdv1.Task) *taskdv1.RunTaskNowResponse { return &taskdv1.RunTaskNowResponse{Task: t} })
 }
 
 // ListRuns returns a task's history.
 func (a *TaskService) ListRuns(ctx context.Context, req *taskdv1.ListRunsRequest) (*taskdv1.ListRunsResponse, error) {
-	if err := checkIdentity("identity", req.Identity); err != nil {
-		return nil, err
-	}
-	if err := checkTaskID(req.TaskId); err != nil {
-		return nil, err
-	}
-	runs, err := a.node.ListRuns(ctx, req.Identity, req.TaskId)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ListRunsResponse{Runs: runs}, nil
+	return onTask(ctx, req, a.node.ListRuns,
+		func(runs []*taskdv1.Run) *taskdv1.ListRunsResponse { return &taskdv1.ListRunsResponse{Runs: runs} })
 }
 
 // GetIdentity returns an identity's mapping.
@@ -158,19 +160,13 @@ func (a *TaskService) GetIdentity(ctx context.Context, req *taskdv1.GetIdentityR
 		return nil, err
 	}
 	id, err := a.node.GetIdentity(ctx, req.Identity)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.GetIdentityResponse{Identity: id}, nil
+	return reply(&taskdv1.GetIdentityResponse{Identity: id}, err)
 }
 
 // ListNodes lists the registered nodes.
 func (a *TaskService) ListNodes(ctx context.Context, _ *taskdv1.ListNodesRequest) (*taskdv1.ListNodesResponse, error) {
 	nodes, err := a.node.DescribeNodes(ctx)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ListNodesResponse{Nodes: nodes}, nil
+	return reply(&taskdv1.ListNodesResponse{Nodes: nodes}, err)
 }
 
 // MoveIdentity moves an identity to a RUNNING node.
@@ -182,10 +178,7 @@ func (a *TaskService) MoveIdentity(ctx context.Context, req *taskdv1.MoveIdentit
 		return nil, Status(err)
 	}
 	id, err := a.node.MoveIdentity(ctx, req.Identity, req.ToNode)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.MoveIdentityResponse{Identity: id}, nil
+	return reply(&taskdv1.MoveIdentityResponse{Identity: id}, err)
 }
 
 // DrainNode asks a node to drain.
@@ -194,8 +187,5 @@ func (a *TaskService) DrainNode(ctx context.Context, req *taskdv1.DrainNodeReque
 		return nil, Status(err)
 	}
 	nd, err := a.node.DrainNode(ctx, req.Node)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.DrainNodeResponse{Node: nd}, nil
+	return reply(&taskdv1.DrainNodeResponse{Node: nd}, err)
 }

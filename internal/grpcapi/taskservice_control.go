@@ -6,84 +6,50 @@ import (
 
 	"google.golang.org/grpc/status"
 
-	"github.com/taskd/taskd/pkg/calendar"
 	"github.com/taskd/taskd/pkg/taskservice"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// checkTaskRef checks the identity and task id of a request naming one task.
-func checkTaskRef(id, taskID string) error {
-	if err := checkIdentity("identity", id); err != nil {
-		return err
-	}
-	return checkTaskID(taskID)
-}
-
 // PauseTask pauses one task.
 func (a *TaskService) PauseTask(ctx context.Context, req *taskdv1.PauseTaskRequest) (*taskdv1.PauseTaskResponse, error) {
-	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
-		return nil, err
-	}
-	t, err := a.node.PauseTask(ctx, req.Identity, req.TaskId)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.PauseTaskResponse{Task: t}, nil
+	return onTask(ctx, req, a.node.PauseTask,
+		func(t *taskdv1.Task) *taskdv1.PauseTaskResponse { return &taskdv1.PauseTaskResponse{Task: t} })
 }
 
 // ResumeTask resumes one task.
 func (a *TaskService) ResumeTask(ctx context.Context, req *taskdv1.ResumeTaskRequest) (*taskdv1.ResumeTaskResponse, error) {
-	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
-		return nil, err
-	}
-	t, err := a.node.ResumeTask(ctx, req.Identity, req.TaskId)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ResumeTaskResponse{Task: t}, nil
+	return onTask(ctx, req, a.node.ResumeTask,
+		func(t *taskdv1.Task) *taskdv1.ResumeTaskResponse { return &taskdv1.ResumeTaskResponse{Task: t} })
 }
 
 // PauseIdentity pauses every task of an identity.
 func (a *TaskService) PauseIdentity(ctx context.Context, req *taskdv1.PauseIdentityRequest) (*taskdv1.PauseIdentityResponse, error) {
 	p, err := a.node.PauseIdentity(ctx, req.Identity)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.PauseIdentityResponse{Pause: p}, nil
+	return reply(&taskdv1.PauseIdentityResponse{Pause: p}, err)
 }
 
 // ResumeIdentity lifts an identity pause.
 func (a *TaskService) ResumeIdentity(ctx context.Context, req *taskdv1.ResumeIdentityRequest) (*taskdv1.ResumeIdentityResponse, error) {
-	if err := a.node.ResumeIdentity(ctx, req.Identity); err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ResumeIdentityResponse{}, nil
+	err := a.node.ResumeIdentity(ctx, req.Identity)
+	return reply(&taskdv1.ResumeIdentityResponse{}, err)
 }
 
 // PauseKind pauses every task of a kind.
 func (a *TaskService) PauseKind(ctx context.Context, req *taskdv1.PauseKindRequest) (*taskdv1.PauseKindResponse, error) {
 	p, err := a.node.PauseKind(ctx, req.Kind)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.PauseKindResponse{Pause: p}, nil
+	return reply(&taskdv1.PauseKindResponse{Pause: p}, err)
 }
 
 // ResumeKind lifts a kind pause.
 func (a *TaskService) ResumeKind(ctx context.Context, req *taskdv1.ResumeKindRequest) (*taskdv1.ResumeKindResponse, error) {
-	if err := a.node.ResumeKind(ctx, req.Kind); err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ResumeKindResponse{}, nil
+	err := a.node.ResumeKind(ctx, req.Kind)
+	return reply(&taskdv1.ResumeKindResponse{}, err)
 }
 
 // ListPauses lists the identity and kind pauses.
 func (a *TaskService) ListPauses(ctx context.Context, _ *taskdv1.ListPausesRequest) (*taskdv1.ListPausesResponse, error) {
 	ps, err := a.node.ListPauses(ctx)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ListPausesResponse{Pauses: ps}, nil
+	return reply(&taskdv1.ListPausesResponse{Pauses: ps}, err)
 }
 
 // UpdateTask replaces a task's spec, or adds and removes triggers.
@@ -113,10 +79,8 @@ func (a *TaskService) DeleteTask(ctx context.Context, req *taskdv1.DeleteTaskReq
 	if err := checkTaskRef(req.Identity, req.TaskId); err != nil {
 		return nil, err
 	}
-	if err := a.node.DeleteTask(ctx, req.Identity, req.TaskId); err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.DeleteTaskResponse{}, nil
+	err := a.node.DeleteTask(ctx, req.Identity, req.TaskId)
+	return reply(&taskdv1.DeleteTaskResponse{}, err)
 }
 
 // PreviewTriggers lists coming fire times without scheduling anything.
@@ -129,10 +93,7 @@ func (a *TaskService) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewT
 		from = req.From.AsTime()
 	}
 	fts, err := a.node.PreviewTriggers(ctx, req.Triggers, req.Calendars, from, int(req.Count))
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.PreviewTriggersResponse{FireTimes: fts}, nil
+	return reply(&taskdv1.PreviewTriggersResponse{FireTimes: fts}, err)
 }
 
 // WatchEvents streams task events.
@@ -163,40 +124,29 @@ func (a *TaskService) WatchEvents(req *taskdv1.WatchEventsRequest, stream taskdv
 // CreateCalendar stores a calendar.
 func (a *TaskService) CreateCalendar(ctx context.Context, req *taskdv1.CreateCalendarRequest) (*taskdv1.CreateCalendarResponse, error) {
 	c, err := a.node.CreateCalendar(ctx, req.Calendar, req.Replace)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.CreateCalendarResponse{Calendar: c}, nil
+	return reply(&taskdv1.CreateCalendarResponse{Calendar: c}, err)
 }
 
 // GetCalendar returns a calendar.
 func (a *TaskService) GetCalendar(ctx context.Context, req *taskdv1.GetCalendarRequest) (*taskdv1.GetCalendarResponse, error) {
-	if err := calendar.ValidateName(req.Name); err != nil {
-		return nil, Status(&taskservice.InvalidArgumentError{Field: "name", Reason: err.Error()})
+	if err := checkCalendarName(req.Name); err != nil {
+		return nil, err
 	}
 	c, err := a.node.GetCalendar(ctx, req.Name)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.GetCalendarResponse{Calendar: c}, nil
+	return reply(&taskdv1.GetCalendarResponse{Calendar: c}, err)
 }
 
 // ListCalendars lists the calendars.
 func (a *TaskService) ListCalendars(ctx context.Context, _ *taskdv1.ListCalendarsRequest) (*taskdv1.ListCalendarsResponse, error) {
 	cs, err := a.node.ListCalendars(ctx)
-	if err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.ListCalendarsResponse{Calendars: cs}, nil
+	return reply(&taskdv1.ListCalendarsResponse{Calendars: cs}, err)
 }
 
 // DeleteCalendar removes an unused calendar.
 func (a *TaskService) DeleteCalendar(ctx context.Context, req *taskdv1.DeleteCalendarRequest) (*taskdv1.DeleteCalendarResponse, error) {
-	if err := calendar.ValidateName(req.Name); err != nil {
-		return nil, Status(&taskservice.InvalidArgumentError{Field: "name", Reason: err.Error()})
+	if err := checkCalendarName(req.Name); err != nil {
+		return nil, err
 	}
-	if err := a.node.DeleteCalendar(ctx, req.Name); err != nil {
-		return nil, Status(err)
-	}
-	return &taskdv1.DeleteCalendarResponse{}, nil
+	err := a.node.DeleteCalendar(ctx, req.Name)
+	return reply(&taskdv1.DeleteCalendarResponse{}, err)
 }

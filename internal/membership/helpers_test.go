@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,8 +32,8 @@ type fakeNode struct {
 	mu          sync.Mutex
 	rec         *storev1.NodeRecord // what Record encodes
 	calls       []string            // "registered", "fence", "rejoined", "rejoin failed" (Renewed is only counted)
-	renewed     int
-	stopping    bool
+	renewed     atomic.Int64
+	stopping    atomic.Bool
 	replaced    error
 	rejoinFails int // Rejoined fails this many times first
 }
@@ -48,11 +49,7 @@ func (f *fakeNode) Record() ([]byte, error) {
 func (f *fakeNode) Registered(context.Context) error { f.call("registered"); return nil }
 func (f *fakeNode) Fence()                           { f.call("fence") }
 
-func (f *fakeNode) Renewed() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.renewed++
-}
+func (f *fakeNode) Renewed() { f.renewed.Add(1) }
 
 func (f *fakeNode) Rejoined(context.Context) error {
 	f.mu.Lock()
@@ -66,11 +63,7 @@ func (f *fakeNode) Rejoined(context.Context) error {
 	return nil
 }
 
-func (f *fakeNode) Stopping() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.stopping
-}
+func (f *fakeNode) Stopping() bool { return f.stopping.Load() }
 
 func (f *fakeNode) Replaced(err error) {
 	f.mu.Lock()
@@ -102,11 +95,7 @@ func (f *fakeNode) count(what string) int {
 	return n
 }
 
-func (f *fakeNode) renewals() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.renewed
-}
+func (f *fakeNode) renewals() int { return int(f.renewed.Load()) }
 
 func (f *fakeNode) setAddress(address string) {
 	f.mu.Lock()

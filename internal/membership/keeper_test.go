@@ -196,9 +196,7 @@ func TestLeaseLostWhileStoppingIsNotTakenAgain(t *testing.T) {
 	cli := etcd(t)
 	m, node := setup(t, cli, "inc1", nil)
 	register(t, m)
-	node.mu.Lock()
-	node.stopping = true
-	node.mu.Unlock()
+	node.stopping.Store(true)
 	done := run(t, m)
 	if _, err := cli.Revoke(ctxFor(t), m.Lease()); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,23 +136,30 @@ func (f *fixture) owner(id string) identity.Owner {
 	return o
 }
 
+// round runs a sweep and a rebalancing round of ld under l, failing the
+// test on an error; of says of which holding, in the message.
+func (f *fixture) round(ld *Leader, l identity.Leadership, of string) {
+	f.t.Helper()
+	if err := ld.sweep(f.ctx, l); err != nil {
+		f.t.Fatalf("sweep%s: %v", of, err)
+	}
+	if err := ld.rebalance(f.ctx, l); err != nil {
+		f.t.Fatalf("rebalance%s: %v", of, err)
+	}
+}
+
 // leaseOf is a lease source the test sets.
-type leaseOf struct {
-	mu sync.Mutex
-	id clientv3.LeaseID
+type leaseOf struct{ id atomic.Int64 }
+
+func newLeaseOf(id clientv3.LeaseID) *leaseOf {
+	l := &leaseOf{}
+	l.set(id)
+	return l
 }
 
-func (l *leaseOf) Lease() clientv3.LeaseID {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.id
-}
+func (l *leaseOf) Lease() clientv3.LeaseID { return clientv3.LeaseID(l.id.Load()) }
 
-func (l *leaseOf) set(id clientv3.LeaseID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.id = id
-}
+func (l *leaseOf) set(id clientv3.LeaseID) { l.id.Store(int64(id)) }
 
 // everyIdentity is the identity of the tests' EVERY_NODE tasks.
 const everyIdentity = "e"

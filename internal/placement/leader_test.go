@@ -33,7 +33,7 @@ func TestSweepMovesADeadNodesIdentitiesToTheLeastLoaded(t *testing.T) {
 	f.own("c", "0c", "y1", "y2")
 	f.own("a", "0a", "x1", "x2", "x3", "x4") // a is not registered: dead
 	f.put(keys.Entries("a", "x1")+"t1", "left behind")
-	ld := f.leader("b", "0b", &leaseOf{id: clientLease(b)}, &fakeNode{}, nil)
+	ld := f.leader("b", "0b", newLeaseOf(clientLease(b)), &fakeNode{}, nil)
 	l := f.campaign(ld)
 	if err := ld.sweep(f.ctx, l); err != nil {
 		t.Fatalf("sweep: %v", err)
@@ -85,19 +85,14 @@ func TestALeaderWhoseHoldingEndedWritesNothing(t *testing.T) {
 	every("recent", taskdv1.TaskState_TASK_STATE_CANCELED, time.Now())
 	every("live", taskdv1.TaskState_TASK_STATE_SCHEDULED, time.Now().Add(-2*time.Hour))
 
-	lease := &leaseOf{id: f.grant()}
+	lease := newLeaseOf(f.grant())
 	node := &fakeNode{}
 	ld := f.leader("t", "07", lease, node, func(c *Config) { c.RebalanceRate = 3; c.RebalanceTolerance = 0 })
 	ended := f.campaign(ld)
 	if _, err := f.cli.Revoke(f.ctx, lease.Lease()); err != nil {
 		t.Fatalf("revoke the leader's lease: %v", err)
 	}
-	if err := ld.sweep(f.ctx, ended); err != nil {
-		t.Fatalf("sweep of an ended holding: %v", err)
-	}
-	if err := ld.rebalance(f.ctx, ended); err != nil {
-		t.Fatalf("rebalance of an ended holding: %v", err)
-	}
+	f.round(ld, ended, " of an ended holding")
 	if n := f.count(keys.Area("a")); n != 1 {
 		t.Errorf("an ended holding dropped the dead node's area (%d keys left)", n)
 	}
@@ -113,12 +108,7 @@ func TestALeaderWhoseHoldingEndedWritesNothing(t *testing.T) {
 	if l.Rev == ended.Rev {
 		t.Fatalf("the new holding has the ended one's revision %d", l.Rev)
 	}
-	if err := ld.sweep(f.ctx, l); err != nil {
-		t.Fatalf("sweep: %v", err)
-	}
-	if err := ld.rebalance(f.ctx, l); err != nil {
-		t.Fatalf("rebalance: %v", err)
-	}
+	f.round(ld, l, "")
 	if n := f.count(keys.Area("a")); n != 0 {
 		t.Errorf("the dead node's area holds %d keys, want none", n)
 	}
@@ -172,7 +162,7 @@ func TestLeaderSweepsWhenANodeDies(t *testing.T) {
 	b := f.register("b", "0b", running)
 	d := f.register("d", "0d", running)
 	f.own("d", "0d", "z1", "z2")
-	ld := f.leader("b", "0b", &leaseOf{id: clientLease(b)}, &fakeNode{}, nil)
+	ld := f.leader("b", "0b", newLeaseOf(clientLease(b)), &fakeNode{}, nil)
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); ld.Run(ctx) }()

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/keyspace"
+	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -64,10 +65,16 @@ func (ld *Leader) sweep(ctx context.Context, l identity.Leadership) error {
 // to other nodes, which were handed them in the move itself. Fenced on the
 // leadership and on the node still being absent.
 func (ld *Leader) dropDeadArea(ctx context.Context, l identity.Leadership, dead string, absent clientv3.Cmp) error {
+	return ld.commit(ctx, ld.cl.Shapes.DropArea(l, dead, absent), "drop the handoff area of dead node "+dead)
+}
+
+// commit writes txn under the etcd timeout; what says what it does, in an
+// error.
+func (ld *Leader) commit(ctx context.Context, txn writepath.Txn, what string) error {
 	cctx, cancel := ld.etcdCtx(ctx)
 	defer cancel()
-	if _, err := ld.cl.Writer.Commit(cctx, ld.cl.Shapes.DropArea(l, dead, absent)); err != nil {
-		return fmt.Errorf("drop the handoff area of dead node %s: %w", dead, err)
+	if _, err := ld.cl.Writer.Commit(cctx, txn); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
@@ -162,11 +169,8 @@ func (ld *Leader) reassignDead(ctx context.Context, l identity.Leadership, dead 
 			gets = append(gets, clientv3.OpGet(ld.cl.Map.Keys().Mapping(id)))
 		}
 		if len(junk) > 0 {
-			cctx, cancel := ld.etcdCtx(ctx)
-			_, err := ld.cl.Writer.Commit(cctx, ld.cl.Shapes.LeaderDeletes(l, nil, junk...))
-			cancel()
-			if err != nil {
-				return fmt.Errorf("delete junk index keys of %s: %w", dead, err)
+			if err := ld.commit(ctx, ld.cl.Shapes.LeaderDeletes(l, nil, junk...), "delete junk index keys of "+dead); err != nil {
+				return err
 			}
 		}
 		if len(gets) == 0 {
@@ -195,11 +199,8 @@ func (ld *Leader) reassignDead(ctx context.Context, l identity.Leadership, dead 
 			moves = append(moves, Move{From: owner, To: LeastLoaded(live)})
 		}
 		if len(staleKeys) > 0 {
-			cctx, cancel = ld.etcdCtx(ctx)
-			_, err := ld.cl.Writer.Commit(cctx, ld.cl.Shapes.LeaderDeletes(l, staleCmps, staleKeys...))
-			cancel()
-			if err != nil {
-				return fmt.Errorf("drop stale index entries of %s: %w", dead, err)
+			if err := ld.commit(ctx, ld.cl.Shapes.LeaderDeletes(l, staleCmps, staleKeys...), "drop stale index entries of "+dead); err != nil {
+				return err
 			}
 		}
 		if len(moves) == 0 {

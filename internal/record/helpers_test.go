@@ -81,6 +81,13 @@ func ended(outcome taskdv1.Outcome, end time.Time) Result {
 	return Result{Outcome: outcome, Started: end.Add(-100 * time.Millisecond), Ended: end, Fence: rFence}
 }
 
+// retryable is a retryable error ended at end.
+func retryable(end time.Time) Result {
+	r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
+	r.Retry = true
+	return r
+}
+
 func tsEq(a *timestamppb.Timestamp, b time.Time) bool {
 	if a == nil {
 		return b.IsZero()

@@ -15,6 +15,18 @@ import (
 func TestSettleStates(t *testing.T) {
 	now := rt0.Add(time.Hour)
 	earlier := rt0.Add(time.Minute)
+	// fired is a once task whose one fire time has fired, its last run
+	// ending with outcome (no last run for OUTCOME_UNSPECIFIED).
+	fired := func(outcome taskdv1.Outcome) func() *storev1.TaskRecord {
+		return func() *storev1.TaskRecord {
+			r := newRecord(nil, rOnce(rt0))
+			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
+			if outcome != taskdv1.Outcome_OUTCOME_UNSPECIFIED {
+				r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: outcome}
+			}
+			return r
+		}
+	}
 	for _, tc := range []struct {
 		name       string
 		rec        func() *storev1.TaskRecord
@@ -23,11 +35,7 @@ func TestSettleStates(t *testing.T) {
 	}{
 		{name: "next fire time", rec: func() *storev1.TaskRecord { return newRecord(nil, rOnce(now.Add(time.Hour))) },
 			want: stScheduled},
-		{name: "no fire time left", rec: func() *storev1.TaskRecord {
-			r := newRecord(nil, rOnce(rt0))
-			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
-			return r
-		}, want: stCompleted, wantFinish: now},
+		{name: "no fire time left", rec: fired(taskdv1.Outcome_OUTCOME_UNSPECIFIED), want: stCompleted, wantFinish: now},
 		{name: "retry pending", rec: func() *storev1.TaskRecord {
 			r := newRecord(nil, rOnce(rt0))
 			r.Triggers[0].Next, r.RetryAt = nil, timestamppb.New(now)
@@ -53,24 +61,9 @@ func TestSettleStates(t *testing.T) {
 			r.State = stDead
 			return r
 		}, want: stDead, wantFinish: now},
-		{name: "no fire time left after a failed run: DEAD", rec: func() *storev1.TaskRecord {
-			r := newRecord(nil, rOnce(rt0))
-			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
-			r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: taskdv1.Outcome_OUTCOME_ERROR}
-			return r
-		}, want: stDead, wantFinish: now},
-		{name: "no fire time left after an interrupted run: DEAD", rec: func() *storev1.TaskRecord {
-			r := newRecord(nil, rOnce(rt0))
-			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
-			r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED}
-			return r
-		}, want: stDead, wantFinish: now},
-		{name: "no fire time left after a warning: COMPLETED", rec: func() *storev1.TaskRecord {
-			r := newRecord(nil, rOnce(rt0))
-			r.Triggers[0].Next, r.Triggers[0].Fired = nil, 1
-			r.LastRun = &taskdv1.RunSummary{RunNumber: 1, Outcome: taskdv1.Outcome_OUTCOME_WARNING}
-			return r
-		}, want: stCompleted, wantFinish: now},
+		{name: "no fire time left after a failed run: DEAD", rec: fired(taskdv1.Outcome_OUTCOME_ERROR), want: stDead, wantFinish: now},
+		{name: "no fire time left after an interrupted run: DEAD", rec: fired(taskdv1.Outcome_OUTCOME_INTERRUPTED), want: stDead, wantFinish: now},
+		{name: "no fire time left after a warning: COMPLETED", rec: fired(taskdv1.Outcome_OUTCOME_WARNING), want: stCompleted, wantFinish: now},
 		{name: "completed keeps its finish time", rec: func() *storev1.TaskRecord {
 			r := newRecord(nil, rOnce(rt0))
 			r.State, r.FinishedAt, r.Triggers[0].Next = stCompleted, timestamppb.New(earlier), nil

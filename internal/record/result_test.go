@@ -19,6 +19,33 @@ func TestApplyResultOutcomes(t *testing.T) {
 	periodicTask := func() *storev1.TaskRecord { return newRecord(nil, rEvery(rt0, time.Minute, 0)) }
 	// Backoff of retry 1 with initial 1s, rnd 0.5: half of 1s plus half of the rest.
 	backoff1 := schedule.Backoff(1, time.Second, 10*time.Second, 0.5)
+	// cancelledMeanwhile cancels the task while its run is in flight.
+	cancelledMeanwhile := func(r *storev1.TaskRecord) {
+		r.State, r.FinishedAt = stCanceled, timestamppb.New(rt0.Add(500*time.Millisecond))
+	}
+	// retryAt is a retryable error whose handler asks for the retry no
+	// earlier than at.
+	retryAt := func(at time.Time) func() Result {
+		return func() Result {
+			r := retryable(end)
+			r.RetryAt = at
+			return r
+		}
+	}
+	// snoozeTo is a warning that snoozes the task to at.
+	snoozeTo := func(at time.Time) func() Result {
+		return func() Result {
+			r := ended(taskdv1.Outcome_OUTCOME_WARNING, end)
+			r.Snooze = at
+			return r
+		}
+	}
+	// runAgainNow is a success that asks for another run at once.
+	runAgainNow := func() Result {
+		r := ended(taskdv1.Outcome_OUTCOME_SUCCESS, end)
+		r.Again = true
+		return r
+	}
 	for _, tc := range []struct {
 		name        string
 		rec         func() *storev1.TaskRecord
@@ -43,11 +70,7 @@ func TestApplyResultOutcomes(t *testing.T) {
 			res:       func() Result { return ended(taskdv1.Outcome_OUTCOME_WARNING, end) },
 			wantState: stCompleted, wantNext: Finalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_WARNING},
 		{name: "retryable error", rec: onceTask,
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry = true
-				return r
-			},
+			res:       func() Result { return retryable(end) },
 			wantState: stRetrying, wantNext: RetryScheduled, wantAttempt: 1, wantRetryAt: end.Add(backoff1),
 			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "permanent error, once: DEAD, not COMPLETED", rec: onceTask,
@@ -59,48 +82,28 @@ func TestApplyResultOutcomes(t *testing.T) {
 			res:       func() Result { return ended(taskdv1.Outcome_OUTCOME_ERROR, end) },
 			wantState: stDead, wantNext: Finalized, wantFinish: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "retryable error, the handler's earliest retry after the backoff", rec: onceTask,
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry, r.RetryAt = true, end.Add(time.Hour)
-				return r
-			},
+			res:       retryAt(end.Add(time.Hour)),
 			wantState: stRetrying, wantNext: RetryScheduled, wantAttempt: 1, wantRetryAt: end.Add(time.Hour),
 			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "retryable error, the handler's earliest retry before the backoff", rec: onceTask,
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry, r.RetryAt = true, end.Add(time.Millisecond)
-				return r
-			},
+			res:       retryAt(end.Add(time.Millisecond)),
 			wantState: stRetrying, wantNext: RetryScheduled, wantAttempt: 1, wantRetryAt: end.Add(backoff1),
 			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "attempts used up, periodic: DEAD", rec: func() *storev1.TaskRecord {
 			return newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts = 1 }, rEvery(rt0, time.Minute, 0))
 		},
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry = true
-				return r
-			},
+			res:       func() Result { return retryable(end) },
 			wantState: stDead, wantNext: Finalized, wantAttempt: 1, wantPending: true, wantFinish: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "attempts used up, EVERY_NODE periodic: the node goes on with the next fire time", rec: func() *storev1.TaskRecord {
 			return newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts, s.Scope = 1, taskdv1.Scope_SCOPE_EVERY_NODE }, rEvery(rt0, time.Minute, 0))
 		},
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry = true
-				return r
-			},
+			res:       func() Result { return retryable(end) },
 			wantState: stScheduled, wantNext: NextScheduled, wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "attempts used up, EVERY_NODE once: DEAD", rec: func() *storev1.TaskRecord {
 			return newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts, s.Scope = 1, taskdv1.Scope_SCOPE_EVERY_NODE }, rOnce(rt0))
 		},
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry = true
-				return r
-			},
+			res:       func() Result { return retryable(end) },
 			wantState: stDead, wantNext: Finalized, wantAttempt: 1, wantPending: true, wantFinish: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "permanent error, periodic: next fire time", rec: periodicTask,
@@ -115,25 +118,13 @@ func TestApplyResultOutcomes(t *testing.T) {
 			wantState: stCanceled, wantNext: Finalized, wantAttempt: 1, wantPending: true, wantFinish: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_CANCELED},
 		{name: "cancelled while running: stays cancelled", rec: periodicTask,
-			meanwhile: func(r *storev1.TaskRecord) {
-				r.State, r.FinishedAt = stCanceled, timestamppb.New(rt0.Add(500*time.Millisecond))
-			},
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-				r.Retry = true // a retry must not revive it
-				return r
-			},
+			meanwhile: cancelledMeanwhile,
+			res:       func() Result { return retryable(end) }, // a retry must not revive it
 			wantState: stCanceled, wantNext: Finalized, wantAttempt: 1, wantPending: true, wantFinish: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_ERROR},
 		{name: "cancelled while running, run again now: stays cancelled", rec: onceTask,
-			meanwhile: func(r *storev1.TaskRecord) {
-				r.State, r.FinishedAt = stCanceled, timestamppb.New(rt0.Add(500*time.Millisecond))
-			},
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_SUCCESS, end)
-				r.Again = true
-				return r
-			},
+			meanwhile: cancelledMeanwhile,
+			res:       runAgainNow,
 			wantState: stCanceled, wantNext: Finalized, wantAttempt: 1, wantPending: true, wantFinish: true,
 			wantOutcome: taskdv1.Outcome_OUTCOME_SUCCESS},
 		{name: "run-now requested while running: stays requested", rec: onceTask,
@@ -141,26 +132,14 @@ func TestApplyResultOutcomes(t *testing.T) {
 			res:       func() Result { return ended(taskdv1.Outcome_OUTCOME_SUCCESS, end) },
 			wantState: stScheduled, wantNext: NextScheduled, wantManual: true, wantOutcome: taskdv1.Outcome_OUTCOME_SUCCESS},
 		{name: "run again now", rec: onceTask,
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_SUCCESS, end)
-				r.Again = true
-				return r
-			},
+			res:       runAgainNow,
 			wantState: stScheduled, wantNext: NextScheduled, wantManual: true, wantOutcome: taskdv1.Outcome_OUTCOME_SUCCESS},
 		{name: "snooze to a future time", rec: onceTask,
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_WARNING, end)
-				r.Snooze = end.Add(time.Hour)
-				return r
-			},
+			res:       snoozeTo(end.Add(time.Hour)),
 			wantState: stRetrying, wantNext: RetryScheduled, wantAttempt: 0, wantRetryAt: end.Add(time.Hour),
 			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_WARNING},
 		{name: "snooze to a past time: again at once", rec: onceTask,
-			res: func() Result {
-				r := ended(taskdv1.Outcome_OUTCOME_WARNING, end)
-				r.Snooze = rt0.Add(-time.Hour)
-				return r
-			},
+			res:       snoozeTo(rt0.Add(-time.Hour)),
 			wantState: stRetrying, wantNext: RetryScheduled, wantAttempt: 0, wantRetryAt: end,
 			wantPending: true, wantOutcome: taskdv1.Outcome_OUTCOME_WARNING},
 		{name: "interrupted, recovery requested (default)", rec: onceTask,
@@ -250,8 +229,7 @@ func TestRetryBackoffUntilDead(t *testing.T) {
 					t.Fatalf("attempt %d: plan attempt %d run %d fire %s trigger %d, want attempt %d run %d of the fire time %s",
 						attempt, p.Attempt, p.RunNumber, p.Fire, p.Marker.Trigger, attempt, attempt, rt0)
 				}
-				res := ended(taskdv1.Outcome_OUTCOME_ERROR, now.Add(time.Second))
-				res.Retry = true
+				res := retryable(now.Add(time.Second))
 				var next Next
 				rec, _, next = finish(p, res)
 				if attempt == tc.want {
@@ -285,9 +263,7 @@ func TestRetryBackoffUntilDead(t *testing.T) {
 func TestManualRunsLeaveAttemptsAlone(t *testing.T) {
 	rec := newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts = 3 }, rOnce(rt0))
 	p := mustStart(t, rec, rt0)
-	res := ended(taskdv1.Outcome_OUTCOME_ERROR, rt0.Add(time.Second))
-	res.Retry = true
-	rec, _, _ = finish(p, res)
+	rec, _, _ = finish(p, retryable(rt0.Add(time.Second)))
 	retryAt := rec.RetryAt.AsTime()
 	rec.ManualRequested = true // RunTaskNow
 	now := rt0.Add(2 * time.Second)
@@ -306,11 +282,7 @@ func TestManualRunsLeaveAttemptsAlone(t *testing.T) {
 		name string
 		res  func() Result
 	}{
-		{"error", func() Result {
-			r := ended(taskdv1.Outcome_OUTCOME_ERROR, now.Add(time.Second))
-			r.Retry = true
-			return r
-		}},
+		{"error", func() Result { return retryable(now.Add(time.Second)) }},
 		{"success", func() Result { return ended(taskdv1.Outcome_OUTCOME_SUCCESS, now.Add(time.Second)) }},
 		{"snooze", func() Result {
 			r := ended(taskdv1.Outcome_OUTCOME_WARNING, now.Add(time.Second))
@@ -336,9 +308,7 @@ func TestRunNowOfAnEndedTask(t *testing.T) {
 	// dead ends trig's task DEAD: its first fire time fails with its one attempt.
 	dead := func(trig *taskdv1.Trigger) *storev1.TaskRecord {
 		rec := newRecord(func(s *taskdv1.TaskSpec) { s.MaxAttempts = 1 }, trig)
-		res := ended(taskdv1.Outcome_OUTCOME_ERROR, rt0.Add(time.Second))
-		res.Retry = true
-		rec, _, _ = finish(mustStart(t, rec, rt0), res)
+		rec, _, _ = finish(mustStart(t, rec, rt0), retryable(rt0.Add(time.Second)))
 		if rec.State != stDead {
 			t.Fatalf("setup: state %s, want DEAD", rec.State)
 		}
@@ -351,11 +321,6 @@ func TestRunNowOfAnEndedTask(t *testing.T) {
 		}
 		return rec
 	}
-	failed := func(end time.Time) Result {
-		r := ended(taskdv1.Outcome_OUTCOME_ERROR, end)
-		r.Retry = true
-		return r
-	}
 	succeeded := func(end time.Time) Result { return ended(taskdv1.Outcome_OUTCOME_SUCCESS, end) }
 	for _, tc := range []struct {
 		name       string
@@ -364,12 +329,12 @@ func TestRunNowOfAnEndedTask(t *testing.T) {
 		want       taskdv1.TaskState
 		wantFinish bool
 	}{
-		{"DEAD once, fails again", func() *storev1.TaskRecord { return dead(rOnce(rt0)) }, failed, stDead, true},
+		{"DEAD once, fails again", func() *storev1.TaskRecord { return dead(rOnce(rt0)) }, retryable, stDead, true},
 		{"DEAD once, succeeds", func() *storev1.TaskRecord { return dead(rOnce(rt0)) }, succeeded, stCompleted, true},
-		{"DEAD periodic, fails again", func() *storev1.TaskRecord { return dead(rEvery(rt0, time.Minute, 0)) }, failed, stDead, true},
+		{"DEAD periodic, fails again", func() *storev1.TaskRecord { return dead(rEvery(rt0, time.Minute, 0)) }, retryable, stDead, true},
 		{"DEAD periodic, succeeds: back on its schedule", func() *storev1.TaskRecord { return dead(rEvery(rt0, time.Minute, 0)) },
 			succeeded, stScheduled, false},
-		{"COMPLETED once, fails", completed, failed, stDead, true},
+		{"COMPLETED once, fails", completed, retryable, stDead, true},
 		{"COMPLETED once, succeeds", completed, succeeded, stCompleted, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

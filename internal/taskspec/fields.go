@@ -118,22 +118,29 @@ func checkEnumList[E ~int32](field string, list []E, names map[int32]string) err
 	return nil
 }
 
+// checkFilter checks the kind, labels (none for a filter without) and node
+// (if any) a filter names, in that order.
+func checkFilter(kind string, labels map[string]string, node string) error {
+	if err := CheckText("kind", kind, MaxKindLen, true); err != nil {
+		return err
+	}
+	if err := CheckLabels("labels", labels); err != nil {
+		return err
+	}
+	if node != "" {
+		return CheckNodeName("node", node)
+	}
+	return nil
+}
+
 // CheckTaskFilter checks the filter fields of a ListTasks request (states,
 // kind, labels, node) and its page token's length.
 func CheckTaskFilter(req *taskdv1.ListTasksRequest) error {
 	if err := checkEnumList("states", req.States, taskdv1.TaskState_name); err != nil {
 		return err
 	}
-	if err := CheckText("kind", req.Kind, MaxKindLen, true); err != nil {
+	if err := checkFilter(req.Kind, req.Labels, req.Node); err != nil {
 		return err
-	}
-	if err := CheckLabels("labels", req.Labels); err != nil {
-		return err
-	}
-	if req.Node != "" {
-		if err := CheckNodeName("node", req.Node); err != nil {
-			return err
-		}
 	}
 	if len(req.PageToken) > MaxPageTokenLen {
 		return Invalid("page_token", "is %d bytes, the limit is %d: it is not a token from a previous response", len(req.PageToken), MaxPageTokenLen)
@@ -148,13 +155,8 @@ func CheckEventFilter(req *taskdv1.WatchEventsRequest) error {
 	if err := checkEnumList("types", req.Types, taskdv1.EventType_name); err != nil {
 		return err
 	}
-	if err := CheckText("kind", req.Kind, MaxKindLen, true); err != nil {
+	if err := checkFilter(req.Kind, nil, req.Node); err != nil {
 		return err
-	}
-	if req.Node != "" {
-		if err := CheckNodeName("node", req.Node); err != nil {
-			return err
-		}
 	}
 	if len(req.Cursor) > MaxCursorLen {
 		return Invalid("cursor", "is %d bytes, the limit is %d: it is not a cursor from an earlier event", len(req.Cursor), MaxCursorLen)

@@ -37,29 +37,21 @@ const (
 // Refusal names the Else responses els of t.
 func (t Txn) Refusal(els []*etcdserverpb.ResponseOp) Refusal {
 	var r Refusal
+	fields := r.fields()
 	for i, what := range t.reads {
 		if i >= len(els) {
 			break
 		}
-		g := (*clientv3.GetResponse)(els[i].GetResponseRange())
-		switch what {
-		case readMapping:
-			r.Mapping = g
-		case readTask:
-			r.Task = g
-		case readRegistration:
-			r.Registration = g
-		case readPauseIdentity:
-			r.PauseIdentity = g
-		case readPauseKind:
-			r.PauseKind = g
-		case readShared:
-			r.Shared = g
-		case readCalendar:
-			r.Calendar = g
-		case readCalendarUser:
-			r.CalendarUser = g
-		}
+		*fields[what] = (*clientv3.GetResponse)(els[i].GetResponseRange())
 	}
 	return r
+}
+
+// fields are r's fields by what they hold.
+func (r *Refusal) fields() [readCalendarUser + 1]**clientv3.GetResponse {
+	return [...]**clientv3.GetResponse{
+		readMapping: &r.Mapping, readTask: &r.Task, readRegistration: &r.Registration,
+		readPauseIdentity: &r.PauseIdentity, readPauseKind: &r.PauseKind, readShared: &r.Shared,
+		readCalendar: &r.Calendar, readCalendarUser: &r.CalendarUser,
+	}
 }

@@ -281,15 +281,7 @@ func TestExecBackgroundChildHoldingStdout(t *testing.T) {
 	t.Parallel()
 	h := NewExec(`sleep 30 & echo $!`, ExecOptions{}).(*execHandler)
 	h.waitDelay = 100 * time.Millisecond
-	msg, err := runExec(t, context.Background(), h, testRun(""))
-	if err != nil {
-		t.Errorf("err = %v, want nil", err)
-	}
-	pid, perr := strconv.Atoi(msg)
-	if perr != nil {
-		t.Fatalf("message = %q, want the background child's pid", msg)
-	}
-	requireGone(t, "the background child holding stdout gone after the run", []int{pid})
+	requireChildGone(t, h, "the background child holding stdout gone after the run")
 }
 
 func TestMessageText(t *testing.T) {

@@ -87,6 +87,22 @@ func readPids(t *testing.T, file string, n int) []int {
 	return pids
 }
 
+// requireChildGone runs h, a command that leaves a background child
+// running and prints its pid, and requires the run to succeed and the
+// child to be gone after it (what says so).
+func requireChildGone(t *testing.T, h taskservice.Handler, what string) {
+	t.Helper()
+	msg, err := runExec(t, context.Background(), h, testRun(""))
+	if err != nil {
+		t.Fatalf("err = %v, want nil", err)
+	}
+	pid, err := strconv.Atoi(msg)
+	if err != nil {
+		t.Fatalf("message = %q, want the background child's pid", msg)
+	}
+	requireGone(t, what, []int{pid})
+}
+
 // requireGone waits until every pid has exited; a survivor is killed after
 // the failure so that it does not outlive the test.
 func requireGone(t *testing.T, what string, pids []int) {
@@ -175,16 +191,7 @@ func TestExecTimeoutKillsGrandchildren(t *testing.T) {
 // left running in the background is killed when the run ends.
 func TestExecLeftoversKilledWhenRunEnds(t *testing.T) {
 	t.Parallel()
-	msg, err := runExec(t, context.Background(),
-		NewExec(`sleep 300 >/dev/null 2>&1 & echo $!`, ExecOptions{}), testRun(""))
-	if err != nil {
-		t.Fatalf("err = %v, want nil", err)
-	}
-	pid, err := strconv.Atoi(msg)
-	if err != nil {
-		t.Fatalf("message = %q, want the background child's pid", msg)
-	}
-	requireGone(t, "the background child of a finished run gone", []int{pid})
+	requireChildGone(t, NewExec(`sleep 300 >/dev/null 2>&1 & echo $!`, ExecOptions{}), "the background child of a finished run gone")
 }
 
 // TestGroupDiesWithLifeline stands in for the node's death: closing the

@@ -22,6 +22,25 @@ func runWebhook(ctx context.Context, h taskservice.Handler, run *taskservice.Run
 	return h.(*webhookHandler).post(ctx, run)
 }
 
+// webhookCall is one run of a webhook: its message and error, what the
+// error asks for (and from when), and the times just before and after it.
+type webhookCall struct {
+	msg           string
+	err           error
+	asks          taskservice.Request
+	at            time.Time
+	before, after time.Time
+}
+
+// callWith runs a webhook of srv's URL with query q.
+func callWith(srv *httptest.Server, q url.Values) webhookCall {
+	c := webhookCall{before: time.Now()}
+	c.msg, c.err = runWebhook(context.Background(), NewWebhook(srv.URL+"/?"+q.Encode(), WebhookOptions{Client: srv.Client()}), testRun(""))
+	c.after = time.Now()
+	c.asks, c.at = taskservice.Requested(c.err)
+	return c
+}
+
 func TestWebhookRequest(t *testing.T) {
 	t.Parallel()
 	type request struct {
@@ -154,19 +173,16 @@ func TestWebhookRetryAfter(t *testing.T) {
 	defer srv.Close()
 	for _, tc := range tests {
 		q := url.Values{"status": {strconv.Itoa(tc.status)}, "after": {tc.value}}
-		before := time.Now()
-		_, err := runWebhook(context.Background(), NewWebhook(srv.URL+"/?"+q.Encode(), WebhookOptions{Client: srv.Client()}), testRun(""))
-		after := time.Now()
-		got, at := taskservice.Requested(err)
+		c := callWith(srv, q)
 		switch {
-		case got != taskservice.RequestRetry:
-			t.Errorf("%s: err = %v asks for %s, want a retry", tc.name, err, got)
-		case !tc.at.IsZero() && !at.Equal(tc.at):
-			t.Errorf("%s: earliest retry %v, want %v", tc.name, at, tc.at)
-		case tc.at.IsZero() && tc.after == 0 && !at.IsZero():
-			t.Errorf("%s: earliest retry %v, want none (the backoff alone)", tc.name, at)
-		case tc.after != 0 && (at.Before(before.Add(tc.after)) || at.After(after.Add(tc.after))):
-			t.Errorf("%s: earliest retry %v, want %s after the request", tc.name, at, tc.after)
+		case c.asks != taskservice.RequestRetry:
+			t.Errorf("%s: err = %v asks for %s, want a retry", tc.name, c.err, c.asks)
+		case !tc.at.IsZero() && !c.at.Equal(tc.at):
+			t.Errorf("%s: earliest retry %v, want %v", tc.name, c.at, tc.at)
+		case tc.at.IsZero() && tc.after == 0 && !c.at.IsZero():
+			t.Errorf("%s: earliest retry %v, want none (the backoff alone)", tc.name, c.at)
+		case tc.after != 0 && (c.at.Before(c.before.Add(tc.after)) || c.at.After(c.after.Add(tc.after))):
+			t.Errorf("%s: earliest retry %v, want %s after the request", tc.name, c.at, tc.after)
 		}
 	}
 }
@@ -216,19 +232,16 @@ func TestWebhookOutcomeHeader(t *testing.T) {
 	defer srv.Close()
 	for _, tc := range tests {
 		q := url.Values{"status": {strconv.Itoa(tc.status)}, "outcome": {tc.outcome}, "for": {tc.snoozeFor}}
-		before := time.Now()
-		msg, err := runWebhook(context.Background(), NewWebhook(srv.URL+"/?"+q.Encode(), WebhookOptions{Client: srv.Client()}), testRun(""))
-		after := time.Now()
-		got, at := taskservice.Requested(err)
+		c := callWith(srv, q)
 		switch {
-		case got != tc.want:
-			t.Errorf("%s: err = %v asks for %s, want %s", tc.name, err, got, tc.want)
-		case msg != tc.wantMsg:
-			t.Errorf("%s: message %q, want %q", tc.name, msg, tc.wantMsg)
-		case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
-			t.Errorf("%s: err = %q, want it to contain %q", tc.name, err, tc.wantErr)
-		case tc.want == taskservice.RequestSnooze && (at.Before(before.Add(tc.snooze)) || at.After(after.Add(tc.snooze))):
-			t.Errorf("%s: snoozed until %v, want %s after the request", tc.name, at, tc.snooze)
+		case c.asks != tc.want:
+			t.Errorf("%s: err = %v asks for %s, want %s", tc.name, c.err, c.asks, tc.want)
+		case c.msg != tc.wantMsg:
+			t.Errorf("%s: message %q, want %q", tc.name, c.msg, tc.wantMsg)
+		case tc.wantErr != "" && !strings.Contains(c.err.Error(), tc.wantErr):
+			t.Errorf("%s: err = %q, want it to contain %q", tc.name, c.err, tc.wantErr)
+		case tc.want == taskservice.RequestSnooze && (c.at.Before(c.before.Add(tc.snooze)) || c.at.After(c.after.Add(tc.snooze))):
+			t.Errorf("%s: snoozed until %v, want %s after the request", tc.name, c.at, tc.snooze)
 		}
 	}
 }

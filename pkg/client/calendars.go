@@ -3,9 +3,6 @@ package client
 import (
 	"context"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -67,38 +64,21 @@ func (c *Client) CreateCalendar(ctx context.Context, cal Calendar, replace bool)
 		r = idempotent
 	}
 	req := &taskdv1.CreateCalendarRequest{Calendar: cal.toProto(), Replace: replace}
-	var out *Calendar
-	err := c.call(ctx, "CreateCalendar", r, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.CreateCalendar(ctx, req)
-		out = calendarFromProto(resp.GetCalendar())
-		return err
-	})
-	return out, err
+	return send(ctx, c, "CreateCalendar", r, taskdv1.TaskServiceClient.CreateCalendar, req, calendarOf)
 }
 
 // Calendar returns the calendar of that name.
 func (c *Client) Calendar(ctx context.Context, name string) (*Calendar, error) {
-	var out *Calendar
-	err := c.call(ctx, "Calendar", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.GetCalendar(ctx, &taskdv1.GetCalendarRequest{Name: name})
-		out = calendarFromProto(resp.GetCalendar())
-		return err
-	})
-	return out, err
+	return send(ctx, c, "Calendar", idempotent, taskdv1.TaskServiceClient.GetCalendar,
+		&taskdv1.GetCalendarRequest{Name: name}, calendarOf)
 }
 
 // Calendars returns every calendar, by name.
 func (c *Client) Calendars(ctx context.Context) ([]Calendar, error) {
-	var cals []Calendar
-	err := c.call(ctx, "Calendars", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.ListCalendars(ctx, &taskdv1.ListCalendarsRequest{})
-		cals = cals[:0]
-		for _, p := range resp.GetCalendars() {
-			cals = append(cals, *calendarFromProto(p))
-		}
-		return err
-	})
-	return cals, err
+	return send(ctx, c, "Calendars", idempotent, taskdv1.TaskServiceClient.ListCalendars, &taskdv1.ListCalendarsRequest{},
+		func(resp *taskdv1.ListCalendarsResponse) []Calendar {
+			return each(resp.GetCalendars(), func(p *taskdv1.Calendar) Calendar { return *calendarFromProto(p) })
+		})
 }
 
 // DeleteCalendar removes a calendar that no task and no calendar uses
@@ -106,15 +86,7 @@ func (c *Client) Calendars(ctx context.Context) ([]Calendar, error) {
 // Delete: a retry that finds the calendar gone after an attempt whose
 // answer was lost returns nil.
 func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
-	attempts := 0
-	return c.call(ctx, "DeleteCalendar", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		attempts++
-		_, err := api.DeleteCalendar(ctx, &taskdv1.DeleteCalendarRequest{Name: name})
-		if attempts > 1 && status.Code(err) == codes.NotFound {
-			return nil // the earlier attempt deleted it
-		}
-		return err
-	})
+	return remove(ctx, c, "DeleteCalendar", c.apis, taskdv1.TaskServiceClient.DeleteCalendar, &taskdv1.DeleteCalendarRequest{Name: name})
 }
 
 func (cal Calendar) toProto() *taskdv1.Calendar {
@@ -145,6 +117,11 @@ func (cal Calendar) toProto() *taskdv1.Calendar {
 	}
 	// None set: the server refuses the calendar for having no rule.
 	return p
+}
+
+// calendarOf is the calendar of a response that holds one.
+func calendarOf[R interface{ GetCalendar() *taskdv1.Calendar }](r R) *Calendar {
+	return calendarFromProto(r.GetCalendar())
 }
 
 func calendarFromProto(p *taskdv1.Calendar) *Calendar {

@@ -257,15 +257,9 @@ const (
 	once
 )
 
-// call runs fn against the current endpoint's TaskService, failing over
-// and retrying as r allows, each attempt under the call timeout and all
-// under ctx.
-func (c *Client) call(ctx context.Context, op string, r retry, fn func(context.Context, taskdv1.TaskServiceClient) error) error {
-	return c.callEndpoint(ctx, op, r, func(ctx context.Context, i uint32) error { return fn(ctx, c.apis[i]) })
-}
-
-// callEndpoint is call for any service: fn gets the index of the endpoint
-// the attempt goes to.
+// callEndpoint runs fn against the current endpoint, failing over and
+// retrying as r allows, each attempt under the call timeout and all under
+// ctx: fn gets the index of the endpoint the attempt goes to.
 func (c *Client) callEndpoint(ctx context.Context, op string, r retry, fn func(context.Context, uint32) error) error {
 	b := backoff.New(c.o.backoff, c.o.maxBackoff)
 	for attempt := 1; ; attempt++ {
@@ -288,6 +282,62 @@ func (c *Client) callEndpoint(ctx context.Context, op string, r retry, fn func(c
 			return wrap(op, err, attempt)
 		}
 	}
+}
+
+// send is one request of a TaskService method, made by callEndpoint: the
+// answer is what out makes of the last attempt's response (nil after an
+// error: the conversions make nothing of it, or a zero value).
+func send[Req, Resp, T any](ctx context.Context, c *Client, op string, r retry,
+	method func(taskdv1.TaskServiceClient, context.Context, Req, ...grpc.CallOption) (Resp, error),
+	req Req, out func(Resp) T) (T, error) {
+	return sendTo(ctx, c, op, r, c.apis, method, req, out)
+}
+
+// sendTo is send for any service: apis are its stubs, one an endpoint.
+func sendTo[API, Req, Resp, T any](ctx context.Context, c *Client, op string, r retry, apis []API,
+	method func(API, context.Context, Req, ...grpc.CallOption) (Resp, error),
+	req Req, out func(Resp) T) (T, error) {
+	var v T
+	err := c.callEndpoint(ctx, op, r, func(ctx context.Context, i uint32) error {
+		resp, err := method(apis[i], ctx, req)
+		v = out(resp)
+		return err
+	})
+	return v, err
+}
+
+// remove is sendTo of a request that removes something, retried as
+// idempotent: a retry that finds it gone (NOT_FOUND) after an attempt
+// whose answer was lost succeeds, as that attempt removed it.
+func remove[API, Req, Resp any](ctx context.Context, c *Client, op string, apis []API,
+	method func(API, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) error {
+	attempts := 0
+	return c.callEndpoint(ctx, op, idempotent, func(ctx context.Context, i uint32) error {
+		attempts++
+		_, err := method(apis[i], ctx, req)
+		if attempts > 1 && status.Code(err) == codes.NotFound {
+			return nil // the earlier attempt removed it
+		}
+		return err
+	})
+}
+
+// taskOf is the task of a response that holds one.
+func taskOf[R interface{ GetTask() *taskdv1.Task }](r R) *Task { return taskFromProto(r.GetTask()) }
+
+// asIs answers the response itself.
+func asIs[R any](r R) R { return r }
+
+// nothing is the answer of a call that answers nothing.
+func nothing[R any](R) struct{} { return struct{}{} }
+
+// each converts every element of ps (nil for none).
+func each[P, T any](ps []P, conv func(P) T) []T {
+	var out []T
+	for _, p := range ps {
+		out = append(out, conv(p))
+	}
+	return out
 }
 
 // retryable codes are those after which the request may not have been

@@ -24,95 +24,13 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// fault makes the server fail chosen calls after applying them: the
-// request takes effect, and its answer is replaced by an error (lost).
-type fault struct {
-	mu      sync.Mutex
-	method  string // full method name, e.g. /taskd.v1.TaskService/ScheduleTask
-	left    int    // calls still to fail
-	timeout bool   // hold the answer until the caller's deadline instead of failing
-	calls   atomic.Int64
-}
-
-func (f *fault) arm(method string, n int, timeout bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.method, f.left, f.timeout = method, n, timeout
-}
-
-func (f *fault) take(method string) (hit, timeout bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if method != f.method || f.left == 0 {
-		return false, false
-	}
-	f.left--
-	return true, f.timeout
-}
-
-func (f *fault) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	f.calls.Add(1)
-	resp, err := h(ctx, req)
-	if hit, timeout := f.take(info.FullMethod); hit && err == nil {
-		if timeout {
-			<-ctx.Done() // the answer comes too late for the caller
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return nil, status.Error(codes.Unavailable, "injected: the answer was lost after the request was applied")
-	}
-	return resp, err
-}
-
-const (
-	scheduleMethod  = "/taskd.v1.TaskService/ScheduleTask"
-	scheduleMany    = "/taskd.v1.TaskService/ScheduleTasks"
-	runNowMethod    = "/taskd.v1.TaskService/RunTaskNow"
-	watchMethod     = "/taskd.v1.TaskService/WatchEvents"
-	listTasksMethod = "/taskd.v1.TaskService/ListTasks"
-)
-
-func dial(t *testing.T, endpoints []string, opts ...client.Option) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := client.New(ctx, endpoints, opts...)
-	if err != nil {
-		t.Fatalf("client.New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func countTasks(t *testing.T, c *client.Client, identity string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	n := 0
-	for _, err := range c.List(ctx, client.ListFilter{Identity: identity}) {
-		if err != nil {
-			t.Fatalf("List: %v", err)
-		}
-		n++
-	}
-	return n
-}
-
-func later(identity string) client.TaskSpec {
-	return client.TaskSpec{Identity: identity, Kind: "report", Scope: client.ScopeIdentity, Triggers: []client.Trigger{client.After(time.Hour)}}
-}
-
 // A Schedule whose first attempt is stored but whose answer is lost
 // (UNAVAILABLE, or too late for the attempt's deadline) is retried and
 // returns the stored task: one task, not two. The same fault on the raw
 // stub without a key stores two, so the fault is the one that would
 // duplicate.
 func TestScheduleRetriedAfterTheAnswerIsLostStoresOneTask(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	var f fault
-	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
-	c := dial(t, []string{s.addr}, client.WithCallTimeout(time.Second), client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := faultyNode(t, client.WithCallTimeout(time.Second))
 
 	for _, tc := range []struct {
 		name     string
@@ -181,12 +99,7 @@ func TestScheduleRetriedAfterTheAnswerIsLostStoresOneTask(t *testing.T) {
 // RunNow could run twice if retried after its request was applied, so it
 // is not: the caller gets the error, and the task gets one manual run.
 func TestRunNowIsNotRetriedAfterItMayHaveApplied(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	var f fault
-	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
-	c := dial(t, []string{s.addr}, client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := faultyNode(t)
 	task, _, err := c.Schedule(ctx, later("manual"))
 	if err != nil {
 		t.Fatal(err)

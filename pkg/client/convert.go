@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -277,6 +278,21 @@ func stateToProto(s State) taskdv1.TaskState {
 
 func eventTypeToProto(t EventType) taskdv1.EventType {
 	return taskdv1.EventType(taskdv1.EventType_value["EVENT_TYPE_"+strings.ToUpper(string(t))])
+}
+
+// enumsToProto converts each of names by toProto, refusing one that is
+// not a value (toProto gives UNSPECIFIED, 0): field[i] of op "is not
+// what".
+func enumsToProto[S ~string, E ~int32](op, field string, names []S, toProto func(S) E, what string) ([]E, error) {
+	var out []E
+	for i, s := range names {
+		e := toProto(s)
+		if e == 0 {
+			return nil, invalid(op, fmt.Sprintf("%s[%d]", field, i), "%q is not %s", s, what)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 func enumName(name, prefix string) string { return strings.TrimPrefix(name, prefix) }

@@ -1,16 +1,12 @@
 package client_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/taskd/taskd/pkg/client"
-	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 )
 
 const deleteMethod = "/taskd.v1.TaskService/DeleteTask"
@@ -28,12 +24,7 @@ func names(t *client.Task) string {
 // removes a cancelled one; retried after its answer was lost, it finds the
 // task gone and succeeds.
 func TestEditTriggersAndDelete(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	var f fault
-	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
-	c := dial(t, []string{s.addr}, client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := faultyNode(t)
 	task, _, err := c.Schedule(ctx, later("edit"))
 	if err != nil {
 		t.Fatal(err)
@@ -60,18 +51,7 @@ func TestEditTriggersAndDelete(t *testing.T) {
 	if _, err := c.Cancel(ctx, "edit", task.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.arm(deleteMethod, 1, false)
-	before := f.calls.Load()
-	if err := c.Delete(ctx, "edit", task.ID); err != nil {
-		t.Fatalf("delete whose first answer is lost: %v", err)
-	}
-	if n := f.calls.Load() - before; n != 2 {
-		t.Fatalf("the server saw %d calls, want 2 (the lost answer and the retry)", n)
-	}
-	if _, err := c.Get(ctx, "edit", task.ID); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("the deleted task: %v, want ErrNotFound", err)
-	}
-	if err := c.Delete(ctx, "edit", task.ID); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("a first delete of a gone task: %v, want ErrNotFound", err)
-	}
+	removedDespiteLostAnswer(t, f, deleteMethod, "task",
+		func() error { return c.Delete(ctx, "edit", task.ID) },
+		func() error { _, err := c.Get(ctx, "edit", task.ID); return err })
 }

@@ -190,13 +190,9 @@ func (s *EventStream) Close() { s.cancel() }
 // request is the WatchEvents request of f; op names the caller in an
 // error.
 func (f EventFilter) request(op string) (*taskdv1.WatchEventsRequest, error) {
-	req := &taskdv1.WatchEventsRequest{Identity: f.Identity, TaskId: f.TaskID, Kind: f.Kind, Node: f.Node, Cursor: f.Cursor}
-	for i, t := range f.Types {
-		et := eventTypeToProto(t)
-		if et == taskdv1.EventType_EVENT_TYPE_UNSPECIFIED {
-			return nil, invalid(op, fmt.Sprintf("Types[%d]", i), "%q is not an event type", t)
-		}
-		req.Types = append(req.Types, et)
+	types, err := enumsToProto(op, "Types", f.Types, eventTypeToProto, "an event type")
+	if err != nil {
+		return nil, err
 	}
-	return req, nil
+	return &taskdv1.WatchEventsRequest{Identity: f.Identity, TaskId: f.TaskID, Kind: f.Kind, Node: f.Node, Types: types, Cursor: f.Cursor}, nil
 }

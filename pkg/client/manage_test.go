@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/taskd/taskd/pkg/client"
-	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -26,12 +24,7 @@ const (
 // sent once: its answer lost, the caller gets UNAVAILABLE after one
 // attempt while the update stands. A TaskSpec's Proto is sent as it is.
 func TestUpdate(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	var f fault
-	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
-	c := dial(t, []string{s.addr}, client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := faultyNode(t)
 
 	recovery := true
 	task, _, err := c.Schedule(ctx, client.TaskSpec{Proto: &taskdv1.TaskSpec{Identity: "upd", Kind: "report", Scope: taskdv1.Scope_SCOPE_IDENTITY,
@@ -74,12 +67,7 @@ func TestUpdate(t *testing.T) {
 // Schedule is sent once: its answer lost, one task is stored and the
 // caller gets UNAVAILABLE.
 func TestWithoutGeneratedKeys(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	var f fault
-	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
-	c := dial(t, []string{s.addr}, client.WithoutGeneratedKeys(), client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := faultyNode(t, client.WithoutGeneratedKeys())
 
 	task, _, err := c.Schedule(ctx, later("keyless"))
 	if err != nil || task.Spec.IdempotencyKey != "" {
@@ -155,12 +143,7 @@ func TestListPage(t *testing.T) {
 // and a Delete retried after its answer was lost succeeds. A creation
 // without replace is sent once.
 func TestPreviewAndCalendars(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	var f fault
-	s := startNode(t, etcd.Client(t), "n1", grpc.ChainUnaryInterceptor(f.unary))
-	c := dial(t, []string{s.addr}, client.WithRetries(5, 10*time.Millisecond, 100*time.Millisecond))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	f, c, ctx := faultyNode(t)
 
 	weekend := client.Calendar{Name: "weekend", Weekly: []string{"SAT", "SUN"}, Description: "no runs at the weekend"}
 	cal, err := c.CreateCalendar(ctx, weekend, false)
@@ -204,14 +187,7 @@ func TestPreviewAndCalendars(t *testing.T) {
 		t.Fatalf("Preview with an unknown calendar: %v, want ErrInvalidArgument naming calendars[0]", err)
 	}
 
-	f.arm(deleteCalendarMethod, 1, false)
-	if err := c.DeleteCalendar(ctx, "nights"); err != nil {
-		t.Fatalf("DeleteCalendar whose answer is lost: %v", err)
-	}
-	if _, err := c.Calendar(ctx, "nights"); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("the deleted calendar: %v, want ErrNotFound", err)
-	}
-	if err := c.DeleteCalendar(ctx, "nights"); !errors.Is(err, client.ErrNotFound) {
-		t.Fatalf("a first delete of a gone calendar: %v, want ErrNotFound", err)
-	}
+	removedDespiteLostAnswer(t, f, deleteCalendarMethod, "calendar",
+		func() error { return c.DeleteCalendar(ctx, "nights") },
+		func() error { _, err := c.Calendar(ctx, "nights"); return err })
 }

@@ -41,14 +41,10 @@ func (c *Client) Preview(ctx context.Context, p PreviewSpec) ([]FireTime, error)
 	for _, t := range p.Triggers {
 		req.Triggers = append(req.Triggers, t.toProto())
 	}
-	var fts []FireTime
-	err := c.call(ctx, "Preview", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.PreviewTriggers(ctx, req)
-		fts = fts[:0]
-		for _, ft := range resp.GetFireTimes() {
-			fts = append(fts, FireTime{At: timeOf(ft.GetAt()), Trigger: ft.GetTrigger(), Local: ft.GetLocal(), Proto: ft})
-		}
-		return err
-	})
-	return fts, err
+	return send(ctx, c, "Preview", idempotent, taskdv1.TaskServiceClient.PreviewTriggers, req,
+		func(resp *taskdv1.PreviewTriggersResponse) []FireTime {
+			return each(resp.GetFireTimes(), func(ft *taskdv1.PreviewFireTime) FireTime {
+				return FireTime{At: timeOf(ft.GetAt()), Trigger: ft.GetTrigger(), Local: ft.GetLocal(), Proto: ft}
+			})
+		})
 }

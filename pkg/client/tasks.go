@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"fmt"
 	"iter"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -28,14 +26,11 @@ const MaxBatch = 100
 func (c *Client) Schedule(ctx context.Context, spec TaskSpec) (task *Task, existing bool, err error) {
 	p := spec.toProto()
 	r := c.keyed(p)
-	err = c.call(ctx, "Schedule", r, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.ScheduleTask(ctx, &taskdv1.ScheduleTaskRequest{Task: p})
-		if err == nil {
-			task, existing = taskFromProto(resp.GetTask()), resp.GetExisting()
-		}
-		return err
-	})
-	return task, existing, err
+	resp, err := send(ctx, c, "Schedule", r, taskdv1.TaskServiceClient.ScheduleTask, &taskdv1.ScheduleTaskRequest{Task: p}, asIs)
+	if err != nil {
+		return nil, false, err
+	}
+	return taskFromProto(resp.GetTask()), resp.GetExisting(), nil
 }
 
 // ScheduleMany stores up to MaxBatch tasks in one request and returns them
@@ -54,18 +49,8 @@ func (c *Client) ScheduleMany(ctx context.Context, specs []TaskSpec) ([]*Task, e
 		}
 		req.Tasks = append(req.Tasks, p)
 	}
-	var tasks []*Task
-	err := c.call(ctx, "ScheduleMany", r, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.ScheduleTasks(ctx, req)
-		if err == nil {
-			tasks = tasks[:0]
-			for _, t := range resp.GetTasks() {
-				tasks = append(tasks, taskFromProto(t))
-			}
-		}
-		return err
-	})
-	return tasks, err
+	return send(ctx, c, "ScheduleMany", r, taskdv1.TaskServiceClient.ScheduleTasks, req,
+		func(resp *taskdv1.ScheduleTasksResponse) []*Task { return each(resp.GetTasks(), taskFromProto) })
 }
 
 // keyed gives a durable task without an idempotency key a random one
@@ -93,13 +78,8 @@ func newKey() string {
 
 // Get returns a task, with its next five fire times.
 func (c *Client) Get(ctx context.Context, identity, taskID string) (*Task, error) {
-	var t *Task
-	err := c.call(ctx, "Get", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.GetTask(ctx, &taskdv1.GetTaskRequest{Identity: identity, TaskId: taskID})
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "Get", idempotent, taskdv1.TaskServiceClient.GetTask,
+		&taskdv1.GetTaskRequest{Identity: identity, TaskId: taskID}, taskOf)
 }
 
 // ListFilter selects tasks for List. Identity empty lists the whole
@@ -126,12 +106,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) iter.Seq2[*Task, error]
 			return
 		}
 		for {
-			var page *taskdv1.ListTasksResponse
-			err := c.call(ctx, "List", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-				var err error
-				page, err = api.ListTasks(ctx, req)
-				return err
-			})
+			page, err := send(ctx, c, "List", idempotent, taskdv1.TaskServiceClient.ListTasks, req, asIs)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -159,41 +134,25 @@ func (c *Client) ListPage(ctx context.Context, f ListFilter, pageToken string) (
 		return nil, "", err
 	}
 	req.PageToken = pageToken
-	err = c.call(ctx, "ListPage", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		page, err := api.ListTasks(ctx, req)
-		tasks, next = tasks[:0], page.GetNextPageToken()
-		for _, t := range page.GetTasks() {
-			tasks = append(tasks, taskFromProto(t))
-		}
-		return err
-	})
-	return tasks, next, err
+	page, err := send(ctx, c, "ListPage", idempotent, taskdv1.TaskServiceClient.ListTasks, req, asIs)
+	return each(page.GetTasks(), taskFromProto), page.GetNextPageToken(), err
 }
 
 // request is the first ListTasks request of f; op names the caller in an
 // error.
 func (f ListFilter) request(op string) (*taskdv1.ListTasksRequest, error) {
-	req := &taskdv1.ListTasksRequest{Identity: f.Identity, Kind: f.Kind, Labels: f.Labels, Node: f.Node, PageSize: f.PageSize}
-	for i, s := range f.States {
-		st := stateToProto(s)
-		if st == taskdv1.TaskState_TASK_STATE_UNSPECIFIED {
-			return nil, invalid(op, fmt.Sprintf("States[%d]", i), "%q is not a task state (SCHEDULED, RUNNING, RETRYING, PAUSED, COMPLETED, DEAD, CANCELED)", s)
-		}
-		req.States = append(req.States, st)
+	states, err := enumsToProto(op, "States", f.States, stateToProto, "a task state (SCHEDULED, RUNNING, RETRYING, PAUSED, COMPLETED, DEAD, CANCELED)")
+	if err != nil {
+		return nil, err
 	}
-	return req, nil
+	return &taskdv1.ListTasksRequest{Identity: f.Identity, States: states, Kind: f.Kind, Labels: f.Labels, Node: f.Node, PageSize: f.PageSize}, nil
 }
 
 // Cancel stops a task's future runs and returns it; cancelling a cancelled
 // task returns it unchanged, so the call is retried safely.
 func (c *Client) Cancel(ctx context.Context, identity, taskID string) (*Task, error) {
-	var t *Task
-	err := c.call(ctx, "Cancel", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.CancelTask(ctx, &taskdv1.CancelTaskRequest{Identity: identity, TaskId: taskID})
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "Cancel", idempotent, taskdv1.TaskServiceClient.CancelTask,
+		&taskdv1.CancelTaskRequest{Identity: identity, TaskId: taskID}, taskOf)
 }
 
 // TriggerEdit is a change to some of a task's triggers: Add are added
@@ -223,13 +182,8 @@ func (c *Client) EditTriggers(ctx context.Context, identity, taskID string, e Tr
 	for _, t := range e.Add {
 		req.AddTriggers = append(req.AddTriggers, t.toProto())
 	}
-	var t *Task
-	err := c.call(ctx, "EditTriggers", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.UpdateTask(ctx, req)
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "EditTriggers", once, taskdv1.TaskServiceClient.UpdateTask,
+		req, taskOf)
 }
 
 // Update replaces a task's spec, keeping its id and history, and returns
@@ -246,13 +200,8 @@ func (c *Client) EditTriggers(ctx context.Context, identity, taskID string, e Tr
 // calling again.
 func (c *Client) Update(ctx context.Context, identity, taskID string, spec TaskSpec, revision int64) (*Task, error) {
 	req := &taskdv1.UpdateTaskRequest{Identity: identity, TaskId: taskID, Spec: spec.toProto(), Revision: revision}
-	var t *Task
-	err := c.call(ctx, "Update", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.UpdateTask(ctx, req)
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "Update", once, taskdv1.TaskServiceClient.UpdateTask,
+		req, taskOf)
 }
 
 // Delete removes a task in a final state (COMPLETED, DEAD, CANCELED) at
@@ -262,15 +211,8 @@ func (c *Client) Update(ctx context.Context, identity, taskID string, spec TaskS
 // retry that finds the task gone after an attempt whose answer was lost
 // returns nil.
 func (c *Client) Delete(ctx context.Context, identity, taskID string) error {
-	attempts := 0
-	return c.call(ctx, "Delete", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		attempts++
-		_, err := api.DeleteTask(ctx, &taskdv1.DeleteTaskRequest{Identity: identity, TaskId: taskID})
-		if attempts > 1 && status.Code(err) == codes.NotFound {
-			return nil // the earlier attempt deleted it
-		}
-		return err
-	})
+	return remove(ctx, c, "Delete", c.apis, taskdv1.TaskServiceClient.DeleteTask,
+		&taskdv1.DeleteTaskRequest{Identity: identity, TaskId: taskID})
 }
 
 // RunNow asks for one manual run at once; the schedule stays as it was.
@@ -278,110 +220,62 @@ func (c *Client) Delete(ctx context.Context, identity, taskID string) error {
 // make a second run): after an UNAVAILABLE or DEADLINE_EXCEEDED error, look
 // at Runs before calling again.
 func (c *Client) RunNow(ctx context.Context, identity, taskID string) (*Task, error) {
-	var t *Task
-	err := c.call(ctx, "RunNow", once, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.RunTaskNow(ctx, &taskdv1.RunTaskNowRequest{Identity: identity, TaskId: taskID})
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "RunNow", once, taskdv1.TaskServiceClient.RunTaskNow,
+		&taskdv1.RunTaskNowRequest{Identity: identity, TaskId: taskID}, taskOf)
 }
 
 // Runs returns a task's run history, newest first.
 func (c *Client) Runs(ctx context.Context, identity, taskID string) ([]Run, error) {
-	var runs []Run
-	err := c.call(ctx, "Runs", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.ListRuns(ctx, &taskdv1.ListRunsRequest{Identity: identity, TaskId: taskID})
-		runs = runs[:0]
-		for _, r := range resp.GetRuns() {
-			runs = append(runs, runFromProto(r))
-		}
-		return err
-	})
-	return runs, err
+	return send(ctx, c, "Runs", idempotent, taskdv1.TaskServiceClient.ListRuns,
+		&taskdv1.ListRunsRequest{Identity: identity, TaskId: taskID},
+		func(resp *taskdv1.ListRunsResponse) []Run { return each(resp.GetRuns(), runFromProto) })
 }
 
 // Pause stops a task from starting runs, keeping its triggers; what comes
 // due meanwhile is handled on Resume by its misfire policy.
 func (c *Client) Pause(ctx context.Context, identity, taskID string) (*Task, error) {
-	var t *Task
-	err := c.call(ctx, "Pause", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.PauseTask(ctx, &taskdv1.PauseTaskRequest{Identity: identity, TaskId: taskID})
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "Pause", idempotent, taskdv1.TaskServiceClient.PauseTask,
+		&taskdv1.PauseTaskRequest{Identity: identity, TaskId: taskID}, taskOf)
 }
 
 // Resume lifts a Pause.
 func (c *Client) Resume(ctx context.Context, identity, taskID string) (*Task, error) {
-	var t *Task
-	err := c.call(ctx, "Resume", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.ResumeTask(ctx, &taskdv1.ResumeTaskRequest{Identity: identity, TaskId: taskID})
-		t = taskFromProto(resp.GetTask())
-		return err
-	})
-	return t, err
+	return send(ctx, c, "Resume", idempotent, taskdv1.TaskServiceClient.ResumeTask,
+		&taskdv1.ResumeTaskRequest{Identity: identity, TaskId: taskID}, taskOf)
 }
 
 // PauseIdentity pauses every task of an identity, present and future, and
 // returns the pause.
 func (c *Client) PauseIdentity(ctx context.Context, identity string) (*Pause, error) {
-	var p *Pause
-	err := c.call(ctx, "PauseIdentity", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.PauseIdentity(ctx, &taskdv1.PauseIdentityRequest{Identity: identity})
-		if err == nil {
-			pp := pauseFromProto(resp.GetPause())
-			p = &pp
-		}
-		return err
-	})
-	return p, err
+	return send(ctx, c, "PauseIdentity", idempotent, taskdv1.TaskServiceClient.PauseIdentity,
+		&taskdv1.PauseIdentityRequest{Identity: identity}, pauseOf)
 }
 
 // ResumeIdentity lifts a PauseIdentity.
 func (c *Client) ResumeIdentity(ctx context.Context, identity string) error {
-	return c.call(ctx, "ResumeIdentity", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		_, err := api.ResumeIdentity(ctx, &taskdv1.ResumeIdentityRequest{Identity: identity})
-		return err
-	})
+	_, err := send(ctx, c, "ResumeIdentity", idempotent, taskdv1.TaskServiceClient.ResumeIdentity,
+		&taskdv1.ResumeIdentityRequest{Identity: identity}, nothing)
+	return err
 }
 
 // PauseKind pauses every task of a kind in the cluster, present and
 // future, and returns the pause.
 func (c *Client) PauseKind(ctx context.Context, kind string) (*Pause, error) {
-	var p *Pause
-	err := c.call(ctx, "PauseKind", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.PauseKind(ctx, &taskdv1.PauseKindRequest{Kind: kind})
-		if err == nil {
-			pp := pauseFromProto(resp.GetPause())
-			p = &pp
-		}
-		return err
-	})
-	return p, err
+	return send(ctx, c, "PauseKind", idempotent, taskdv1.TaskServiceClient.PauseKind,
+		&taskdv1.PauseKindRequest{Kind: kind}, pauseOf)
 }
 
 // ResumeKind lifts a PauseKind.
 func (c *Client) ResumeKind(ctx context.Context, kind string) error {
-	return c.call(ctx, "ResumeKind", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		_, err := api.ResumeKind(ctx, &taskdv1.ResumeKindRequest{Kind: kind})
-		return err
-	})
+	_, err := send(ctx, c, "ResumeKind", idempotent, taskdv1.TaskServiceClient.ResumeKind,
+		&taskdv1.ResumeKindRequest{Kind: kind}, nothing)
+	return err
 }
 
 // Pauses lists the identity and kind pauses in force.
 func (c *Client) Pauses(ctx context.Context) ([]Pause, error) {
-	var ps []Pause
-	err := c.call(ctx, "Pauses", idempotent, func(ctx context.Context, api taskdv1.TaskServiceClient) error {
-		resp, err := api.ListPauses(ctx, &taskdv1.ListPausesRequest{})
-		ps = ps[:0]
-		for _, p := range resp.GetPauses() {
-			ps = append(ps, pauseFromProto(p))
-		}
-		return err
-	})
-	return ps, err
+	return send(ctx, c, "Pauses", idempotent, taskdv1.TaskServiceClient.ListPauses, &taskdv1.ListPausesRequest{},
+		func(resp *taskdv1.ListPausesResponse) []Pause { return each(resp.GetPauses(), pauseFromProto) })
 }
 
 // Wait returns the task once it is in a final state (COMPLETED, DEAD or
@@ -423,4 +317,16 @@ func (c *Client) Wait(ctx context.Context, identity, taskID string) (*Task, erro
 			return t, err
 		}
 	}
+}
+
+// pauseOf is the pause of a response that holds one (nil for no response).
+func pauseOf[R interface {
+	*P
+	GetPause() *taskdv1.Pause
+}, P any](r R) *Pause {
+	if r == nil {
+		return nil
+	}
+	p := pauseFromProto(r.GetPause())
+	return &p
 }

@@ -5,9 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -53,27 +50,17 @@ type Token struct {
 // the first attempt may have stored.
 func (c *Client) CreateToken(ctx context.Context, spec TokenSpec) (token *Token, bearer string, err error) {
 	req := &taskdv1.CreateTokenRequest{Id: spec.ID, Verbs: spec.Verbs, Identities: spec.Identities, Description: spec.Description}
-	err = c.callEndpoint(ctx, "CreateToken", once, func(ctx context.Context, i uint32) error {
-		resp, err := c.tokens[i].CreateToken(ctx, req)
-		token, bearer = tokenFromProto(resp.GetToken()), resp.GetBearer()
-		return err
-	})
-	return token, bearer, err
+	resp, err := sendTo(ctx, c, "CreateToken", once, c.tokens, taskdv1.TokenServiceClient.CreateToken, req, asIs)
+	return tokenFromProto(resp.GetToken()), resp.GetBearer(), err
 }
 
 // Tokens lists the tokens stored in the cluster and those of the answering
 // node's tokens file, by ID.
 func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
-	var toks []Token
-	err := c.callEndpoint(ctx, "Tokens", idempotent, func(ctx context.Context, i uint32) error {
-		resp, err := c.tokens[i].ListTokens(ctx, &taskdv1.ListTokensRequest{})
-		toks = toks[:0]
-		for _, p := range resp.GetTokens() {
-			toks = append(toks, *tokenFromProto(p))
-		}
-		return err
-	})
-	return toks, err
+	return sendTo(ctx, c, "Tokens", idempotent, c.tokens, taskdv1.TokenServiceClient.ListTokens, &taskdv1.ListTokensRequest{},
+		func(resp *taskdv1.ListTokensResponse) []Token {
+			return each(resp.GetTokens(), func(p *taskdv1.Token) Token { return *tokenFromProto(p) })
+		})
 }
 
 // RevokeToken deletes a stored token: the answering node refuses it once
@@ -82,15 +69,7 @@ func (c *Client) Tokens(ctx context.Context) ([]Token, error) {
 // ErrFailedPrecondition. It is retried like Delete: a retry that finds the
 // token gone after an attempt whose answer was lost returns nil.
 func (c *Client) RevokeToken(ctx context.Context, id string) error {
-	attempts := 0
-	return c.callEndpoint(ctx, "RevokeToken", idempotent, func(ctx context.Context, i uint32) error {
-		attempts++
-		_, err := c.tokens[i].RevokeToken(ctx, &taskdv1.RevokeTokenRequest{Id: id})
-		if attempts > 1 && status.Code(err) == codes.NotFound {
-			return nil // the earlier attempt revoked it
-		}
-		return err
-	})
+	return remove(ctx, c, "RevokeToken", c.tokens, taskdv1.TokenServiceClient.RevokeToken, &taskdv1.RevokeTokenRequest{Id: id})
 }
 
 func tokenFromProto(p *taskdv1.Token) *Token {

@@ -16,12 +16,7 @@ const (
 // setConsoleHosts reads --console-host: comma-separated entries, spaces
 // around them ignored, empty = none.
 func setConsoleHosts(c *Config, v string) error {
-	c.ConsoleHosts = nil
-	for h := range strings.SplitSeq(v, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			c.ConsoleHosts = append(c.ConsoleHosts, h)
-		}
-	}
+	c.ConsoleHosts = commaList(v)
 	return nil
 }
 

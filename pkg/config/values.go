@@ -18,61 +18,58 @@ import (
 	"unicode/utf8"
 )
 
-// durationSetter stores a time.ParseDuration value into the field.
-func durationSetter(field func(*Config) *time.Duration) func(*Config, string) error {
+// setter stores the value parse reads into the field; a value parse
+// refuses is refused with its error.
+func setter[T any](field func(*Config) *T, parse func(string) (T, error)) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
+		x, err := parse(v)
 		if err != nil {
 			return err
 		}
-		*field(c) = d
+		*field(c) = x
 		return nil
 	}
+}
+
+// durationSetter stores a time.ParseDuration value into the field.
+func durationSetter(field func(*Config) *time.Duration) func(*Config, string) error {
+	return setter(field, time.ParseDuration)
 }
 
 // intSetter stores a decimal integer into the field.
 func intSetter(field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
+	return setter(field, func(v string) (int, error) {
 		n, err := strconv.Atoi(v)
-		if err != nil {
-			var ne *strconv.NumError
-			if errors.As(err, &ne) {
-				return fmt.Errorf("not a whole number: %w", ne.Err)
-			}
-			return err
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			return 0, fmt.Errorf("not a whole number: %w", ne.Err)
 		}
-		*field(c) = n
-		return nil
-	}
+		return n, err
+	})
 }
 
 // boolSetter stores true or false into the field.
 func boolSetter(field func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
+	return setter(field, func(v string) (bool, error) {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return errors.New("not true or false")
+			return false, errors.New("not true or false")
 		}
-		*field(c) = b
-		return nil
-	}
+		return b, nil
+	})
 }
 
 // percentSetter stores a whole percentage, written with its % sign
 // ("10%"), into the field.
 func percentSetter(field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
+	return setter(field, func(v string) (int, error) {
 		num, ok := strings.CutSuffix(v, "%")
-		if !ok {
-			return errors.New("not a percentage: want a whole number and %, e.g. 10%")
-		}
 		n, err := strconv.Atoi(num)
-		if err != nil {
-			return errors.New("not a percentage: want a whole number and %, e.g. 10%")
+		if !ok || err != nil {
+			return 0, errors.New("not a percentage: want a whole number and %, e.g. 10%")
 		}
-		*field(c) = n
-		return nil
-	}
+		return n, nil
+	})
 }
 
 // kindTargetSetter appends one KIND=TARGET entry to the field.
@@ -124,13 +121,20 @@ func checkLimits(list []KindLimit) error {
 // setKinds reads --kinds: comma-separated kinds, spaces around them
 // ignored, empty = none.
 func setKinds(c *Config, v string) error {
-	c.Kinds = nil
-	for k := range strings.SplitSeq(v, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			c.Kinds = append(c.Kinds, k)
+	c.Kinds = commaList(v)
+	return nil
+}
+
+// commaList is the comma-separated entries of v, spaces around them
+// ignored (nil for none).
+func commaList(v string) []string {
+	var list []string
+	for e := range strings.SplitSeq(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			list = append(list, e)
 		}
 	}
-	return nil
+	return list
 }
 
 // checkDeclaredKinds checks the --kinds entries: at most maxDeclaredKinds

@@ -12,18 +12,7 @@ import (
 
 // catchUpIdx is CatchUp for fire time number fired.
 func catchUpIdx(trig *taskdv1.Trigger, fired int64, now time.Time, policy taskdv1.MisfirePolicy, maxCatchUp int) idxPlan {
-	due, ok := fireAt(trig, fired)
-	if !ok {
-		return idxPlan{Fired: fired}
-	}
-	p := CatchUp(trig, due, now, threshold, policy, maxCatchUp, nil)
-	out := idxPlan{Run: p.Run, Fire: p.Fire, Misfired: p.Misfired, Late: p.Late}
-	if p.NextOK {
-		out.Fired = indexOf(trig, p.Next)
-	} else {
-		out.Fired = total(trig)
-	}
-	return out
+	return planIdx(CatchUp, trig, fired, now, threshold, policy, maxCatchUp)
 }
 
 // TestCatchUp: on a node that took the task after its fire times passed,
@@ -34,15 +23,7 @@ func TestCatchUp(t *testing.T) {
 	p10 := every(10 * s)
 	count3 := periodic(per{start: ts(base), interval: durationpb.New(10 * s), count: 3})
 	onceAtBase := once(ts(base))
-	tests := []struct {
-		name       string
-		trig       *taskdv1.Trigger
-		fired      int64
-		now        time.Time
-		policy     taskdv1.MisfirePolicy
-		maxCatchUp int
-		want       idxPlan
-	}{
+	tests := []planCase{
 		// One fire time past: lateness, as for Due.
 		{"one past, on time", p10, 0, at(5 * s), skip, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
 		{"one past, from mid progress", p10, 4, at(45 * s), skip, 100, idxPlan{Run: true, Fire: at(40 * s), Fired: 5}},
@@ -91,21 +72,7 @@ func TestCatchUp(t *testing.T) {
 func takeOver(t *testing.T, trig *taskdv1.Trigger, fired int64, takenAt, until time.Time,
 	policy taskdv1.MisfirePolicy, maxCatchUp int, plan func(*taskdv1.Trigger, int64, time.Time, taskdv1.MisfirePolicy, int) idxPlan) (startedAt, fires []time.Time) {
 	t.Helper()
-	now := takenAt
-	for steps := 0; ; steps++ {
-		if steps > 100_000 {
-			t.Fatal("the simulated node does not terminate")
-		}
-		fire, ok := fireAt(trig, fired)
-		if !ok {
-			break
-		}
-		if fire.After(now) {
-			if fire.After(until) {
-				break
-			}
-			now = fire
-		}
+	startedAt, fires, _, _ = simulate(t, trig, fired, takenAt, until, func(fire time.Time, fired int64, now time.Time) idxPlan {
 		p := dueIdx(trig, fired, now, threshold, policy, maxCatchUp)
 		if fire.Before(takenAt) {
 			p = plan(trig, fired, now, policy, maxCatchUp)
@@ -113,12 +80,8 @@ func takeOver(t *testing.T, trig *taskdv1.Trigger, fired int64, takenAt, until t
 		if p.Misfired < 0 || p.Fired <= fired {
 			t.Fatalf("plan %+v from fire time %d: no progress", p, fired)
 		}
-		if p.Run {
-			startedAt = append(startedAt, now)
-			fires = append(fires, p.Fire)
-		}
-		fired = p.Fired
-	}
+		return p
+	})
 	return startedAt, fires
 }
 
@@ -161,27 +124,30 @@ func TestTakeOverNoBurstWithinThreshold(t *testing.T) {
 			onGrid(t, started, fires, 0)
 		})
 	}
-	t.Run("FIRE_ONCE_NOW", func(t *testing.T) {
-		started, fires := takeOver(t, trig, 4, takenAt, until, onceNow, 100, catchUpIdx)
-		if countAt(started, takenAt) != 1 || !fires[0].Equal(at(8*s)) || !fires[1].Equal(at(18*s)) {
-			t.Fatalf("runs %v for fires %v: want one at the take-over for base+8s, then base+18s", started, fires)
-		}
-		onGrid(t, started, fires, 1)
-	})
-	t.Run("FIRE_ALL", func(t *testing.T) {
-		started, fires := takeOver(t, trig, 4, takenAt, until, fireAll, 100, catchUpIdx)
-		if countAt(started, takenAt) != 5 || !fires[0].Equal(at(8*s)) || !fires[4].Equal(at(16*s)) {
-			t.Fatalf("runs %v for fires %v: want the five missed replayed at the take-over", started, fires)
-		}
-		onGrid(t, started, fires, 5)
-	})
-	t.Run("FIRE_ALL cap 2", func(t *testing.T) {
-		started, fires := takeOver(t, trig, 4, takenAt, until, fireAll, 2, catchUpIdx)
-		if countAt(started, takenAt) != 2 || !fires[0].Equal(at(14*s)) || !fires[1].Equal(at(16*s)) {
-			t.Fatalf("runs %v for fires %v: want the newest two missed replayed at the take-over", started, fires)
-		}
-		onGrid(t, started, fires, 2)
-	})
+	for _, tc := range []struct {
+		name       string
+		policy     taskdv1.MisfirePolicy
+		maxCatchUp int
+		replayed   int                   // runs at the take-over, then on the grid
+		fires      map[int]time.Duration // fire times run, by run, after base
+		want       string
+	}{
+		{"FIRE_ONCE_NOW", onceNow, 100, 1, map[int]time.Duration{0: 8 * s, 1: 18 * s}, "one at the take-over for base+8s, then base+18s"},
+		{"FIRE_ALL", fireAll, 100, 5, map[int]time.Duration{0: 8 * s, 4: 16 * s}, "the five missed replayed at the take-over"},
+		{"FIRE_ALL cap 2", fireAll, 2, 2, map[int]time.Duration{0: 14 * s, 1: 16 * s}, "the newest two missed replayed at the take-over"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started, fires := takeOver(t, trig, 4, takenAt, until, tc.policy, tc.maxCatchUp, catchUpIdx)
+			ok := countAt(started, takenAt) == tc.replayed
+			for i, d := range tc.fires {
+				ok = ok && fires[i].Equal(at(d))
+			}
+			if !ok {
+				t.Fatalf("runs %v for fires %v: want %s", started, fires, tc.want)
+			}
+			onGrid(t, started, fires, tc.replayed)
+		})
+	}
 }
 
 func countAt(ts []time.Time, at time.Time) int {
@@ -203,12 +169,7 @@ func TestCatchUpInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	policies := []taskdv1.MisfirePolicy{unspecified, onceNow, skip, fireAll}
 	for i := 0; i < 20000; i++ {
-		iv := time.Duration(1+r.IntN(120_000)) * time.Millisecond
-		pp := per{start: ts(base), interval: durationpb.New(iv)}
-		if r.IntN(3) == 0 {
-			pp.count = int64(1 + r.IntN(500))
-		}
-		trig := periodic(pp)
+		trig, iv := randPeriodic(r, time.Millisecond, 120_000, 500, 0)
 		fired := int64(r.IntN(600))
 		f, ok := fireAt(trig, fired)
 		if !ok {

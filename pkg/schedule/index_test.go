@@ -2,7 +2,11 @@ package schedule
 
 import (
 	"math"
+	"math/rand/v2"
+	"testing"
 	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -61,14 +65,32 @@ type idxPlan struct {
 	Late     bool
 }
 
+// planCase is a case of a table of plans: trig at progress fired, planned
+// at now with policy and maxCatchUp, wants want.
+type planCase struct {
+	name       string
+	trig       *taskdv1.Trigger
+	fired      int64
+	now        time.Time
+	policy     taskdv1.MisfirePolicy
+	maxCatchUp int
+	want       idxPlan
+}
+
 // dueIdx is Due for fire time number fired.
 func dueIdx(trig *taskdv1.Trigger, fired int64, now time.Time, threshold time.Duration,
 	policy taskdv1.MisfirePolicy, maxCatchUp int) idxPlan {
+	return planIdx(Due, trig, fired, now, threshold, policy, maxCatchUp)
+}
+
+// planIdx is plan (Due or CatchUp) for fire time number fired.
+func planIdx(plan func(*taskdv1.Trigger, time.Time, time.Time, time.Duration, taskdv1.MisfirePolicy, int, Exclusions) Plan,
+	trig *taskdv1.Trigger, fired int64, now time.Time, threshold time.Duration, policy taskdv1.MisfirePolicy, maxCatchUp int) idxPlan {
 	due, ok := fireAt(trig, fired)
 	if !ok {
 		return idxPlan{Fired: fired}
 	}
-	p := Due(trig, due, now, threshold, policy, maxCatchUp, nil)
+	p := plan(trig, due, now, threshold, policy, maxCatchUp, nil)
 	out := idxPlan{Run: p.Run, Fire: p.Fire, Misfired: p.Misfired, Late: p.Late}
 	if p.NextOK {
 		out.Fired = indexOf(trig, p.Next)
@@ -76,4 +98,52 @@ func dueIdx(trig *taskdv1.Trigger, fired int64, now time.Time, threshold time.Du
 		out.Fired = total(trig)
 	}
 	return out
+}
+
+// randPeriodic is a periodic trigger from base, its interval iv 1 to
+// units units; a third of them have a count of 1 to counts, and (ends not
+// 0) a third end within ends intervals of base.
+func randPeriodic(r *rand.Rand, unit time.Duration, units, counts, ends int) (trig *taskdv1.Trigger, iv time.Duration) {
+	iv = time.Duration(1+r.IntN(units)) * unit
+	pp := per{start: ts(base), interval: durationpb.New(iv)}
+	if r.IntN(3) == 0 {
+		pp.count = int64(1 + r.IntN(counts))
+	}
+	if ends != 0 && r.IntN(3) == 0 {
+		pp.end = ts(base.Add(time.Duration(r.Int64N(int64(ends) * int64(iv)))))
+	}
+	return periodic(pp), iv
+}
+
+// simulate plays a node on a simulated clock from now until until: it
+// waits for the trigger's next fire time (moving the clock to it) and
+// plans fire time number fired (due at fire) with plan, as often as plan
+// asks. It returns the simulated instants of the runs, the fire times run,
+// the misfires counted and the progress it ends at.
+func simulate(t *testing.T, trig *taskdv1.Trigger, fired int64, now, until time.Time,
+	plan func(fire time.Time, fired int64, now time.Time) idxPlan) (startedAt, fires []time.Time, misfired, progress int64) {
+	t.Helper()
+	for steps := 0; ; steps++ {
+		if steps > 1_000_000 {
+			t.Fatal("the simulated node does not terminate")
+		}
+		fire, ok := fireAt(trig, fired)
+		if !ok {
+			break
+		}
+		if fire.After(now) {
+			if fire.After(until) {
+				break
+			}
+			now = fire // the timer fires exactly on time
+		}
+		p := plan(fire, fired, now)
+		if p.Run {
+			startedAt = append(startedAt, now)
+			fires = append(fires, p.Fire)
+		}
+		misfired += p.Misfired
+		fired = p.Fired
+	}
+	return startedAt, fires, misfired, fired
 }

@@ -180,15 +180,7 @@ func TestDue(t *testing.T) {
 	end1h := periodic(per{start: ts(base), interval: durationpb.New(10 * s), end: ts(at(time.Hour))})
 	onceAtBase := once(ts(base))
 
-	tests := []struct {
-		name       string
-		trig       *taskdv1.Trigger
-		fired      int64
-		now        time.Time
-		policy     taskdv1.MisfirePolicy
-		maxCatchUp int
-		want       idxPlan
-	}{
+	tests := []planCase{
 		// On time: within the threshold runs and advances by exactly one,
 		// whatever the policy, even when later fire times have also passed.
 		{"on time exactly", p10, 0, base, skip, 100, idxPlan{Run: true, Fire: base, Fired: 1}},
@@ -355,15 +347,7 @@ func TestDueInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	policies := []taskdv1.MisfirePolicy{unspecified, onceNow, skip, fireAll}
 	for i := 0; i < 20000; i++ {
-		iv := time.Duration(1+r.IntN(120_000)) * time.Millisecond
-		pp := per{start: ts(base), interval: durationpb.New(iv)}
-		if r.IntN(3) == 0 {
-			pp.count = int64(1 + r.IntN(500))
-		}
-		if r.IntN(3) == 0 {
-			pp.end = ts(base.Add(time.Duration(r.Int64N(int64(1000 * iv)))))
-		}
-		trig := periodic(pp)
+		trig, iv := randPeriodic(r, time.Millisecond, 120_000, 500, 1000)
 		if r.IntN(10) == 0 {
 			trig = once(ts(base.Add(time.Duration(r.Int64N(int64(time.Hour))))))
 		}
@@ -415,30 +399,12 @@ func TestDueInvariants(t *testing.T) {
 func dispatch(t *testing.T, trig *taskdv1.Trigger, fired int64, now, until time.Time,
 	policy taskdv1.MisfirePolicy, maxCatchUp int) (startedAt, fires []time.Time, misfired, progress int64) {
 	t.Helper()
-	for steps := 0; ; steps++ {
-		if steps > 1_000_000 {
-			t.Fatal("dispatcher does not terminate")
-		}
-		fire, ok := fireAt(trig, fired)
-		if !ok {
-			break
-		}
-		if fire.After(now) {
-			if fire.After(until) {
-				break
-			}
-			now = fire // the timer fires exactly on time
-		}
-		p := dueIdx(trig, fired, now, threshold, policy, maxCatchUp)
-		checkPlan(t, trig, fired, now, p)
-		if p.Run {
-			startedAt = append(startedAt, now)
-			fires = append(fires, p.Fire)
-		}
-		misfired += p.Misfired
-		fired = p.Fired
-	}
-	return startedAt, fires, misfired, fired
+	return simulate(t, trig, fired, now, until,
+		func(_ time.Time, fired int64, now time.Time) idxPlan {
+			p := dueIdx(trig, fired, now, threshold, policy, maxCatchUp)
+			checkPlan(t, trig, fired, now, p)
+			return p
+		})
 }
 
 // TestRestartNoCatchUpBurst: a 1s periodic trigger whose progress is 3 hours

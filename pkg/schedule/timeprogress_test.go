@@ -25,15 +25,7 @@ func TestWalkAgreesWithClosedForm(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	policies := []taskdv1.MisfirePolicy{unspecified, onceNow, skip, fireAll}
 	for i := 0; i < 3000; i++ {
-		iv := time.Duration(1+r.IntN(600)) * time.Second
-		pp := per{start: ts(base), interval: durationpb.New(iv)}
-		if r.IntN(3) == 0 {
-			pp.count = int64(1 + r.IntN(300))
-		}
-		if r.IntN(3) == 0 {
-			pp.end = ts(base.Add(time.Duration(r.Int64N(int64(400 * iv)))))
-		}
-		trig := periodic(pp)
+		trig, iv := randPeriodic(r, time.Second, 600, 300, 400)
 		due, ok := fireAt(trig, int64(r.IntN(200)))
 		if !ok {
 			continue

@@ -1,13 +1,10 @@
 package tokens_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/taskd/taskd/internal/etcdfault"
 	tst "github.com/taskd/taskd/pkg/taskservice/taskservicetest"
-	"github.com/taskd/taskd/pkg/tokens"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -23,11 +20,7 @@ func TestFollowerBrokenWatchListsAgain(t *testing.T) {
 	faults := etcdfault.New()
 	faults.Wrap(cli)
 	const prefix = "/tok-broken/"
-	fol := tokens.NewFollower(cli, prefix)
-	srv := tokens.NewServer(cli, prefix, fol, nil)
-	runFollower(t, fol)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	srv, fol, ctx := followedServer(t, cli, prefix)
 	create := func(id string) {
 		t.Helper()
 		if _, err := srv.CreateToken(ctx, &taskdv1.CreateTokenRequest{Id: id, Verbs: []string{"read"}}); err != nil {

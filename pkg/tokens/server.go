@@ -92,15 +92,13 @@ func (s *Server) CreateToken(ctx context.Context, req *taskdv1.CreateTokenReques
 	key := s.keys.Token(id)
 	ectx, cancel := context.WithTimeout(ctx, etcdTimeout)
 	defer cancel()
-	resp, err := writepath.NewWriter(s.cli).Commit(ectx, writepath.CreateIfAbsent(key, string(value)))
+	err = s.commitSeen(ctx, ectx, writepath.CreateIfAbsent(key, string(value)), "store the token",
+		status.Errorf(codes.AlreadyExists, "id: a token %q is already stored", id),
+		func(err error) error {
+			return status.Errorf(codes.Unavailable, "token %q is stored, but this node does not accept it yet: %v", id, err)
+		})
 	if err != nil {
-		return nil, etcdstatus.Of(fmt.Errorf("store the token: %w", err))
-	}
-	if !resp.Succeeded {
-		return nil, status.Errorf(codes.AlreadyExists, "id: a token %q is already stored", id)
-	}
-	if err := s.stored.WaitSeen(ctx, resp.Header.Revision); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "token %q is stored, but this node does not accept it yet: %v", id, err)
+		return nil, err
 	}
 	return &taskdv1.CreateTokenResponse{Token: t.Proto(), Bearer: id + "." + secret}, nil
 }
@@ -170,15 +168,31 @@ func (s *Server) RevokeToken(ctx context.Context, req *taskdv1.RevokeTokenReques
 	if !visible(stored) {
 		return nil, notFound
 	}
-	resp, err := writepath.NewWriter(s.cli).Commit(ectx, writepath.DeleteAt(key, got.Kvs[0].ModRevision))
+	err = s.commitSeen(ctx, ectx, writepath.DeleteAt(key, got.Kvs[0].ModRevision), "delete the token",
+		status.Errorf(codes.Aborted, "id: token %q changed while it was being revoked; try again", id),
+		func(err error) error {
+			return status.Errorf(codes.Unavailable, "token %q is deleted, but this node may still accept it: %v", id, err)
+		})
 	if err != nil {
-		return nil, etcdstatus.Of(fmt.Errorf("delete the token: %w", err))
-	}
-	if !resp.Succeeded {
-		return nil, status.Errorf(codes.Aborted, "id: token %q changed while it was being revoked; try again", id)
-	}
-	if err := s.stored.WaitSeen(ctx, resp.Header.Revision); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "token %q is deleted, but this node may still accept it: %v", id, err)
+		return nil, err
 	}
 	return &taskdv1.RevokeTokenResponse{}, nil
+}
+
+// commitSeen commits txn (what doing says it does) under ectx, then waits
+// until this node's follower has seen it, so that the node acts on the
+// change once the call returns. It returns refused when the txn's compares
+// fail, and unseen's error when the wait does.
+func (s *Server) commitSeen(ctx, ectx context.Context, txn writepath.Txn, doing string, refused error, unseen func(error) error) error {
+	resp, err := writepath.NewWriter(s.cli).Commit(ectx, txn)
+	if err != nil {
+		return etcdstatus.Of(fmt.Errorf("%s: %w", doing, err))
+	}
+	if !resp.Succeeded {
+		return refused
+	}
+	if err := s.stored.WaitSeen(ctx, resp.Header.Revision); err != nil {
+		return unseen(err)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -23,6 +24,18 @@ func runFollower(t *testing.T, f *tokens.Follower) {
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
+
+// followedServer is a Server of the tokens at prefix over cli (no file
+// tokens) with its follower, run until the test ends, and the context of
+// the test's calls.
+func followedServer(t *testing.T, cli *clientv3.Client, prefix string) (*tokens.Server, *tokens.Follower, context.Context) {
+	fol := tokens.NewFollower(cli, prefix)
+	srv := tokens.NewServer(cli, prefix, fol, nil)
+	runFollower(t, fol)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return srv, fol, ctx
 }
 
 func bearerCtx(token string) context.Context {
@@ -182,11 +195,7 @@ func TestFollowerIgnoresARecordUnderAnotherKey(t *testing.T) {
 	e := tst.StartEtcd(t)
 	cli := e.Client(t)
 	const prefix = "/tok-relist/"
-	fol := tokens.NewFollower(cli, prefix)
-	srv := tokens.NewServer(cli, prefix, fol, nil)
-	runFollower(t, fol)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	srv, fol, ctx := followedServer(t, cli, prefix)
 	if _, err := srv.CreateToken(ctx, &taskdv1.CreateTokenRequest{Id: "a", Verbs: []string{"read"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,47 @@ func startNode(t testing.TB, cli *clientv3.Client, name string, heartbeat time.D
 	return &node{Node: n, pool: pool, addr: lis.Addr().String(), cli: cli}
 }
 
+// nodeAndClient starts node n1 (heartbeat, opts as startNode's) on a new
+// etcd and dials a client of it; ctx bounds the test's calls.
+func nodeAndClient(t *testing.T, heartbeat time.Duration, opts ...func(*nodeSetup)) (*node, *client.Client, context.Context) {
+	t.Helper()
+	n := startNode(t, tst.StartEtcd(t).Client(t), "n1", heartbeat, nil, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return n, dialClient(t, n.addr), ctx
+}
+
+// waitRuns waits for the task to end and returns it with its runs.
+func waitRuns(ctx context.Context, t *testing.T, c *client.Client, identity, taskID string) (*client.Task, []client.Run) {
+	t.Helper()
+	done, err := c.Wait(ctx, identity, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := c.Runs(ctx, identity, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done, runs
+}
+
+// busyWorker connects a worker of kind job (concurrency 1) to the node at
+// addr, schedules a task of it that times out in a minute, and waits until
+// the worker holds the task's run, which it never answers: its slot stays
+// taken.
+func busyWorker(ctx context.Context, t *testing.T, c *client.Client, addr string) *rawWorker {
+	t.Helper()
+	busy, _, err := dialRaw(t, addr, &taskdv1.WorkerHello{Worker: "busy", Kinds: []string{"job"}, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Schedule(ctx, spec("blocker", "job", func(s *client.TaskSpec) { s.Timeout = time.Minute })); err != nil {
+		t.Fatal(err)
+	}
+	busy.recvUntil(func(m *taskdv1.WorkResponse) bool { return m.GetRun() != nil })
+	return busy
+}
+
 type tWriter struct{ t testing.TB }
 
 func (w tWriter) Write(p []byte) (int, error) {
@@ -183,12 +224,6 @@ func (r *rawWorker) send(o *taskdv1.WorkOutcome) {
 		r.t.Fatalf("send: %v", err)
 	}
 }
-
-func (r *rawWorker) heartbeat() error {
-	return r.stream.Send(&taskdv1.WorkRequest{Msg: &taskdv1.WorkRequest_Heartbeat{Heartbeat: &taskdv1.WorkerHeartbeat{}}})
-}
-
-var _ = tst.Eventually
 
 func clientv3LeaseID(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
 

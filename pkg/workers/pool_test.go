@@ -48,11 +48,7 @@ func nodeKinds(t *testing.T, c *client.Client, name string) []string {
 // the worker hears that its outcome was committed), and scheduling it
 // fails, naming the kind, before the worker comes and after it leaves.
 func TestRemoteWorkerServesAKind(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, c, ctx := nodeAndClient(t, time.Second)
 
 	if _, _, err := c.Schedule(ctx, spec("alice", "resize")); !errors.Is(err, client.ErrFailedPrecondition) && !errors.Is(err, client.ErrInvalidArgument) || err == nil || !strings.Contains(err.Error(), `"resize"`) {
 		t.Fatalf("Schedule of a kind nothing serves: %v", err)
@@ -74,14 +70,7 @@ func TestRemoteWorkerServesAKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.Wait(ctx, "alice", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := c.Runs(ctx, "alice", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	done, runs := waitRuns(ctx, t, c, "alice", task.ID)
 	if done.State != client.StateCompleted || len(runs) != 1 || runs[0].Outcome != "SUCCESS" ||
 		runs[0].Message != "resized cat.png fence "+runs[0].Fence {
 		t.Fatalf("task %s, runs %+v", done.State, runs)
@@ -111,11 +100,7 @@ func TestRemoteWorkerServesAKind(t *testing.T) {
 
 // A worker never has more runs than its concurrency; every run completes.
 func TestWorkerConcurrencyIsAFlowLimit(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Second)
 	var running, most atomic.Int64
 	release := make(chan struct{})
 	w := c.NewWorker(client.WorkerOptions{Name: "w1", Concurrency: 2, Discover: 100 * time.Millisecond})
@@ -159,11 +144,7 @@ func TestWorkerConcurrencyIsAFlowLimit(t *testing.T) {
 // A worker that goes away mid-run leaves the run to be retried as a new
 // attempt with a new run number, which another worker runs.
 func TestWorkerGoneMidRunIsRetriedElsewhere(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Second)
 	started := make(chan string, 1)
 	w1 := c.NewWorker(client.WorkerOptions{Name: "w1", Discover: 100 * time.Millisecond})
 	w1.Handle("job", func(ctx context.Context, job *client.Job) error {
@@ -184,14 +165,7 @@ func TestWorkerGoneMidRunIsRetriedElsewhere(t *testing.T) {
 	w2 := c.NewWorker(client.WorkerOptions{Name: "w2", Discover: 100 * time.Millisecond})
 	w2.Handle("job", func(context.Context, *client.Job) error { return nil })
 	runWorker(t, w2)
-	done, err := c.Wait(ctx, "bob", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := c.Runs(ctx, "bob", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	done, runs := waitRuns(ctx, t, c, "bob", task.ID)
 	if done.State != client.StateCompleted || len(runs) != 2 ||
 		runs[1].RunNumber != 1 || runs[1].Outcome != "ERROR" || !strings.Contains(runs[1].Message, "went away") ||
 		runs[0].RunNumber != 2 || runs[0].Attempt != 2 || runs[0].Outcome != "SUCCESS" {
@@ -202,11 +176,7 @@ func TestWorkerGoneMidRunIsRetriedElsewhere(t *testing.T) {
 // A worker that falls silent (no heartbeat) is cut off after three
 // intervals; its run is retried on a live worker.
 func TestSilentWorkerIsCutOff(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", 200*time.Millisecond, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, 200*time.Millisecond)
 	hung, welcome, err := dialRaw(t, n.addr, &taskdv1.WorkerHello{Worker: "hung", Kinds: []string{"job"}, Concurrency: 1})
 	if err != nil || welcome.GetWelcome() == nil {
 		t.Fatalf("hello: %v %v", welcome, err)
@@ -216,24 +186,7 @@ func TestSilentWorkerIsCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	beatCtx, stopBeats := context.WithCancel(ctx)
-	beats := make(chan struct{})
-	go func() {
-		defer close(beats)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-beatCtx.Done():
-				return
-			case <-tick.C:
-				if beating.heartbeat() != nil {
-					return
-				}
-			}
-		}
-	}()
-	defer func() { stopBeats(); <-beats }()
+	defer beat(beating.stream, 50*time.Millisecond)()
 	task, _, err := c.Schedule(ctx, spec("carol", "job", func(s *client.TaskSpec) {
 		s.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 100 * time.Millisecond}
 	}))
@@ -378,11 +331,7 @@ func TestBadHelloNamesTheField(t *testing.T) {
 // An EVERY_NODE task of a remote kind runs on the worker of each node, and
 // each outcome is acknowledged as committed.
 func TestEveryNodeTaskOnRemoteWorkers(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Second)
 	var accepted atomic.Int64
 	w := c.NewWorker(client.WorkerOptions{Name: "w1", Discover: 100 * time.Millisecond,
 		OnAck: func(a client.Ack) {

@@ -94,11 +94,7 @@ func heapInUse() float64 {
 // anyway, cuts it off when a send has waited three heartbeat intervals,
 // stops picking it, and retries its runs on a live worker.
 func TestWorkerThatStopsReadingIsCutOff(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", 200*time.Millisecond, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, 200*time.Millisecond)
 
 	before := heapInUse()
 	stream, end := openStream(t, dialConn(t, n.addr))

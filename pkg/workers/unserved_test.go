@@ -73,12 +73,8 @@ const (
 // episode with one more line. A kind neither handled nor declared is
 // still refused. Before, the declared kind was refused like any other.
 func TestDeclaredKindWaitsVisiblyForItsFirstWorker(t *testing.T) {
-	etcd := tst.StartEtcd(t)
 	log := &logLines{t: t}
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil, withLog(log, "thumb"))
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Second, withLog(log, "thumb"))
 
 	if kinds := nodeKinds(t, c, "n1"); !slices.Equal(kinds, []string{"thumb"}) {
 		t.Fatalf("n1 advertises %q; want the declared kind", kinds)
@@ -115,14 +111,7 @@ func TestDeclaredKindWaitsVisiblyForItsFirstWorker(t *testing.T) {
 	w := c.NewWorker(client.WorkerOptions{Name: "late", Discover: 100 * time.Millisecond})
 	w.Handle("thumb", func(context.Context, *client.Job) error { return nil })
 	runWorker(t, w)
-	done, err := c.Wait(ctx, "ann", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := c.Runs(ctx, "ann", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	done, runs := waitRuns(ctx, t, c, "ann", task.ID)
 	if done.State != client.StateCompleted || len(runs) != 1 || runs[0].RunNumber != 1 || runs[0].Attempt != 1 {
 		t.Fatalf("after the worker came: state %s, runs %+v", done.State, runs)
 	}
@@ -230,12 +219,8 @@ func TestUnservedKindIsSaidOncePerEpisode(t *testing.T) {
 // one. Before, a cancelled or paused task went on counting as waiting
 // until a worker came.
 func TestUnservedEpisodeEndsWhenNoRunWaits(t *testing.T) {
-	etcd := tst.StartEtcd(t)
 	log := &logLines{t: t}
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil, withLog(log, "thumb"))
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Second, withLog(log, "thumb"))
 
 	waiting := func(want int) {
 		t.Helper()

@@ -105,11 +105,7 @@ func TestWaitingForAWorkerHoldsNoRunSlot(t *testing.T) {
 // connects it runs as run 1, attempt 1. Before, it was recorded as an
 // ERROR "no worker took the run" at its timeout, and went DEAD.
 func TestRunWaitingForAWorkerIsNotFailed(t *testing.T) {
-	etcd := tst.StartEtcd(t)
-	n := startNode(t, etcd.Client(t), "n1", time.Second, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Second)
 	// A worker of the kind is connected while the task is scheduled (a
 	// kind nothing serves is refused), and gone when it falls due: the
 	// identity is paused meanwhile.
@@ -160,14 +156,7 @@ func TestRunWaitingForAWorkerIsNotFailed(t *testing.T) {
 	w := c.NewWorker(client.WorkerOptions{Name: "late", Discover: 100 * time.Millisecond})
 	w.Handle("job", func(context.Context, *client.Job) error { return nil })
 	runWorker(t, w)
-	done, err := c.Wait(ctx, "dana", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runs, err := c.Runs(ctx, "dana", task.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	done, runs := waitRuns(ctx, t, c, "dana", task.ID)
 	if done.State != client.StateCompleted || done.Waiting != "" || len(runs) != 1 ||
 		runs[0].RunNumber != 1 || runs[0].Attempt != 1 || runs[0].Outcome != "SUCCESS" {
 		t.Fatalf("state %s (waiting %q), runs %+v", done.State, done.Waiting, runs)
@@ -183,21 +172,10 @@ func TestRunWaitingForAWorkerIsNotFailed(t *testing.T) {
 // worker's slot is taken, then a worker of concurrency 1 runs them in due
 // order. Before, the waiting calls raced for each freed slot.
 func TestWaitingRunsAreHandedOutInDueOrder(t *testing.T) {
-	etcd := tst.StartEtcd(t)
 	// A long heartbeat: the busy worker, which sends none, is not cut off.
-	n := startNode(t, etcd.Client(t), "n1", time.Minute, nil)
-	c := dialClient(t, n.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	n, c, ctx := nodeAndClient(t, time.Minute)
 	// The busy worker takes the first run and never answers it.
-	busy, _, err := dialRaw(t, n.addr, &taskdv1.WorkerHello{Worker: "busy", Kinds: []string{"job"}, Concurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Schedule(ctx, spec("blocker", "job", func(s *client.TaskSpec) { s.Timeout = time.Minute })); err != nil {
-		t.Fatal(err)
-	}
-	busy.recvUntil(func(m *taskdv1.WorkResponse) bool { return m.GetRun() != nil })
+	busyWorker(ctx, t, c, n.addr)
 
 	// Due order: d0, d1, ... d5; scheduled in another order, so that
 	// neither task ids nor identities sort that way.
@@ -313,14 +291,7 @@ func TestTokenOfAWaitingRunGoesBackWhenItsIdentityMoves(t *testing.T) {
 	c := dialClient(t, n1.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	busy, _, err := dialRaw(t, n1.addr, &taskdv1.WorkerHello{Worker: "busy", Kinds: []string{"job"}, Concurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Schedule(ctx, spec("blocker", "job", func(s *client.TaskSpec) { s.Timeout = time.Minute })); err != nil {
-		t.Fatal(err)
-	}
-	busy.recvUntil(func(m *taskdv1.WorkResponse) bool { return m.GetRun() != nil }) // token 1, the worker's slot
+	busyWorker(ctx, t, c, n1.addr) // token 1, the worker's slot
 	if _, _, err := c.Schedule(ctx, spec("erin", "job")); err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (s *engineSide) AddLocal(r *storev1.TaskRecord) {
 }
 
 // Repair reads identity id again after a while (0: at once).
-func (s *engineSide) Repair(id string, after time.Duration) { s.node().repairAfter(id, after) }
+func (s *engineSide) Repair(id string, after time.Duration) { s.node().own.RepairAfter(id, after) }
 
 // Knows says whether identity id is in the node's table.
 func (s *engineSide) Knows(id string) bool {
@@ -211,7 +211,7 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 	if epoch < n.member.RegisteredRev() {
 		// Mapped here before the node's current registration: it is
 		// re-mapped (and its tasks loaded) by a read of the identity.
-		n.repair(id)
+		n.own.Repair(id)
 		return
 	}
 	n.mu.Lock()

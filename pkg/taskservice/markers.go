@@ -207,7 +207,7 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
 	var extra []clientv3.Op
 	if owner.Mapped && owner.Node != n.cfg.Name {
-		op, err := n.handoffOp(owner.Node, id, taskID)
+		op, err := n.shapes.Handoff(owner.Node, id, taskID)
 		if err != nil {
 			return false, err
 		}

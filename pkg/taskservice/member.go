@@ -108,7 +108,7 @@ func (s *memberSide) Fence() {
 // node registered again after losing its lease.
 func (s *memberSide) Rejoined(ctx context.Context) error {
 	n := (*Node)(s)
-	if err := n.adoptOwned(ctx); err != nil {
+	if err := n.own.AdoptOwned(ctx); err != nil {
 		return err
 	}
 	n.log.Info("rejoined after losing the lease", "identities", n.ownedCount())

@@ -20,6 +20,7 @@ import (
 	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/localrefs"
 	"github.com/taskd/taskd/internal/membership"
+	"github.com/taskd/taskd/internal/ownership"
 	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/taskapi"
@@ -73,7 +74,6 @@ type Node struct {
 	local         map[string]*identState // non-durable tasks, by identity
 	every         map[string]*identState // EVERY_NODE tasks, by identity
 	flights       map[taskRef]*flight    // runs in flight (flights.go)
-	repairQ       repairQueue            // identities to read again (repair.go)
 	queue         timerQueue
 	arming        armState  // the look-ahead (arming.go)
 	thawing       thawState // cold tasks whose records are read again (thaw.go)
@@ -110,10 +110,11 @@ type Node struct {
 	cals      *follow.Calendars
 	everyNode *follow.EveryNode
 	parked    map[*entry]struct{} // due entries a pause holds back (pauses.go)
-	// rebalancedAway holds the identities this node moved away serving
-	// rebalancing requests, until when they stay if they come back
-	// (rebalancerequest.go). Used by the control loop only.
-	rebalancedAway map[string]time.Time
+	// own is the ownership of the node's identities as seen from etcd:
+	// adoption, handoff pick-up, the ownership index, repairs, the votes'
+	// writes, the moves of a drain or a rebalancing request
+	// (internal/ownership; ownerside.go is what it calls here).
+	own *ownership.Holder
 	// admit is what a due run waits for before it starts, besides a slot:
 	// its kind's limit, a remote worker, a kind nothing serves (limits.go,
 	// workerwait.go, unserved.go).
@@ -134,26 +135,24 @@ func New(cfg Config) (*Node, error) {
 	var inc [8]byte
 	_, _ = rand.Read(inc[:])
 	n := &Node{
-		cfg:            cfg,
-		cli:            cfg.Client,
-		keys:           keyspace.New(cfg.Prefix),
-		store:          pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, keyspace.New(cfg.Prefix)),
-		idmap:          identity.NewMap(cfg.Client, keyspace.New(cfg.Prefix)),
-		ids:            pending.NewIDSource(),
-		incarnation:    hex.EncodeToString(inc[:]),
-		state:          taskdv1.NodeState_NODE_STATE_STARTING,
-		idents:         map[string]*identState{},
-		local:          map[string]*identState{},
-		every:          map[string]*identState{},
-		flights:        map[taskRef]*flight{},
-		arming:         armState{runs: map[*armedRun]struct{}{}},
-		repairQ:        repairQueue{wake: make(chan struct{}, 1)},
-		wake:           make(chan struct{}, 1),
-		thawing:        thawState{wake: make(chan struct{}, 1)},
-		slots:          make(chan struct{}, cfg.Workers),
-		parked:         map[*entry]struct{}{},
-		rebalancedAway: map[string]time.Time{},
-		admit:          newAdmission(cfg),
+		cfg:         cfg,
+		cli:         cfg.Client,
+		keys:        keyspace.New(cfg.Prefix),
+		store:       pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, keyspace.New(cfg.Prefix)),
+		idmap:       identity.NewMap(cfg.Client, keyspace.New(cfg.Prefix)),
+		ids:         pending.NewIDSource(),
+		incarnation: hex.EncodeToString(inc[:]),
+		state:       taskdv1.NodeState_NODE_STATE_STARTING,
+		idents:      map[string]*identState{},
+		local:       map[string]*identState{},
+		every:       map[string]*identState{},
+		flights:     map[taskRef]*flight{},
+		arming:      armState{runs: map[*armedRun]struct{}{}},
+		wake:        make(chan struct{}, 1),
+		thawing:     thawState{wake: make(chan struct{}, 1)},
+		slots:       make(chan struct{}, cfg.Workers),
+		parked:      map[*entry]struct{}{},
+		admit:       newAdmission(cfg),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
@@ -162,7 +161,6 @@ func New(cfg Config) (*Node, error) {
 	n.cals = follow.NewCalendars(n.watch)
 	n.everyNode = follow.NewEveryNode(n.watch, cfg.Name,
 		follow.OnEveryNode{Put: n.installEvery, Deleted: n.removeEvery, Listed: n.everyListed})
-	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.sendVote, n.unmapIdle)
 	// Two Txns in flight: one fills while the other commits (measured
 	// best on 2 cores; more only shrinks the batches).
 	n.shapes = writepath.NewShapes(cfg.Prefix, cfg.Name)
@@ -181,6 +179,8 @@ func New(cfg Config) (*Node, error) {
 	n.keeper = startstop.New(context.Background(), n.log, 2*cfg.EtcdTimeout)
 	n.detached = startstop.New(context.Background(), n.log, 0)
 	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
+	n.own = n.newOwnership()
+	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.own.SendVote, n.own.UnmapIdle)
 	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
 		Life: n.life, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
 	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.shapes, Writer: n.writer,
@@ -274,7 +274,7 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	n.loops.Go("pauses", n.pauses.Run)
-	if err := n.startStep(ctx, "adopt identities", func() error { return n.adoptOwned(ctx) }); err != nil {
+	if err := n.startStep(ctx, "adopt identities", func() error { return n.own.AdoptOwned(ctx) }); err != nil {
 		return err
 	}
 	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() error { return n.everyNode.Load(ctx) }); err != nil {
@@ -299,16 +299,16 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	// Loops started after a concurrent Stop do not run (startstop).
-	n.loops.Go("repair", func(context.Context) { n.repairLoop() })
+	n.loops.Go("repair", n.own.RunRepairs)
 	n.loops.Go("every", n.everyNode.Run)
 	n.loops.Go("placement", n.leader.Run)
 	n.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
-		follow.OnControl{Drain: n.drainRequested, Rebalance: n.rebalanceRequested}).Run)
+		follow.OnControl{Drain: n.drainRequested, Rebalance: n.own.RebalanceRequested}).Run)
 	n.loops.Go("voter", n.voter.Run)
 	n.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
 	n.loops.Go("thaw", n.thawLoop)
-	n.loops.Go("handoff", n.handoffLoop)
-	n.loops.Go("ownership", n.ownershipLoop)
+	n.loops.Go("handoff", n.own.RunHandoff)
+	n.loops.Go("ownership", n.own.RunIndex)
 	if n.cfg.Remote != nil {
 		n.loops.Go("remote kinds", n.remoteKindsLoop)
 		n.loops.Go("worker waits", n.workerWaitLoop)

@@ -154,8 +154,8 @@ func (n *Node) startOverlap(s *entry) {
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
 		if !out.NotSent {
 			n.mu.Unlock()
-			n.repair(st.name)
-			n.repairAfter(st.name, n.cfg.EtcdTimeout)
+			n.own.Repair(st.name)
+			n.own.RepairAfter(st.name, n.cfg.EtcdTimeout)
 			n.mu.Lock()
 		}
 	case !out.OK:

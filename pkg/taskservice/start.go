@@ -86,7 +86,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		// (loaded while it registered again): re-mapped first, then run.
 		n.mu.Unlock()
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.repair(st.name)
+		n.own.Repair(st.name)
 		return nil, nil
 	}
 	f, ok := n.beginFlightLocked(e.ref())

@@ -2,10 +2,8 @@ package taskservice
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
@@ -79,31 +77,6 @@ func (n *Node) thawLocked(e *entry) {
 	case n.thawing.wake <- struct{}{}:
 	default:
 	}
-}
-
-// storedOf turns the task keys of one identity, read to load it, into
-// stored tasks. A record due beyond ColdAfter from now is only glanced at
-// (pending.GlanceAt), not decoded: installTasks queues it cold, and its
-// record is read again before it is due, as for any cold task. A node that
-// loads many far-future tasks (its restart, a dead node's identities)
-// thereby skips most of the decoding and the garbage it makes.
-func (n *Node) storedOf(kvs []*mvccpb.KeyValue) ([]pending.Stored, error) {
-	stored := make([]pending.Stored, 0, len(kvs))
-	now := time.Now()
-	for _, kv := range kvs {
-		if n.cfg.ColdAfter > 0 {
-			if g, ok := pending.GlanceAt(kv.Value); ok && g.Due.Sub(now) > n.cfg.ColdAfter {
-				stored = append(stored, pending.Stored{Rev: kv.ModRevision, Glance: g, Raw: kv.Value})
-				continue
-			}
-		}
-		rec, err := pending.Decode(kv.Value)
-		if err != nil {
-			return nil, fmt.Errorf("task key %s: %w", kv.Key, err)
-		}
-		stored = append(stored, pending.Stored{Rec: rec, Rev: kv.ModRevision})
-	}
-	return stored, nil
 }
 
 // installColdLocked queues e cold at the due time s was glanced at, as
@@ -202,7 +175,7 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 	}
 	n.mu.Unlock()
 	for _, id := range stale {
-		n.repair(id)
+		n.own.Repair(id)
 	}
 	return nil
 }

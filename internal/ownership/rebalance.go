@@ -1,4 +1,4 @@
-package taskservice
+package ownership
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // This file is the source node's side of rebalancing (contract §3.1): the
@@ -24,10 +23,10 @@ import (
 //   - An identity with a run in flight or armed, with an entry already due,
 //     running, thawing or waiting for another node's run, with a handoff
 //     entry waiting, or moved away by this node and back within
-//     DrainTimeout + RebalanceInterval, is never chosen. The chosen ones are marked leaving under n.mu in the same
-//     critical section that found them idle, and no run of a leaving
-//     identity starts (start, start.go), so none starts between the
-//     choice and the move. A rebalancing move therefore never leaves a run
+//     DrainTimeout + RebalanceInterval, is never chosen. The engine marks
+//     the chosen ones leaving under its lock in the same critical section
+//     that found them idle (Engine.ChooseToMove), and starts no run of a
+//     leaving identity, so none starts between the choice and the move. A rebalancing move therefore never leaves a run
 //     in flight behind it, and never causes a second execution, however
 //     long runs take.
 //   - A request acts at most once, and only as it was written by the
@@ -45,53 +44,55 @@ import (
 //     batched, at most the request's count, itself bounded as the request
 //     is parsed (placement.ParseRequest).
 
-// rebalanceRequested acts on the request found in this node's request key
+// RebalanceRequested acts on the request found in this node's request key
 // at rev (this node's follow.Control hands it over, from its control area).
-func (n *Node) rebalanceRequested(ctx context.Context, value string, rev int64) {
+func (h *Holder) RebalanceRequested(ctx context.Context, value string, rev int64) {
 	req, err := placement.ParseRequest(value)
 	switch {
 	case err != nil:
-		n.log.Warn("deleting a rebalancing request that does not parse", "error", err)
-	case req.Source != n.incarnation:
-		n.log.Debug("deleting a rebalancing request for another incarnation", "incarnation", req.Source)
+		h.log.Warn("deleting a rebalancing request that does not parse", "error", err)
+	case req.Source != h.cfg.Incarnation:
+		h.log.Debug("deleting a rebalancing request for another incarnation", "incarnation", req.Source)
 	case req.Claimed:
 		// This node's own mark, left by a serving cut short: the leader's
 		// next round replaces it.
 		return
-	case n.State() != taskdv1.NodeState_NODE_STATE_RUNNING:
-		n.log.Debug("deleting a rebalancing request: not RUNNING")
+	case !h.engine.Running():
+		h.log.Debug("deleting a rebalancing request: not RUNNING")
 	default:
-		moved, cur, err := n.serveRebalance(ctx, req, rev)
+		moved, cur, err := h.serveRebalance(ctx, req, rev)
 		if err != nil && ctx.Err() == nil {
-			n.log.Warn("rebalancing request served in part", "moved", moved, "error", err)
+			h.log.Warn("rebalancing request served in part", "moved", moved, "error", err)
 		}
 		if moved > 0 {
-			n.log.Info("rebalanced identities", "moved", moved, "asked", req.Total(), "leader", req.Leader)
+			h.log.Info("rebalanced identities", "moved", moved, "asked", req.Total(), "leader", req.Leader)
 		}
-		n.cfg.Observer.observeRebalance(moved)
+		if h.cfg.RebalanceMoves != nil && moved > 0 {
+			h.cfg.RebalanceMoves(moved)
+		}
 		rev = cur
 	}
-	n.deleteRequest(ctx, rev)
+	h.deleteRequest(ctx, rev)
 }
 
 // deleteRequest deletes this node's request key if it still stands at rev.
-func (n *Node) deleteRequest(ctx context.Context, rev int64) {
-	key := n.keys.RebalanceRequest(n.cfg.Name)
-	cctx, cancel := n.etcdCtx(ctx)
+func (h *Holder) deleteRequest(ctx context.Context, rev int64) {
+	key := h.cfg.Keys.RebalanceRequest(h.cfg.Name)
+	cctx, cancel := h.etcdCtx(ctx)
 	defer cancel()
-	if _, err := n.writer.Commit(cctx, writepath.DeleteAt(key, rev)); err != nil && ctx.Err() == nil {
-		n.log.Warn("delete the rebalancing request", "error", err)
+	if _, err := h.cfg.Writer.Commit(cctx, writepath.DeleteAt(key, rev)); err != nil && ctx.Err() == nil {
+		h.log.Warn("delete the rebalancing request", "error", err)
 	}
 }
 
 // serveRebalance chooses and moves the identities req asks for. It
 // returns how many moved and the revision the request key stands at if
 // this node rewrote it (rev otherwise).
-func (n *Node) serveRebalance(ctx context.Context, req placement.Request, rev int64) (int, int64, error) {
+func (h *Holder) serveRebalance(ctx context.Context, req placement.Request, rev int64) (int, int64, error) {
 	now := time.Now()
-	for id, until := range n.rebalancedAway {
+	for id, until := range h.rebalancedAway {
 		if now.After(until) {
-			delete(n.rebalancedAway, id)
+			delete(h.rebalancedAway, id)
 		}
 	}
 	want := req.Total()
@@ -100,13 +101,12 @@ func (n *Node) serveRebalance(ctx context.Context, req placement.Request, rev in
 	// the move's Txn and its handoff. Waiting for an identity idle through
 	// the look-ahead as well would never find one of a task that fires
 	// every second, and a busy cluster would never rebalance.
-	chosen := n.chooseToMove(2*want+8, now)
-	defer n.stopLeaving(chosen)
-	ids := make([]string, len(chosen))
-	for i, st := range chosen {
-		ids[i] = st.name
-	}
-	owners, err := n.movableOwners(ctx, &placement.Candidate{Name: n.cfg.Name, Inc: n.incarnation}, ids, want)
+	ids := h.engine.ChooseToMove(2*want+8, now, func(id string) bool {
+		_, resting := h.rebalancedAway[id]
+		return resting
+	})
+	defer h.engine.StopLeaving(ids)
+	owners, err := h.movableOwners(ctx, &placement.Candidate{Name: h.cfg.Name, Inc: h.cfg.Incarnation}, ids, want)
 	if err != nil {
 		return 0, rev, err
 	}
@@ -117,91 +117,31 @@ func (n *Node) serveRebalance(ctx context.Context, req placement.Request, rev in
 			moves = append(moves, placement.Move{From: owners[len(moves)], To: to})
 		}
 	}
-	done, cur, err := n.commitRequested(ctx, req, rev, moves)
-	rest := now.Add(n.cfg.DrainTimeout + n.cfg.RebalanceInterval)
+	done, cur, err := h.commitRequested(ctx, req, rev, moves)
+	rest := now.Add(h.cfg.DrainTimeout + h.cfg.RebalanceInterval)
 	for _, m := range done {
-		n.rebalancedAway[m.From.Identity] = rest
-		n.identityLeft(m.From.Identity, m.rev) // at once, not at the watch's pace
+		h.rebalancedAway[m.From.Identity] = rest
+		h.engine.Left(m.From.Identity, m.rev) // at once, not at the watch's pace
 	}
 	return len(done), cur, err
-}
-
-// chooseToMove marks leaving and returns up to limit of this node's
-// identities that are idle through horizon: no run in flight or armed,
-// nothing running, queued to start, thawing or waiting for another node's
-// run, no entry due before horizon, not moved away by this node recently.
-// It looks at a bounded number of identities, in the map's (random)
-// order, so a node mostly busy may give fewer than asked for this round.
-func (n *Node) chooseToMove(limit int, horizon time.Time) []*identState {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.draining || n.state != taskdv1.NodeState_NODE_STATE_RUNNING {
-		return nil
-	}
-	busy := map[string]bool{}
-	for ref := range n.flights {
-		if ref.owned() {
-			busy[ref.identity] = true
-		}
-	}
-	var out []*identState
-	looked := 0
-	for id, st := range n.idents {
-		if len(out) == limit || looked == max(1024, 8*limit) {
-			break
-		}
-		looked++
-		if _, resting := n.rebalancedAway[id]; resting || st.lost || st.leaving || st.run != nil || busy[id] ||
-			!st.quietLocked(horizon) {
-			continue
-		}
-		st.leaving = true
-		out = append(out, st)
-	}
-	return out
-}
-
-// quietLocked reports whether none of st's tasks is running, thawing,
-// waiting for another node's run, or due before horizon. n.mu held.
-func (st *identState) quietLocked(horizon time.Time) bool {
-	for e := range st.tasks.all() {
-		if e.running || e.thawing || (e.x != nil && e.x.awaitSince != 0) ||
-			(e.idx >= 0 && e.due.time().Before(horizon)) {
-			return false
-		}
-	}
-	return true
-}
-
-// stopLeaving lets the identities chosen and not moved run again.
-func (n *Node) stopLeaving(chosen []*identState) {
-	if len(chosen) == 0 {
-		return
-	}
-	n.mu.Lock()
-	for _, st := range chosen {
-		st.leaving = false
-	}
-	n.mu.Unlock()
-	n.kick()
 }
 
 // movableOwners reads the mappings of ids, with a count of the handoff
 // entries waiting for each at from, and returns up to want of them mapped
 // to from's incarnation with none waiting.
-func (n *Node) movableOwners(ctx context.Context, from *placement.Candidate, ids []string, want int) ([]identity.Owner, error) {
-	per := max(1, n.cfg.MaxTxnOps/2)
+func (h *Holder) movableOwners(ctx context.Context, from *placement.Candidate, ids []string, want int) ([]identity.Owner, error) {
+	per := max(1, h.cfg.MaxTxnOps/2)
 	var out []identity.Owner
 	for len(ids) > 0 && len(out) < want {
 		chunk := ids[:min(per, len(ids))]
 		ids = ids[len(chunk):]
 		ops := make([]clientv3.Op, 0, 2*len(chunk))
 		for _, id := range chunk {
-			ops = append(ops, clientv3.OpGet(n.idmap.Keys().Mapping(id)),
-				clientv3.OpGet(n.keys.Entries(from.Name, id), clientv3.WithPrefix(), clientv3.WithCountOnly()))
+			ops = append(ops, clientv3.OpGet(h.cfg.Map.Keys().Mapping(id)),
+				clientv3.OpGet(h.cfg.Keys.Entries(from.Name, id), clientv3.WithPrefix(), clientv3.WithCountOnly()))
 		}
-		cctx, cancel := n.etcdCtx(ctx)
-		resp, err := n.writer.Read(cctx, ops...)
+		cctx, cancel := h.etcdCtx(ctx)
+		resp, err := h.cfg.Writer.Read(cctx, ops...)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("read mappings of %s: %w", from.Name, err)
@@ -235,9 +175,9 @@ var errRequestGone = errors.New("the rebalancing request was replaced, or its le
 // stands is tried one move at a time, and a move that fails alone is left
 // for a later request. It returns the moves made and the revision the
 // request key stands at after them.
-func (n *Node) commitRequested(ctx context.Context, req placement.Request, rev int64, moves []placement.Move) ([]madeMove, int64, error) {
-	key := n.keys.RebalanceRequest(n.cfg.Name)
-	leaderKey := n.keys.Leader()
+func (h *Holder) commitRequested(ctx context.Context, req placement.Request, rev int64, moves []placement.Move) ([]madeMove, int64, error) {
+	key := h.cfg.Keys.RebalanceRequest(h.cfg.Name)
+	leaderKey := h.cfg.Keys.Leader()
 	claim := placement.Request{Source: req.Source, LeaderRev: req.LeaderRev, Leader: req.Leader, Claimed: true}.Encode()
 	regRev := map[string]int64{}
 	for _, tg := range req.Targets {
@@ -250,10 +190,10 @@ func (n *Node) commitRequested(ctx context.Context, req placement.Request, rev i
 		for _, m := range part {
 			if !seen[m.To.Name] {
 				seen[m.To.Name] = true
-				cmps = append(cmps, writepath.At(n.keys.Node(m.To.Name), regRev[m.To.Name]))
+				cmps = append(cmps, writepath.At(h.cfg.Keys.Node(m.To.Name), regRev[m.To.Name]))
 			}
 		}
-		resp, err := n.cluster.CommitMovesTxn(ctx, part, cmps,
+		resp, err := h.cfg.Cluster.CommitMovesTxn(ctx, part, cmps,
 			[]clientv3.Op{clientv3.OpPut(key, claim, clientv3.WithIgnoreLease())},
 			[]clientv3.Op{clientv3.OpGet(key, clientv3.WithKeysOnly()), clientv3.OpGet(leaderKey, clientv3.WithKeysOnly())})
 		if err != nil {
@@ -272,7 +212,7 @@ func (n *Node) commitRequested(ctx context.Context, req placement.Request, rev i
 		}
 		return false, nil
 	}
-	batch := n.cluster.MovesPerTxn()
+	batch := h.cfg.Cluster.MovesPerTxn()
 	for len(moves) > 0 {
 		part := moves[:min(batch, len(moves))]
 		moves = moves[len(part):]

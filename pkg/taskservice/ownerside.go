@@ -1,0 +1,190 @@
+package taskservice
+
+import (
+	"time"
+
+	"github.com/taskd/taskd/internal/ownership"
+	"github.com/taskd/taskd/pkg/identity"
+	"github.com/taskd/taskd/pkg/pending"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
+)
+
+// ownerSide is the node as its ownership sees it (ownership.Engine): what
+// holds the identities' tasks. Its methods take n.mu; the Holder calls
+// them without a lock of its own held.
+type ownerSide Node
+
+// newOwnership returns the ownership of n's identities.
+func (n *Node) newOwnership() *ownership.Holder {
+	return ownership.New(ownership.Config{
+		Name: n.cfg.Name, Incarnation: n.incarnation, EtcdTimeout: n.cfg.EtcdTimeout, MaxTxnOps: n.cfg.MaxTxnOps,
+		ColdAfter:     n.cfg.ColdAfter,
+		HandoffPeriod: n.cfg.HandoffPeriod, HandoffStart: n.cfg.HandoffStart, DisableHandoffWatch: n.cfg.DisableHandoffWatch,
+		DrainTimeout: n.cfg.DrainTimeout, RebalanceInterval: n.cfg.RebalanceInterval,
+		Client: n.cli, Keys: n.keys, Map: n.idmap, Store: n.store, Shapes: n.shapes, Writer: n.writer,
+		Member: n.member, Cluster: n.cluster, Watch: n.watch, Engine: (*ownerSide)(n), Logger: n.log, Life: n.life,
+		HandoffTaken: n.cfg.Observer.HandoffTaken, RebalanceMoves: n.cfg.Observer.RebalanceMoves,
+	})
+}
+
+func (s *ownerSide) node() *Node { return (*Node)(s) }
+
+// Install puts stored tasks of id, owned under epoch, into the queue
+// (installTasks).
+func (s *ownerSide) Install(id string, epoch int64, stored []pending.Stored, loadRev int64) {
+	s.node().installTasks(id, epoch, stored, loadRev)
+}
+
+// Held returns the epoch the node holds id under.
+func (s *ownerSide) Held(id string) (int64, bool) {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st := n.idents[id]; st != nil && !st.lost {
+		return st.epoch, true
+	}
+	return 0, false
+}
+
+// Identities lists the identities the node holds.
+func (s *ownerSide) Identities() []string {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ids := make([]string, 0, len(n.idents))
+	for id, st := range n.idents {
+		if !st.lost {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Left drops an identity that is no longer this node's, unless it was
+// adopted again at a later revision than rev.
+func (s *ownerSide) Left(id string, rev int64) {
+	n := s.node()
+	n.mu.Lock()
+	st := n.idents[id]
+	if st == nil || st.lost || st.epoch > rev {
+		n.mu.Unlock()
+		return
+	}
+	n.dropIdentityLocked(st)
+	n.mu.Unlock()
+	n.log.Debug("identity moved away", "identity", id)
+	n.emit(Event{Type: EventMoved, Identity: id})
+}
+
+// Forget drops id, whatever its epoch.
+func (s *ownerSide) Forget(id string) {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if st := n.idents[id]; st != nil && !st.lost {
+		n.dropIdentityLocked(st)
+	}
+}
+
+// TaskGone drops the entry of a task whose record is gone, unless a run of
+// it is in flight (a waiting run is let go).
+func (s *ownerSide) TaskGone(id, taskID string) {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.idents[id]
+	if st == nil {
+		return
+	}
+	if x := st.tasks.get(taskID); x != nil && (!x.running || n.unwaitLocked(x)) {
+		n.removeEntryLocked(x)
+	}
+}
+
+// HandedOff tells the listeners what a handoff entry brought.
+func (s *ownerSide) HandedOff(id, taskID, kind, from string) {
+	s.node().emit(Event{Type: EventHandedOff, Identity: id, TaskID: taskID, Kind: kind, Message: "from " + from})
+}
+
+// Movable returns the identities a drain can move now (no run in flight,
+// or all of them once late) and how many are left in all.
+func (s *ownerSide) Movable(late bool) ([]identity.Owner, int) {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var ready []identity.Owner
+	for id, st := range n.idents {
+		if late || n.identityFlightsLocked(id) == 0 {
+			ready = append(ready, identity.Owner{Identity: id, Mapped: true, Node: n.cfg.Name,
+				Incarnation: n.incarnation, Epoch: st.epoch})
+		}
+	}
+	return ready, len(n.idents)
+}
+
+// ChooseToMove marks leaving and returns up to limit of this node's
+// identities that are idle through horizon: no run in flight or armed,
+// nothing running, queued to start, thawing or waiting for another node's
+// run, no entry due before horizon, not resting (moved away by this node
+// recently). It looks at a bounded number of identities, in the map's
+// (random) order, so a node mostly busy may give fewer than asked for this
+// round. No run of a leaving identity starts (start.go).
+func (s *ownerSide) ChooseToMove(limit int, horizon time.Time, resting func(id string) bool) []string {
+	n := s.node()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.draining || n.state != taskdv1.NodeState_NODE_STATE_RUNNING {
+		return nil
+	}
+	busy := map[string]bool{}
+	for ref := range n.flights {
+		if ref.owned() {
+			busy[ref.identity] = true
+		}
+	}
+	var out []string
+	looked := 0
+	for id, st := range n.idents {
+		if len(out) == limit || looked == max(1024, 8*limit) {
+			break
+		}
+		looked++
+		if resting(id) || st.lost || st.leaving || st.run != nil || busy[id] || !st.quietLocked(horizon) {
+			continue
+		}
+		st.leaving = true
+		out = append(out, id)
+	}
+	return out
+}
+
+// quietLocked reports whether none of st's tasks is running, thawing,
+// waiting for another node's run, or due before horizon. n.mu held.
+func (st *identState) quietLocked(horizon time.Time) bool {
+	for e := range st.tasks.all() {
+		if e.running || e.thawing || (e.x != nil && e.x.awaitSince != 0) ||
+			(e.idx >= 0 && e.due.time().Before(horizon)) {
+			return false
+		}
+	}
+	return true
+}
+
+// StopLeaving lets the identities chosen and not moved run again.
+func (s *ownerSide) StopLeaving(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	n := s.node()
+	n.mu.Lock()
+	for _, id := range ids {
+		if st := n.idents[id]; st != nil {
+			st.leaving = false
+		}
+	}
+	n.mu.Unlock()
+	n.kick()
+}
+
+// Running reports whether the node is RUNNING.
+func (s *ownerSide) Running() bool { return s.node().State() == taskdv1.NodeState_NODE_STATE_RUNNING }

@@ -126,15 +126,8 @@ type Observer struct {
 	HandoffTaken func(took time.Duration)
 	// RebalanceMoves is told, on the node whose identities move, how many
 	// of them each rebalancing request of the placement leader moved
-	// (rebalancerequest.go), for every request that moved some.
+	// (internal/ownership), for every request that moved some.
 	RebalanceMoves func(moves int)
-}
-
-// observeRebalance reports a rebalancing request's moves to the observer.
-func (o Observer) observeRebalance(moves int) {
-	if o.RebalanceMoves != nil && moves > 0 {
-		o.RebalanceMoves(moves)
-	}
 }
 
 // observeTxn reports a Txn of items writes to the observer.

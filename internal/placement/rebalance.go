@@ -16,7 +16,7 @@ import (
 // leader counts the identities of each RUNNING node and, while the most and
 // the least loaded differ by more than the tolerance, plans moves from the
 // one to the other. It plans counts only: which identities move is the
-// source node's choice (pkg/taskservice's rebalancerequest.go), since only
+// source node's choice (internal/ownership's rebalance.go), since only
 // the owner knows which of its identities have a run in flight.
 //
 // Guarantees:

@@ -11,7 +11,7 @@ import (
 
 // A rebalancing request, as the leader writes it into a source node's
 // control area (rebalance.go) and the source reads, serves and marks
-// claimed (pkg/taskservice's rebalancerequest.go).
+// claimed (internal/ownership's rebalance.go).
 
 // maxRequestMoves and maxRequestTargets bound a request as parsed: the
 // most identities (the largest --rebalance-rate) and distinct targets.

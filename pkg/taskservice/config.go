@@ -115,7 +115,7 @@ type Config struct {
 	// identity; negative means 0%), has identities moved from the one to
 	// the other, at most RebalanceRate (default 50) per interval, each a
 	// planned move chosen by their owner, never one with a run in flight
-	// (rebalancerequest.go). DisableRebalance turns it off: identities
+	// (internal/ownership's rebalance.go). DisableRebalance turns it off: identities
 	// then move only on MoveIdentity, draining and a node's death.
 	DisableRebalance   bool
 	RebalanceInterval  time.Duration

@@ -13,7 +13,7 @@ import (
 // identities between nodes, contract §3.1-3.2, and is the placement leader:
 // a dead node's identities reassigned, rebalancing planned): the explicit
 // moves, and the leader as the node starts it. Draining (drain.go) and
-// serving rebalancing requests (rebalancerequest.go) move through the same
+// serving rebalancing requests (internal/ownership) move through the same
 // Cluster.
 
 // newCluster is the cluster as this node's placement sees it.

@@ -21,7 +21,7 @@ type identState struct {
 	// here), or non-durable.
 	scope scope
 	lost  bool
-	// leaving marks an identity chosen to move away (rebalancerequest.go):
+	// leaving marks an identity chosen to move away (internal/ownership's rebalance.go, ownerside.go):
 	// none of its runs starts until its move is made or given up.
 	leaving bool
 	tasks   taskSet

@@ -115,9 +115,9 @@ type Node struct {
 	// (rebalancerequest.go). Used by the control loop only.
 	rebalancedAway map[string]time.Time
 	// admit is what a due run waits for before it starts, besides a slot:
-	// its kind's limit, a remote worker, a kind nothing serves (limits.go,
-	// workerwait.go, unserved.go).
-	admit admission
+	// its kind's limit, a remote worker, a kind nothing serves
+	// (internal/admission; the glue in limits.go, workerwait.go, unserved.go).
+	admit admitState
 
 	// api answers the requests (internal/taskapi, requests.go); refs
 	// keeps the calendar references of the non-durable tasks

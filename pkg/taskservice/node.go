@@ -116,9 +116,9 @@ type Node struct {
 	// (internal/ownership; ownerside.go is what it calls here).
 	own *ownership.Holder
 	// admit is what a due run waits for before it starts, besides a slot:
-	// its kind's limit, a remote worker, a kind nothing serves (limits.go,
-	// workerwait.go, unserved.go).
-	admit admission
+	// its kind's limit, a remote worker, a kind nothing serves
+	// (internal/admission; the glue in limits.go, workerwait.go, unserved.go).
+	admit admitState
 
 	// api answers the requests (internal/taskapi, requests.go); refs
 	// keeps the calendar references of the non-durable tasks

@@ -102,9 +102,7 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	// worker's slot (workerwait.go) from here on.
 	if e.x != nil {
 		f.token, e.x.token = e.x.token, nil
-		if h := e.x.ww; h != nil {
-			f.reserved, h.reserved = h.reserved, nil
-		}
+		f.reserved = e.x.ww.Take()
 	}
 	ready := e.readyAt.time()
 	reserved := f.reserved

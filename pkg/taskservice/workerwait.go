@@ -1,14 +1,16 @@
 package taskservice
 
 import (
-	"container/heap"
 	"context"
 	"time"
 
+	"github.com/taskd/taskd/internal/admission"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
-// This file is the wait for a remote worker (Config.Remote).
+// This file is the node's side of the wait for a remote worker
+// (Config.Remote): the worker queues, their order and the reserved slots
+// are internal/admission's Workers.
 //
 // A due run of a kind that only remote workers serve (no handler in
 // Config.Handlers) needs a worker with a free slot. Its identity's starter
@@ -45,63 +47,13 @@ import (
 // remote worker with a free slot.
 const WaitingForWorker = "worker"
 
-// workerHold is what an entry waiting for a worker, or holding one's slot
-// before its start, carries (out of line, in entryExtra).
-type workerHold struct {
-	// reserved is the worker slot held from the entry's admission until its
-	// start, when the run's flight takes it.
-	reserved Reservation
-	// q is the worker queue the entry waits in, nil when it does not wait;
-	// idx its index there; since when it began to wait.
-	q     *workerQueue
-	idx   int
-	since instant
-}
-
-// workerQueue is the entries of one kind waiting for a worker, a heap in
-// due order. Guarded by n.mu.
-type workerQueue struct {
-	kind string
-	q    []*entry
-}
-
-func (w *workerQueue) Len() int           { return len(w.q) }
-func (w *workerQueue) Less(i, j int) bool { return dueBefore(w.q[i], w.q[j]) }
-func (w *workerQueue) Swap(i, j int) {
-	w.q[i], w.q[j] = w.q[j], w.q[i]
-	w.q[i].x.ww.idx, w.q[j].x.ww.idx = i, j
-}
-func (w *workerQueue) Push(x any) {
-	e := x.(*entry)
-	e.x.ww.idx = len(w.q)
-	w.q = append(w.q, e)
-}
-func (w *workerQueue) Pop() any {
-	e := w.q[len(w.q)-1]
-	w.q[len(w.q)-1] = nil
-	w.q = w.q[:len(w.q)-1]
-	return e
-}
-
-// dueBefore orders waiting entries as the timer queue does: by when they
-// fell due, then priority (higher first), then task id (creation order).
-func dueBefore(a, b *entry) bool {
-	if ra, rb := readyOf(a), readyOf(b); ra != rb {
-		return ra < rb
-	}
-	if a.prio != b.prio {
-		return a.prio > b.prio
-	}
-	return a.id < b.id
-}
-
-// readyOf is when e fell due, for the worker queues' order.
-func readyOf(e *entry) instant {
-	if e.readyAt != 0 {
-		return e.readyAt
-	}
-	return e.due
-}
+// workerWait is the worker queues and the episodes of kinds nothing serves
+// (unserved.go); a workerHold is an entry's wait for a worker, or the
+// worker slot it holds until its start (out of line, in entryExtra).
+type (
+	workerWait = admission.Workers[*entry, Reservation]
+	workerHold = admission.WorkerHold[*entry, Reservation]
+)
 
 // hold returns e's worker hold for writing, allocating it.
 func (e *entry) hold() *workerHold {
@@ -110,6 +62,16 @@ func (e *entry) hold() *workerHold {
 		x.ww = &workerHold{}
 	}
 	return x.ww
+}
+
+// dueKey is e's place in its kind's worker queue: the timer queue's order,
+// by when e fell due (readyAt), then priority, then task id.
+func dueKey(e *entry) admission.Due {
+	at := e.readyAt
+	if at == 0 {
+		at = e.due
+	}
+	return admission.Due{At: int64(at), Prio: e.prio, ID: e.id}
 }
 
 // workerKindLocked is the kind of due entry e if its run needs a remote
@@ -139,87 +101,35 @@ func (n *Node) workerKindLocked(e *entry) string {
 // earlier entry of its kind waits; otherwise e joins its kind's worker
 // queue and false is returned. n.mu held.
 func (n *Node) admitWorkerLocked(e *entry) bool {
-	if e.x != nil && e.x.ww != nil && e.x.ww.reserved != nil {
+	if e.x != nil && e.x.ww.Reserved() {
 		return true
 	}
 	kind := n.workerKindLocked(e)
 	if kind == "" {
 		return true
 	}
-	wq := n.admit.workerQs[kind]
-	if wq == nil || wq.Len() == 0 {
-		if res, ok := n.cfg.Remote.Reserve(kind); ok {
-			e.hold().reserved = res
-			return true
-		}
-	}
-	if wq == nil {
-		wq = &workerQueue{kind: kind}
-		n.admit.workerQs[kind] = wq
-	}
-	h := e.hold()
-	h.q, h.since = wq, instantOf(time.Now())
-	heap.Push(wq, e)
-	if wq.Len() == 1 {
-		n.noteWaitLocked(kind) // unserved.go
-	}
-	return false
+	return n.admit.workers.Admit(e.hold(), e, kind, dueKey(e), n.log)
 }
 
-// grantWorkersLocked hands the free worker slots to the waiting entries:
-// the earliest head of the kinds' queues first, a kind left out once its
-// Reserve fails. n.mu held.
+// grantWorkersLocked hands the free worker slots to the waiting entries
+// (earliest first, across kinds): each goes to its identity's grant queue.
+// n.mu held.
 func (n *Node) grantWorkersLocked() {
-	var full map[string]bool
-	for {
-		var best *workerQueue
-		for kind, wq := range n.admit.workerQs {
-			if wq.Len() == 0 {
-				delete(n.admit.workerQs, kind)
-				continue
-			}
-			if full[kind] {
-				continue
-			}
-			if best == nil || dueBefore(wq.q[0], best.q[0]) {
-				best = wq
-			}
-		}
-		if best == nil {
-			n.endServedLocked(nil) // a worker that joined ends its kind's episode
-			return
-		}
-		res, ok := n.cfg.Remote.Reserve(best.kind)
-		if !ok {
-			if full == nil {
-				full = map[string]bool{}
-			}
-			full[best.kind] = true
-			continue
-		}
-		e := heap.Pop(best).(*entry)
-		h := e.x.ww
-		h.q, h.since, h.reserved = nil, 0, res
+	n.admit.workers.Grant(n.log, func(e *entry) {
 		st := e.ident
 		r := st.r()
 		r.grantQ = append(r.grantQ, e)
 		n.ensureStarterLocked(st)
-	}
+	})
 }
 
 // dropWorkerWaitLocked takes e out of its worker queue, if it waits in
 // one, and gives back the kind's token it may hold (it waits for a worker
 // after it got its token): e is gone, or its identity left. n.mu held.
 func (n *Node) dropWorkerWaitLocked(e *entry) {
-	if e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
-		return
+	if e.x != nil && n.admit.workers.Drop(e.x.ww, n.log) {
+		n.releaseEntryHoldsLocked(e)
 	}
-	h := e.x.ww
-	kind := h.q.kind
-	heap.Remove(h.q, h.idx)
-	h.q, h.since = nil, 0
-	n.releaseEntryHoldsLocked(e)
-	n.endIfIdleLocked(kind)
 }
 
 // unwaitLocked takes e out of its worker queue, if it waits in one, and
@@ -230,7 +140,7 @@ func (n *Node) dropWorkerWaitLocked(e *entry) {
 // a worker came, and a cancelled or paused task went on counting as
 // waiting. n.mu held.
 func (n *Node) unwaitLocked(e *entry) bool {
-	if e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
+	if e.x == nil || !e.x.ww.Waiting() {
 		return false
 	}
 	n.dropWorkerWaitLocked(e)
@@ -243,11 +153,9 @@ func (n *Node) unwaitLocked(e *entry) bool {
 // longer count as waiting for a worker. n.mu held.
 func (n *Node) parkPausedWaitsLocked() {
 	var paused []*entry
-	for _, wq := range n.admit.workerQs {
-		for _, e := range wq.q {
-			if n.pausedByLocked(e.record(), e.ident.name) != nil {
-				paused = append(paused, e)
-			}
+	for e := range n.admit.workers.All() {
+		if n.pausedByLocked(e.record(), e.ident.name) != nil {
+			paused = append(paused, e)
 		}
 	}
 	for _, e := range paused {
@@ -260,9 +168,8 @@ func (n *Node) parkPausedWaitsLocked() {
 // releaseReservationLocked gives back the worker slot e holds, if any.
 // n.mu held.
 func (n *Node) releaseReservationLocked(e *entry) {
-	if e.x != nil && e.x.ww != nil && e.x.ww.reserved != nil {
-		e.x.ww.reserved.Release()
-		e.x.ww.reserved = nil
+	if e.x != nil {
+		e.x.ww.Release()
 	}
 }
 
@@ -294,7 +201,7 @@ func (n *Node) takeReservation(f *flight) Reservation {
 // forgetWorkerWaitsLocked takes a lost identity's entries out of the worker
 // queues. n.mu held.
 func (n *Node) forgetWorkerWaitsLocked(st *identState) {
-	if len(n.admit.workerQs) == 0 {
+	if !n.admit.workers.Any() {
 		return
 	}
 	for e := range st.tasks.all() {
@@ -339,31 +246,18 @@ func (n *Node) workerWaitLoop(ctx context.Context) {
 // the kinds with waiting entries and those the connected workers serve
 // (0 if none waits). n.mu held.
 func (n *Node) waitingForWorkerLocked() map[string]int {
-	if n.cfg.Remote == nil {
-		return nil
-	}
-	out := map[string]int{}
-	for _, kind := range n.cfg.Remote.Kinds() {
-		if n.cfg.Handlers[kind] == nil {
-			out[kind] = 0
-		}
-	}
-	for kind, wq := range n.admit.workerQs {
-		if wq.Len() > 0 {
-			out[kind] = wq.Len()
-		}
-	}
-	return out
+	return n.admit.workers.Waiting(func(kind string) bool { return n.cfg.Handlers[kind] != nil })
 }
 
 // workerWaitOfLocked returns since when the node's entry of rec waits for
-// a worker, and why (waitingReasonLocked); ok is false if it does not (or
+// a worker, and why (admission.Workers.Reason); ok is false if it does not (or
 // the node holds no such entry). n.mu held.
 func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
 	e := scopeOf(rec).table(n)[rec.GetSpec().GetIdentity()].task(rec.GetId())
-	if e == nil || e.x == nil || e.x.ww == nil || e.x.ww.q == nil {
+	if e == nil || e.x == nil || !e.x.ww.Waiting() {
 		return time.Time{}, "", false
 	}
-	since = e.x.ww.since.time()
-	return since, n.waitingReasonLocked(e.x.ww.q.kind, since), true
+	h := e.x.ww
+	since = h.Since()
+	return since, n.admit.workers.Reason(h.Kind(), since), true
 }

@@ -56,7 +56,7 @@ func (n *Node) dispatchLoop() {
 		select {
 		case <-timer.C:
 		case <-n.wake:
-		case <-n.life.Done():
+		case <-n.life.ctx.Done():
 			return
 		}
 	}
@@ -65,9 +65,9 @@ func (n *Node) dispatchLoop() {
 // ensureStarterLocked starts st's starter unless it runs. n.mu held.
 func (n *Node) ensureStarterLocked(st *identState) {
 	r := st.r()
-	if !r.starting && n.life.Err() == nil {
+	if !r.starting && n.life.ctx.Err() == nil {
 		r.starting = true
-		n.wg.Add(1)
+		n.life.starters.Add(1)
 		go n.starter(st)
 	}
 }
@@ -77,11 +77,11 @@ func (n *Node) ensureStarterLocked(st *identState) {
 // their kind's limit (grantQ), then the start queue, and last the entries
 // to arm ahead of their fire time (armQ).
 func (n *Node) starter(st *identState) {
-	defer n.wg.Done()
+	defer n.life.starters.Done()
 	for {
 		n.mu.Lock()
 		r := st.r() // stays while this starter runs (idleLocked)
-		if n.life.Err() != nil {
+		if n.life.ctx.Err() != nil {
 			r.starting = false
 			st.idleLocked()
 			n.mu.Unlock()
@@ -189,7 +189,7 @@ func (n *Node) shareRoomLocked(st *identState) (room int, ok bool) {
 		n.mu.Unlock()
 		select {
 		case <-wait:
-		case <-n.life.Done():
+		case <-n.life.ctx.Done():
 		}
 		return 0, false
 	}
@@ -202,7 +202,7 @@ func (n *Node) shareRoomLocked(st *identState) (room int, ok bool) {
 func (n *Node) takeSlots(k int) int {
 	select {
 	case n.slots <- struct{}{}:
-	case <-n.life.Done():
+	case <-n.life.ctx.Done():
 		return 0
 	}
 	held := 1
@@ -371,12 +371,12 @@ func (n *Node) arm(e *entry) bool {
 // goroutines Stop also waits for (dispatch, starters, runs), so the count is
 // never raised after Stop's final wait; once the node stops it runs nothing.
 func (n *Node) spawn(f func()) {
-	if n.life.Err() != nil {
+	if n.life.ctx.Err() != nil {
 		return
 	}
-	n.runs.Add(1)
+	n.life.runs.Add(1)
 	go func() {
-		defer n.runs.Done()
+		defer n.life.runs.Done()
 		f()
 	}()
 }

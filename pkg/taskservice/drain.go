@@ -22,7 +22,7 @@ import (
 // drain.
 func (n *Node) Drain(ctx context.Context) error {
 	n.mu.Lock()
-	if !n.started || n.stopped || n.draining {
+	if !n.life.live() || n.draining {
 		n.mu.Unlock()
 		return nil
 	}
@@ -58,7 +58,7 @@ func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64
 	n.log.Info("drain requested")
 	// Detached, not a loop: Drain ends by stopping the node, and Stop waits
 	// for the loops. The drain's context ends when the stop is over.
-	n.detached.Go("drain", func(ctx context.Context) {
+	n.life.detached.Go("drain", func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout+time.Minute)
 		defer cancel()
 		if err := n.Drain(ctx); err != nil {

@@ -1,17 +1,11 @@
 package taskservice
 
 import (
-	"slices"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
-	"github.com/taskd/taskd/pkg/schedule"
-	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // This file runs tasks of scope EVERY_NODE (contract §6): stored once, at
@@ -22,71 +16,13 @@ import (
 // installEvery, removeEvery and everyListed.
 //
 // The run machinery is the one of identity tasks: a node merges the shared
-// record with its progress into one TaskRecord, plans and applies runs on
-// it, and splits the progress back out. Its writes are fenced on its own
+// record with its progress into one TaskRecord (record.MergeEvery), plans
+// and applies runs on it, and splits the progress back out
+// (record.SplitEvery). Its writes are fenced on its own
 // registration (the lease of nodes/<name>: a replaced or expired node
 // cannot commit), on the shared record's revision (a cancel stops runs) and
 // on its progress revision. Fence tokens of these runs are (0, progress
 // revision).
-
-// mergeEvery is this node's view of an EVERY_NODE task.
-func mergeEvery(shared *storev1.TaskRecord, sharedRev int64, prog *storev1.EveryNodeProgress, now time.Time, cals schedule.Exclusions) *storev1.TaskRecord {
-	rec := record.Clone(shared)
-	rec.RunCount, rec.Attempt, rec.LastRun, rec.Running, rec.RetryAt = 0, 0, nil, nil, nil
-	rec.PendingFire, rec.PendingTrigger, rec.HistorySeq, rec.RecoveryPending, rec.Misfires = nil, 0, 0, nil, 0
-	rec.PendingTriggerName = ""
-	if prog == nil {
-		record.InitTriggers(rec, cals)
-	} else {
-		p := proto.Clone(prog).(*storev1.EveryNodeProgress)
-		rec.Triggers, rec.RunCount, rec.Attempt, rec.LastRun = p.Triggers, p.RunCount, p.Attempt, p.LastRun
-		rec.Running, rec.RetryAt, rec.PendingFire, rec.PendingTrigger = p.Running, p.RetryAt, p.PendingFire, p.PendingTrigger
-		rec.HistorySeq, rec.RecoveryPending, rec.Misfires = p.HistorySeq, p.RecoveryPending, p.Misfires
-		rec.PendingTriggerName = p.PendingTriggerName
-		if p.SpecVersion != shared.SpecVersion {
-			rec.Triggers = updatedTriggers(p.Triggers, p.TriggerNames, p.SpecVersion, shared, cals)
-		}
-	}
-	rec.ManualRequested = shared.ManualRequested && (prog == nil || sharedRev > prog.ManualServedRev)
-	if shared.State != taskdv1.TaskState_TASK_STATE_CANCELED {
-		rec.State, rec.FinishedAt = taskdv1.TaskState_TASK_STATE_SCHEDULED, nil
-		record.Settle(rec, now)
-	}
-	if rec.Running != nil {
-		rec.State = taskdv1.TaskState_TASK_STATE_RUNNING
-	}
-	return rec
-}
-
-// updatedTriggers is a node's trigger progress on an EVERY_NODE task
-// after UpdateTask changed it: a trigger set since the progress's version
-// starts afresh, as on a newly scheduled task; one no update changed keeps
-// its progress, found by its name (oldNames, the names the old states
-// follow) or, in progress of an earlier release, by its position.
-func updatedTriggers(old []*storev1.TriggerState, oldNames []string, oldVersion int64, shared *storev1.TaskRecord, cals schedule.Exclusions) []*storev1.TriggerState {
-	fresh := &storev1.TaskRecord{Spec: shared.Spec}
-	record.InitTriggers(fresh, cals)
-	for i := range fresh.Triggers {
-		j := i
-		if len(oldNames) == len(old) && len(oldNames) > 0 {
-			j = slices.Index(oldNames, record.TriggerName(shared, i))
-		}
-		if j >= 0 && j < len(old) && i < len(shared.TriggerVersions) && shared.TriggerVersions[i] <= oldVersion {
-			fresh.Triggers[i] = old[j]
-		}
-	}
-	return fresh.Triggers
-}
-
-// splitEvery takes this node's progress out of a merged record.
-func splitEvery(rec *storev1.TaskRecord, servedRev int64) *storev1.EveryNodeProgress {
-	return &storev1.EveryNodeProgress{
-		Triggers: rec.Triggers, RunCount: rec.RunCount, LastRun: rec.LastRun, Running: rec.Running,
-		Attempt: rec.Attempt, RetryAt: rec.RetryAt, PendingFire: rec.PendingFire, PendingTrigger: rec.PendingTrigger,
-		HistorySeq: rec.HistorySeq, RecoveryPending: rec.RecoveryPending, ManualServedRev: servedRev, Misfires: rec.Misfires,
-		SpecVersion: rec.SpecVersion, PendingTriggerName: rec.PendingTriggerName, TriggerNames: record.TriggerNames(rec),
-	}
-}
 
 // everyFence is the fence of a write of this node's progress on task.
 func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFence {
@@ -136,7 +72,7 @@ func (n *Node) installEvery(t follow.EveryTask) {
 	}
 	e.rev = sharedRev
 	e.extra().shared = shared
-	e.rec = mergeEvery(shared, sharedRev, e.x.prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
+	e.rec = record.MergeEvery(shared, sharedRev, e.x.prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
 	if n.inFlightLocked(e.ref()) {
 		// This node's run is in flight: its commit settles the marker.
 		e.running = true
@@ -157,9 +93,9 @@ func (n *Node) removeEvery(id, taskID string) {
 		}
 	}
 	n.mu.Unlock()
-	ctx, cancel := n.etcdCtx(n.life)
+	ctx, cancel := n.etcdCtx(n.life.ctx)
 	defer cancel()
-	if _, err := n.cli.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.Err() == nil {
+	if _, err := n.cli.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.ctx.Err() == nil {
 		n.log.Warn("delete EVERY_NODE progress", "task", taskID, "error", err)
 	}
 }

@@ -137,7 +137,7 @@ func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
 		return nil, false
 	}
 	f := &flight{ref: ref, node: n, left: make(chan struct{})}
-	f.ctx, f.cancel = context.WithCancelCause(context.WithValue(n.runCtx, flightKey{}, f))
+	f.ctx, f.cancel = context.WithCancelCause(context.WithValue(n.life.runCtx, flightKey{}, f))
 	n.flights[ref] = f
 	return f, true
 }

@@ -29,7 +29,7 @@ func (n *Node) removeEntryLocked(e *entry) {
 func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 	if owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
 		n.spawn(func() {
-			ctx, cancel := n.etcdCtx(n.life)
+			ctx, cancel := n.etcdCtx(n.life.ctx)
 			defer cancel()
 			if err := n.own.AdoptIdentity(ctx, st.name, owner.Epoch); err != nil {
 				n.log.Warn("reload identity under its new epoch", "identity", st.name, "error", err)

@@ -166,7 +166,7 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		return
 	}
 	txn := st.scope.settling(n, e, w.txn)
-	ctx, cancel := n.etcdCtx(n.life)
+	ctx, cancel := n.etcdCtx(n.life.ctx)
 	resp, err := n.writer.Commit(ctx, txn)
 	cancel()
 	if err != nil || !resp.Succeeded {
@@ -217,7 +217,7 @@ func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64,
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
+	ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life.ctx))
 	defer cancel()
 	resp, err := n.writer.Commit(ctx, txn)
 	if err != nil {

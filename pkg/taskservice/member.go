@@ -56,7 +56,7 @@ func (s *memberSide) Record() ([]byte, error) {
 		Incarnation: n.incarnation,
 		Address:     n.cfg.Address,
 		State:       n.state,
-		StartedAt:   timestamppb.New(n.startedAt),
+		StartedAt:   timestamppb.New(n.life.since()),
 		Kinds:       n.Kinds(),
 	}
 	if !n.dispatchStart.IsZero() {
@@ -123,7 +123,7 @@ func (s *memberSide) Renewed() { (*Node)(s).kick() }
 // Stopping reports whether Stop has begun. The lease keeper runs until Stop
 // has seen the last run's outcome committed (Node.keeper); a lease lost
 // while the node stops is not taken again.
-func (s *memberSide) Stopping() bool { return (*Node)(s).life.Err() != nil }
+func (s *memberSide) Stopping() bool { return (*Node)(s).life.ctx.Err() != nil }
 
 // Replaced stops the node: a newer incarnation of its name took over.
 func (s *memberSide) Replaced(error) { (*Node)(s).stopAsync() }

@@ -22,7 +22,6 @@ import (
 	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/ownership"
 	"github.com/taskd/taskd/internal/placement"
-	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/taskapi"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -41,31 +40,10 @@ type Node struct {
 	idmap       *identity.Map
 	ids         *pending.IDSource
 	incarnation string
-	startedAt   time.Time
-
-	// life is cancelled by Stop; runCtx is cancelled when in-flight runs
-	// must end (after the drain wait).
-	life       context.Context
-	stopLife   context.CancelFunc
-	runCtx     context.Context
-	cancelRuns context.CancelCauseFunc
-	// loops are the node's long-lived loops (dispatch, watches...),
-	// stopped by Stop before it waits for the runs.
-	loops *startstop.Group
-	// keeper renews the node's lease (member.Run). Stop ends it last, once
-	// the runs in flight have ended and their outcomes are committed: a
-	// lease left to lapse while Stop waits for a long run would let the
-	// placement leader hand the identities on (a second execution) and
-	// would leave the final writes no registration to write to.
-	keeper *startstop.Group
-	// detached are the goroutines that stop the node from inside (a drain
-	// asked for through the control key, a node that was replaced): Stop
-	// waits for the loops, so they cannot be loops. Stop cancels the group
-	// when it is done, and Done waits for it.
-	detached *startstop.Group
-	wg       sync.WaitGroup // starters
-	runs     sync.WaitGroup // handler goroutines
-	slots    chan struct{}  // one per concurrent run
+	// life is the node's start/stop shape: the contexts its work runs
+	// under and the groups Stop ends (lifecycle.go).
+	life  *lifecycle
+	slots chan struct{} // one per concurrent run
 
 	mu            sync.Mutex
 	state         taskdv1.NodeState
@@ -173,18 +151,14 @@ func New(cfg Config) (*Node, error) {
 	n.checks = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
 	n.cluster = n.newCluster()
 	n.leader = n.newLeader()
-	n.life, n.stopLife = context.WithCancel(context.Background())
 	// A loop still running this long after Stop began is named in the log.
-	n.loops = startstop.New(n.life, n.log, 2*cfg.EtcdTimeout)
-	n.keeper = startstop.New(context.Background(), n.log, 2*cfg.EtcdTimeout)
-	n.detached = startstop.New(context.Background(), n.log, 0)
-	n.runCtx, n.cancelRuns = context.WithCancelCause(context.Background())
+	n.life = newLifecycle(n.log, 2*cfg.EtcdTimeout)
 	n.own = n.newOwnership()
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.own.SendVote, n.own.UnmapIdle)
 	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
-		Life: n.life, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
+		Life: n.life.ctx, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
 	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.shapes, Writer: n.writer,
-		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life, Logger: n.log})
+		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life.ctx, Logger: n.log})
 	n.api = taskapi.New(taskapi.Config{
 		Name: cfg.Name, Incarnation: n.incarnation, EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxPayload: cfg.MaxPayload,
 		Client: cfg.Client, Keys: n.keys, Store: n.store, Map: n.idmap, IDs: n.ids,
@@ -245,17 +219,12 @@ func (n *Node) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc
 // (contract §5.4), and only then starts dispatching and becomes RUNNING. ctx
 // bounds the start-up; the node runs until Stop.
 func (n *Node) Start(ctx context.Context) error {
-	n.mu.Lock()
-	if n.started {
-		n.mu.Unlock()
+	if !n.life.begin() {
 		return errors.New("taskservice: node already started")
 	}
-	n.started = true
-	n.startedAt = time.Now()
-	n.mu.Unlock()
 
 	// The event streams are served from the start (the API is).
-	n.loops.Go("events", n.hub.Run)
+	n.life.loops.Go("events", n.hub.Run)
 	// Each step is retried while etcd fails (a lost reply, a leader
 	// election), until ctx ends: a start must not die of one failed call.
 	// A refusal (a live node holds the name) is final.
@@ -264,16 +233,16 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
-	n.keeper.Go("lease", n.member.Run)
+	n.life.keeper.Go("lease", n.member.Run)
 	// Calendars and pauses are known before any task is queued.
 	if err := n.startStep(ctx, "load calendars", func() error { return n.cals.Load(ctx) }); err != nil {
 		return err
 	}
-	n.loops.Go("calendars", n.cals.Run)
+	n.life.loops.Go("calendars", n.cals.Run)
 	if err := n.startStep(ctx, "load pauses", func() error { return n.pauses.Load(ctx) }); err != nil {
 		return err
 	}
-	n.loops.Go("pauses", n.pauses.Run)
+	n.life.loops.Go("pauses", n.pauses.Run)
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.own.AdoptOwned(ctx) }); err != nil {
 		return err
 	}
@@ -299,19 +268,19 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	// Loops started after a concurrent Stop do not run (startstop).
-	n.loops.Go("repair", n.own.RunRepairs)
-	n.loops.Go("every", n.everyNode.Run)
-	n.loops.Go("placement", n.leader.Run)
-	n.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
+	n.life.loops.Go("repair", n.own.RunRepairs)
+	n.life.loops.Go("every", n.everyNode.Run)
+	n.life.loops.Go("placement", n.leader.Run)
+	n.life.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
 		follow.OnControl{Drain: n.drainRequested, Rebalance: n.own.RebalanceRequested}).Run)
-	n.loops.Go("voter", n.voter.Run)
-	n.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
-	n.loops.Go("thaw", n.thawLoop)
-	n.loops.Go("handoff", n.own.RunHandoff)
-	n.loops.Go("ownership", n.own.RunIndex)
+	n.life.loops.Go("voter", n.voter.Run)
+	n.life.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
+	n.life.loops.Go("thaw", n.thawLoop)
+	n.life.loops.Go("handoff", n.own.RunHandoff)
+	n.life.loops.Go("ownership", n.own.RunIndex)
 	if n.cfg.Remote != nil {
-		n.loops.Go("remote kinds", n.remoteKindsLoop)
-		n.loops.Go("worker waits", n.workerWaitLoop)
+		n.life.loops.Go("remote kinds", n.remoteKindsLoop)
+		n.life.loops.Go("worker waits", n.workerWaitLoop)
 	}
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
@@ -350,40 +319,26 @@ func (n *Node) ownedCount() int {
 // lapsed, or a newer incarnation took the name) is not an error: the
 // record and the lease that Stop would remove are gone already.
 func (n *Node) Stop(ctx context.Context) error {
-	n.mu.Lock()
-	if n.stopped {
-		n.mu.Unlock()
+	first, wasStarted := n.life.end()
+	if !first {
 		return nil
 	}
-	n.stopped = true
-	wasStarted := n.started
-	n.mu.Unlock()
 	// Last: the stop is over, and Done closes once the detached goroutines
 	// (possibly the caller) return.
-	defer n.detached.Cancel()
-	n.stopLife()
+	defer n.life.detached.Cancel()
 	n.kick()
-	n.loops.Stop()
+	n.life.loops.Stop()
 	// The dispatcher has returned, so no starter starts any more.
-	n.wg.Wait()
+	n.life.starters.Wait()
 	n.releaseQueuedReservations()
 	n.disarmAll(errNodeStopping)
 
 	n.log.Debug("stopping: waiting for the runs in flight")
-	done := make(chan struct{})
-	go func() { n.runs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		n.log.Warn("stop: cancelling runs still in flight")
-		n.cancelRuns(errNodeStopping)
-		<-done
-	}
-	n.cancelRuns(errNodeStopping)
+	n.life.waitRuns(ctx, errNodeStopping, func() { n.log.Warn("stop: cancelling runs still in flight") })
 	n.batch.Wait()
 	n.checks.Wait()
 	// Nothing commits any more: the lease may go.
-	n.keeper.Stop()
+	n.life.keeper.Stop()
 	if !wasStarted {
 		return nil
 	}
@@ -415,12 +370,12 @@ func (n *Node) Stop(ctx context.Context) error {
 // Done is closed once the node has stopped, whether by Stop or by itself
 // (it was replaced by a newer incarnation of its name, or it drained), and
 // the goroutine that stopped it from inside has returned.
-func (n *Node) Done() <-chan struct{} { return n.detached.Done() }
+func (n *Node) Done() <-chan struct{} { return n.life.detached.Done() }
 
 // stopAsync stops the node from one of its loops (which Stop waits for, so
 // a loop cannot call Stop itself), in a detached goroutine.
 func (n *Node) stopAsync() {
-	n.detached.Go("stop", func(ctx context.Context) {
+	n.life.detached.Go("stop", func(ctx context.Context) {
 		// ctx ends only when Stop is over.
 		sctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
 		defer cancel()

@@ -18,7 +18,7 @@ import (
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
 func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<- struct{}) {
-	defer n.runs.Done()
+	defer n.life.runs.Done()
 	// The run's worker slot and its identity's share are freed once its
 	// handler has returned: the commit that follows is batched with others
 	// and needs no slot, so a burst of short runs is bounded by handler
@@ -278,7 +278,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		}
 		// A commit outlives Stop's cancel: a run that ends while the node
 		// stops is still recorded (bounded by EtcdTimeout).
-		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life))
+		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life.ctx))
 		out := n.batch.Do(ctx, w.txn)
 		cancel()
 		if errors.Is(out.Err, ErrTooLarge) {
@@ -289,7 +289,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		}
 		if out.Err != nil {
 			c.maybeApplied = c.maybeApplied || !out.NotSent
-			if n.life.Err() != nil {
+			if n.life.ctx.Err() != nil {
 				// Stopping with etcd away: the marker stays and whoever owns the
 				// task next resolves the run as INTERRUPTED.
 				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
@@ -298,7 +298,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 				return
 			}
 			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.Err)
-			bo.Wait(n.life)
+			bo.Wait(n.life.ctx)
 			continue
 		}
 		if out.OK {

@@ -5,6 +5,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -38,7 +39,7 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	if snap.manualIn && !p.Rec.ManualRequested {
 		served = snap.rev
 	}
-	np := splitEvery(p.Rec, served)
+	np := record.SplitEvery(p.Rec, served)
 	kind := p.Rec.GetSpec().GetKind()
 	txn, err := n.shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
 	if err != nil {
@@ -63,7 +64,7 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		// again, or the write's outcome is unknown: read the progress
 		// again, so that a marker written after all is resolved.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.spawn(func() { n.everyNode.Reload(n.life, e.ident.name, e.id) })
+		n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.ident.name, e.id) })
 		return 0, nil, false
 	}
 	rev := resp.Header.Revision
@@ -82,7 +83,7 @@ func (everyScope) beginCommit(n *Node, e *entry, _ *flight, p startPlan, _ runRe
 // registration, the shared record's revision and the progress revision;
 // Else reads the shared record.
 func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
-	np := splitEvery(rec, c.served)
+	np := record.SplitEvery(rec, c.served)
 	txn, err := n.shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
 	if err != nil {
 		return resultTxn{}, err
@@ -95,7 +96,7 @@ func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 			// node's progress; its rev stays the shared record's.
 			n.mu.Lock()
 			e.extra().prog, e.x.progRev = np, rev
-			e.rec = mergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
+			e.rec = record.MergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
 			n.mu.Unlock()
 			return nil
 		},
@@ -122,7 +123,7 @@ func (everyScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, _
 	n.mu.Lock()
 	e.extra().shared, e.rev = fresh, c.rev
 	n.mu.Unlock()
-	c.base = mergeEvery(fresh, c.rev, splitEvery(c.base, c.served), time.Now(), n.cals.Exclusions(fresh.GetSpec().GetCalendars()))
+	c.base = record.MergeEvery(fresh, c.rev, record.SplitEvery(c.base, c.served), time.Now(), n.cals.Exclusions(fresh.GetSpec().GetCalendars()))
 	return true, nil
 }
 
@@ -140,7 +141,7 @@ func (everyScope) settleFailed(n *Node, e *entry, _ startSnap, _ writepath.Txn, 
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
 	}
 	n.settleNotStarted(e, time.Second)
-	n.spawn(func() { n.everyNode.Reload(n.life, e.ident.name, e.id) })
+	n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.ident.name, e.id) })
 }
 
 func (everyScope) purge(n *Node, e *entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }

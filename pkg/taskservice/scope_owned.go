@@ -47,9 +47,9 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
-	parent := n.life
+	parent := n.life.ctx
 	if p.before != nil {
-		parent = context.WithoutCancel(n.life) // armed ahead
+		parent = context.WithoutCancel(n.life.ctx) // armed ahead
 	}
 	ctx, cancel := n.startCtxFrom(parent)
 	out := n.batch.Do(ctx, txn)
@@ -150,7 +150,7 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 	if err != nil {
 		c.maybeApplied = true
 		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
-		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life)
+		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life.ctx)
 		return true, nil
 	}
 	if !ok {
@@ -165,7 +165,7 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 }
 
 func (ownedScope) forwardedResult(n *Node, e *entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
-	ctx, cancel := n.etcdCtx(n.life)
+	ctx, cancel := n.etcdCtx(n.life.ctx)
 	defer cancel()
 	return n.readForwarded(ctx, e.ident.name, e.id, m)
 }
@@ -192,7 +192,7 @@ func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch i
 		n.removePurged(e)
 		return
 	}
-	ctx, cancel := n.etcdCtx(n.life)
+	ctx, cancel := n.etcdCtx(n.life.ctx)
 	txn := n.shapes.Purge(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: epoch, TaskRev: rev}, rec)
 	resp, err := n.writer.Commit(ctx, txn)
 	cancel()

@@ -22,7 +22,7 @@ import (
 // start that etcd applies after the node could last prove its lease live
 // is never followed by a handler call (the run is resolved instead).
 func (n *Node) startCtx() (context.Context, context.CancelFunc) {
-	return n.startCtxFrom(n.life)
+	return n.startCtxFrom(n.life.ctx)
 }
 
 // startCtxFrom is startCtx under parent. The start of a run armed ahead of
@@ -215,7 +215,7 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 	}
 	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.RunNumber, p.Attempt, Fence{Epoch: epoch, Revision: rev}, 0
 	ev.FireTime, ev.Ready = p.Fire, p.ready
-	n.runs.Add(1)
+	n.life.runs.Add(1)
 	return func() {
 		if p.before == nil || f.ctx.Err() == nil { // an armed run not called never fired
 			ev.Type = EventFired

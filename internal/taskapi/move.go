@@ -51,3 +51,28 @@ func (a *Service) MoveIdentity(ctx context.Context, id, to string) (*taskdv1.Ide
 	}
 	return nil, fmt.Errorf("move %q: the mapping or the target kept changing: %w", id, outcome.ErrConflict)
 }
+
+// DrainNode asks the named RUNNING (or DRAINING) node to drain, through
+// its control key. The request names the incarnation it asks, so a later
+// incarnation of the name ignores it. It returns the node as registered.
+func (a *Service) DrainNode(ctx context.Context, node string) (*taskdv1.Node, error) {
+	nodes, err := a.ListNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, nd := range nodes {
+		if nd.Name != node {
+			continue
+		}
+		if nd.State != taskdv1.NodeState_NODE_STATE_RUNNING && nd.State != taskdv1.NodeState_NODE_STATE_DRAINING {
+			return nil, fmt.Errorf("node %q is %s: %w", node, nd.State, outcome.ErrFailedPrecondition)
+		}
+		cctx, cancel := a.etcdCtx(ctx)
+		defer cancel()
+		if _, err := a.cfg.Client.Put(cctx, a.cfg.Keys.DrainRequest(node), nd.Incarnation); err != nil {
+			return nil, fmt.Errorf("request drain of %s: %w", node, err)
+		}
+		return nd, nil
+	}
+	return nil, fmt.Errorf("node %q is not registered: %w", node, outcome.ErrNotFound)
+}

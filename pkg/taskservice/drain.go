@@ -3,7 +3,6 @@ package taskservice
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/taskd/taskd/internal/ownership"
@@ -70,23 +69,5 @@ func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64
 // DrainNode asks the named node to drain (through its control key, so any
 // node can ask), and returns the node as registered.
 func (n *Node) DrainNode(ctx context.Context, node string) (*taskdv1.Node, error) {
-	nodes, err := n.api.ListNodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, nd := range nodes {
-		if nd.Name != node {
-			continue
-		}
-		if nd.State != taskdv1.NodeState_NODE_STATE_RUNNING && nd.State != taskdv1.NodeState_NODE_STATE_DRAINING {
-			return nil, fmt.Errorf("node %q is %s: %w", node, nd.State, ErrFailedPrecondition)
-		}
-		cctx, cancel := n.etcdCtx(ctx)
-		defer cancel()
-		if _, err := n.cli.Put(cctx, n.keys.DrainRequest(node), nd.Incarnation); err != nil {
-			return nil, fmt.Errorf("request drain of %s: %w", node, err)
-		}
-		return nd, nil
-	}
-	return nil, fmt.Errorf("node %q is not registered: %w", node, ErrNotFound)
+	return n.api.DrainNode(ctx, node)
 }

@@ -2,6 +2,7 @@ package taskservice_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -38,6 +39,23 @@ func TestDrainNodeThroughTheControlKeyStopsTheNode(t *testing.T) {
 	}
 	if got := c.identity("b", "drained").Node; got != "b" {
 		t.Errorf("drained is mapped to %s, want b", got)
+	}
+}
+
+// DrainNode of a name no node is registered under is NOT_FOUND, and so is
+// DrainNode of a node that has stopped (Stop revoked its registration).
+func TestDrainNodeOfAnUnknownOrStoppedNodeIsRefused(t *testing.T) {
+	c := newCluster(t, []string{"a", "b"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.nodes["b"].DrainNode(ctx, "nobody"); !errors.Is(err, taskservice.ErrNotFound) {
+		t.Errorf("DrainNode(nobody) = %v, want ErrNotFound", err)
+	}
+	if err := c.nodes["a"].Stop(ctx); err != nil {
+		t.Fatalf("stop a: %v", err)
+	}
+	if _, err := c.nodes["b"].DrainNode(ctx, "a"); !errors.Is(err, taskservice.ErrNotFound) {
+		t.Errorf("DrainNode of the stopped a = %v, want ErrNotFound", err)
 	}
 }
 

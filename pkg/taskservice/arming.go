@@ -287,7 +287,7 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 		checks[i] = writepath.ArmedCheck{Lease: writepath.Lease(a.lease), Epoch: a.epoch, Kind: a.rec.GetSpec().GetKind(), Task: a.e.id, TaskRev: a.rev}
 	}
 	ctx, cancel := n.startCtx()
-	out := n.checks.Do(ctx, n.shapes.Confirm(st.name, checks))
+	out := n.writes.Checks.Do(ctx, n.writes.Shapes.Confirm(st.name, checks))
 	cancel()
 	var failed map[*armedRun]string
 	switch {
@@ -334,7 +334,7 @@ func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]s
 		ops = append(ops, clientv3.OpGet(n.keys.Task(st.name, a.e.id), clientv3.WithKeysOnly()))
 	}
 	ctx, cancel := n.startCtx()
-	resp, err := n.writer.Read(ctx, ops...)
+	resp, err := n.writes.Writer.Read(ctx, ops...)
 	cancel()
 	failed := map[*armedRun]string{}
 	if err != nil {

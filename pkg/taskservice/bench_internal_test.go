@@ -18,7 +18,7 @@ import (
 // the earliest, with 10,000 entries waiting.
 func BenchmarkTimerQueue(b *testing.B) {
 	var q timerQueue
-	st := &identState{name: "q", scope: localScope{}}
+	st := &identState{name: "q", scope: scopeLocal}
 	base := time.Now()
 	for i := range 10000 {
 		q.set(&entry{ident: st, id: fmt.Sprintf("%026d", i), idx: -1}, base.Add(time.Duration(i)*time.Millisecond))

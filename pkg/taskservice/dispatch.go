@@ -443,7 +443,7 @@ func (n *Node) purge(e *entry) {
 	n.mu.Lock()
 	st, rec, rev, epoch := e.ident, e.record(), e.rev, e.ident.epoch
 	n.mu.Unlock()
-	st.scope.purge(n, e, rec, rev, epoch)
+	st.scope.impl().purge(n, e, rec, rev, epoch)
 }
 
 // removePurged takes a purged task's entry out of the node.

@@ -44,7 +44,7 @@ func (s *engineSide) AddLocal(r *storev1.TaskRecord) {
 	id := r.Spec.Identity
 	st := n.local[id]
 	if st == nil {
-		st = &identState{name: id, scope: localScope{}}
+		st = &identState{name: id, scope: scopeLocal}
 		n.local[id] = st
 	}
 	e := &entry{ident: st, id: r.Id, rec: r, idx: -1}
@@ -219,7 +219,7 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 	st := n.idents[id]
 	if st == nil || st.lost || st.epoch < epoch {
 		if st == nil || st.lost {
-			st = &identState{name: id, scope: ownedScope{}}
+			st = &identState{name: id, scope: scopeOwned}
 			n.idents[id] = st
 		}
 		st.epoch = epoch

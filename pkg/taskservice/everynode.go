@@ -56,7 +56,7 @@ func (n *Node) installEvery(t follow.EveryTask) {
 	n.mu.Lock()
 	st := n.every[t.Identity]
 	if st == nil {
-		st = &identState{name: t.Identity, scope: everyScope{}}
+		st = &identState{name: t.Identity, scope: scopeEvery}
 		n.every[t.Identity] = st
 	}
 	e := st.tasks.get(shared.Id)

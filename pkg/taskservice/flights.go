@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/taskd/taskd/internal/membership"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -21,7 +22,7 @@ import (
 
 // taskRef names one task of the node.
 type taskRef struct {
-	scope    scope // the task's scope (its table of identities, its keyspace)
+	scope    scopeKind // the task's scope (its table of identities, its keyspace)
 	identity string
 	task     string
 }
@@ -32,13 +33,15 @@ func (r taskRef) owned() bool { return r.scope.owned() }
 
 // ref is the entry's task.
 func (e *entry) ref() taskRef {
-	return e.ident.scope.ref(e)
+	return taskRef{scope: e.ident.scope, identity: e.ident.name, task: e.id}
 }
 
 // flight is one run in flight.
 type flight struct {
-	ref  taskRef
-	node *Node
+	ref taskRef
+	// member is the node's membership: its lease's deadline and freshness,
+	// which LeaseDeadline and LeaseProven read for the run's handler.
+	member *membership.Member
 	// ctx is the handler's context (before its timeout): it ends when the
 	// node stops, or when the node can no longer prove it owns the identity
 	// (its lease was lost), with the reason as its cause.
@@ -99,7 +102,7 @@ func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return f.node.member.Deadline(), true
+	return f.member.Deadline(), true
 }
 
 type leaseDeadlineKey struct{}
@@ -127,7 +130,7 @@ func LeaseProven(ctx context.Context) bool {
 	if !ok {
 		return true
 	}
-	return f.ctx.Err() == nil && f.node.member.Fresh()
+	return f.ctx.Err() == nil && f.member.Fresh()
 }
 
 // beginFlightLocked registers a run of ref about to start; ok is false when
@@ -136,7 +139,7 @@ func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
 	if _, busy := n.flights[ref]; busy {
 		return nil, false
 	}
-	f := &flight{ref: ref, node: n, left: make(chan struct{})}
+	f := &flight{ref: ref, member: n.member, left: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancelCause(context.WithValue(n.life.runCtx, flightKey{}, f))
 	n.flights[ref] = f
 	return f, true
@@ -214,7 +217,7 @@ func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
 // entryLocked returns the node's current entry of ref, or nil. Caller holds
 // n.mu.
 func (n *Node) entryLocked(ref taskRef) *entry {
-	st := ref.scope.table(n)[ref.identity]
+	st := ref.scope.impl().table(n)[ref.identity]
 	if st == nil || st.lost {
 		return nil
 	}

@@ -82,7 +82,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	defer n.mu.Unlock()
 	st := n.idents[id]
 	if st == nil || st.lost {
-		st = &identState{name: id, scope: ownedScope{}}
+		st = &identState{name: id, scope: scopeOwned}
 		n.idents[id] = st
 		n.voter.Track(id)
 	}

@@ -53,7 +53,7 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 	waitingSince := e.ex().awaitSince.time()
 	n.mu.Unlock()
 
-	fr, alive, err := e.ident.scope.forwardedResult(n, e, m)
+	fr, alive, err := e.ident.scope.impl().forwardedResult(n, e, m)
 	if err != nil {
 		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
 		n.settleNotStarted(e, time.Second)
@@ -116,7 +116,7 @@ func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Dura
 // marker m (nil if none) and whether the run's node is still registered
 // under the marker's incarnation.
 func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
-	resp, err := n.writer.Read(ctx,
+	resp, err := n.writes.Writer.Read(ctx,
 		clientv3.OpGet(n.keys.Result(id, taskID)),
 		clientv3.OpGet(n.keys.Node(m.Node)),
 	)
@@ -165,13 +165,13 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
-	txn := st.scope.settling(n, e, w.txn)
+	txn := st.scope.impl().settling(n, e, w.txn)
 	ctx, cancel := n.etcdCtx(n.life.ctx)
-	resp, err := n.writer.Commit(ctx, txn)
+	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil || !resp.Succeeded {
 		// The marker stays: the entry's next start comes back here.
-		st.scope.settleFailed(n, e, snap, txn, resp, err)
+		st.scope.impl().settleFailed(n, e, snap, txn, resp, err)
 		return
 	}
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,
@@ -207,19 +207,19 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
 	var extra []clientv3.Op
 	if owner.Mapped && owner.Node != n.cfg.Name {
-		op, err := n.shapes.Handoff(owner.Node, id, taskID)
+		op, err := n.writes.Shapes.Handoff(owner.Node, id, taskID)
 		if err != nil {
 			return false, err
 		}
 		extra = append(extra, op)
 	}
-	txn, err := n.shapes.Forward(id, taskID, rev, forwardedOf(m, n.cfg.Name, n.incarnation, res), extra...)
+	txn, err := n.writes.Shapes.Forward(id, taskID, rev, forwardedOf(m, n.cfg.Name, n.incarnation, res), extra...)
 	if err != nil {
 		return false, err
 	}
 	ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life.ctx))
 	defer cancel()
-	resp, err := n.writer.Commit(ctx, txn)
+	resp, err := n.writes.Writer.Commit(ctx, txn)
 	if err != nil {
 		return false, writepath.Ambiguous(err)
 	}

@@ -56,8 +56,6 @@ type Node struct {
 	arming        armState  // the look-ahead (arming.go)
 	thawing       thawState // cold tasks whose records are read again (thaw.go)
 	wake          chan struct{}
-	started       bool
-	stopped       bool
 
 	// member is the node's registration under its lease, the renewals and
 	// self-fencing (internal/membership). Its lock is taken under n.mu,
@@ -66,12 +64,10 @@ type Node struct {
 
 	voter *vote.Voter
 	hub   *eventhub.Hub // the one watch of the event streams
-	// The write path (internal/writepath): the Txn shapes, the Writer of
-	// lone Txns, and the batchers of the fenced writes.
-	shapes   writepath.Shapes
-	writer   writepath.Writer
-	batch    *writepath.Batcher
-	checks   *writepath.Batcher
+	// writes is the write path (internal/writepath): the Txn shapes, the
+	// Writer of lone Txns, and the batchers of the fenced writes and of
+	// the armed runs' checks.
+	writes   writepath.Path
 	draining bool // no run starts; identities are being handed away
 	// cluster reads the nodes as placement candidates and moves identities
 	// (internal/placement); leader is the placement leader this node
@@ -139,16 +135,9 @@ func New(cfg Config) (*Node, error) {
 	n.cals = follow.NewCalendars(n.watch)
 	n.everyNode = follow.NewEveryNode(n.watch, cfg.Name,
 		follow.OnEveryNode{Put: n.installEvery, Deleted: n.removeEvery, Listed: n.everyListed})
-	// Two Txns in flight: one fills while the other commits (measured
-	// best on 2 cores; more only shrinks the batches).
-	n.shapes = writepath.NewShapes(cfg.Prefix, cfg.Name)
-	n.writer = writepath.NewWriter(cfg.Client)
-	n.batch = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 2)
-	n.batch.Observe(cfg.Observer.observeTxn)
-	// The checks of armed runs at their fire time (arming.go) have their
-	// own batches, more of them in flight: they write nothing, and a run
-	// waits for its check.
-	n.checks = writepath.NewBatcher(cfg.Client, cfg.EtcdTimeout, cfg.MaxTxnOps, cfg.MaxRequestBytes, 8)
+	n.writes = writepath.NewPath(writepath.PathConfig{Client: cfg.Client, Prefix: cfg.Prefix, Node: cfg.Name,
+		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxRequestBytes: cfg.MaxRequestBytes,
+		Observe: cfg.Observer.observeTxn})
 	n.cluster = n.newCluster()
 	n.leader = n.newLeader()
 	// A loop still running this long after Stop began is named in the log.
@@ -157,12 +146,12 @@ func New(cfg Config) (*Node, error) {
 	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.own.SendVote, n.own.UnmapIdle)
 	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
 		Life: n.life.ctx, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
-	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.shapes, Writer: n.writer,
+	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life.ctx, Logger: n.log})
 	n.api = taskapi.New(taskapi.Config{
 		Name: cfg.Name, Incarnation: n.incarnation, EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxPayload: cfg.MaxPayload,
 		Client: cfg.Client, Keys: n.keys, Store: n.store, Map: n.idmap, IDs: n.ids,
-		Shapes: n.shapes, Writer: n.writer, Batch: n.batch, Cluster: n.cluster,
+		Shapes: n.writes.Shapes, Writer: n.writes.Writer, Batch: n.writes.Batch, Cluster: n.cluster,
 		Calendars: n.cals, Pauses: n.pauses, EveryNode: n.everyNode, LocalRefs: n.refs,
 		TraceParent: TraceParent, Engine: (*engineSide)(n), Logger: n.log,
 	})
@@ -335,8 +324,7 @@ func (n *Node) Stop(ctx context.Context) error {
 
 	n.log.Debug("stopping: waiting for the runs in flight")
 	n.life.waitRuns(ctx, errNodeStopping, func() { n.log.Warn("stop: cancelling runs still in flight") })
-	n.batch.Wait()
-	n.checks.Wait()
+	n.writes.Wait()
 	// Nothing commits any more: the lease may go.
 	n.life.keeper.Stop()
 	if !wasStarted {

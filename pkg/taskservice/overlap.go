@@ -134,14 +134,14 @@ func (n *Node) startOverlap(s *entry) {
 		child = n.overlapRun(cur, plan.Fire, now)
 		rec.OverlapRuns = append(rec.OverlapRuns, child.Id)
 	}
-	txn, err := n.shapes.Overlap(writepath.RunFence{Identity: st.name, Task: parent.id, Epoch: snap.epoch, TaskRev: snap.rev},
+	txn, err := n.writes.Shapes.Overlap(writepath.RunFence{Identity: st.name, Task: parent.id, Epoch: snap.epoch, TaskRev: snap.rev},
 		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: rec.Spec.Kind}, rec, child)
 	if err != nil {
 		n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
 		return
 	}
 	ctx, cancel := n.startCtx()
-	out := n.batch.Do(ctx, txn)
+	out := n.writes.Batch.Do(ctx, txn)
 	cancel()
 	n.mu.Lock()
 	defer n.mu.Unlock()

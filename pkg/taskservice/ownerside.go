@@ -21,7 +21,7 @@ func (n *Node) newOwnership() *ownership.Holder {
 		ColdAfter:     n.cfg.ColdAfter,
 		HandoffPeriod: n.cfg.HandoffPeriod, HandoffStart: n.cfg.HandoffStart, DisableHandoffWatch: n.cfg.DisableHandoffWatch,
 		DrainTimeout: n.cfg.DrainTimeout, RebalanceInterval: n.cfg.RebalanceInterval,
-		Client: n.cli, Keys: n.keys, Map: n.idmap, Store: n.store, Shapes: n.shapes, Writer: n.writer,
+		Client: n.cli, Keys: n.keys, Map: n.idmap, Store: n.store, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
 		Member: n.member, Cluster: n.cluster, Watch: n.watch, Engine: (*ownerSide)(n), Logger: n.log, Life: n.life.ctx,
 		HandoffTaken: n.cfg.Observer.HandoffTaken, RebalanceMoves: n.cfg.Observer.RebalanceMoves,
 	})

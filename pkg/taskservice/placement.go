@@ -18,7 +18,7 @@ import (
 
 // newCluster is the cluster as this node's placement sees it.
 func (n *Node) newCluster() placement.Cluster {
-	return placement.Cluster{Client: n.cli, Keys: n.keys, Map: n.idmap, Shapes: n.shapes, Writer: n.writer,
+	return placement.Cluster{Client: n.cli, Keys: n.keys, Map: n.idmap, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
 		EtcdTimeout: n.cfg.EtcdTimeout, MaxTxnOps: n.cfg.MaxTxnOps}
 }
 

@@ -19,7 +19,7 @@ type identState struct {
 	// scope is how the identity's tasks are kept, started and committed
 	// (scope.go): owned here (IDENTITY), EVERY_NODE (not owned: run
 	// here), or non-durable.
-	scope scope
+	scope scopeKind
 	lost  bool
 	// leaving marks an identity chosen to move away (internal/ownership's rebalance.go, ownerside.go):
 	// none of its runs starts until its move is made or given up.

@@ -234,7 +234,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
 		Attempt: p.Attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
 		FireTime: p.Fire, Duration: res.ended.Sub(res.started)}
-	c := st.scope.beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
+	c := st.scope.impl().beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
 	if c == nil {
 		return // recorded in memory only
 	}
@@ -279,7 +279,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		// A commit outlives Stop's cancel: a run that ends while the node
 		// stops is still recorded (bounded by EtcdTimeout).
 		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life.ctx))
-		out := n.batch.Do(ctx, w.txn)
+		out := n.writes.Batch.Do(ctx, w.txn)
 		cancel()
 		if errors.Is(out.Err, ErrTooLarge) {
 			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, out.Err) {
@@ -350,7 +350,7 @@ type resultTxn struct {
 //     registration, the shared record's revision and the progress
 //     revision; Else reads the shared record.
 func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
-	return e.ident.scope.resultWrite(n, e, c, rec, hist)
+	return e.ident.scope.impl().resultWrite(n, e, c, rec, hist)
 }
 
 // commitConflict handles a commit whose fence failed, from the Else
@@ -371,7 +371,7 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 // it); a changed shared record (cancel, run-now) is folded in.
 func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
-	return e.ident.scope.commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
+	return e.ident.scope.impl().commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
 }
 
 // droppedRun ends a run whose result is not committed: DROPPED, its

@@ -12,7 +12,7 @@ import (
 // §6), so that a run's start, commit and settling, and a task's purge, are
 // one path each through the node, with the scope's part behind this
 // interface. Each implementation holds no state: an identState carries
-// its scope, and the node passes itself in.
+// its scope's kind (scopeKind), and the node passes itself in.
 //
 //   - ownedScope (IDENTITY, durable): the identity is owned here at an
 //     epoch; the task's record is written fenced on the epoch and its
@@ -30,8 +30,6 @@ type scope interface {
 	// ownsRecord reports whether the task's record is this node's to
 	// rewrite (an EVERY_NODE task's shared record is not).
 	ownsRecord() bool
-	// ref is e's key among the runs in flight.
-	ref(e *entry) taskRef
 	// table is the node's table of the scope's identities (n.mu held).
 	table(n *Node) map[string]*identState
 	// snapLocked adds to s what a start of e carries under this scope.
@@ -64,17 +62,37 @@ type scope interface {
 	purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64)
 }
 
+// scopeKind names a scope: what an identState and a taskRef carry (one
+// byte, where the interface value would take sixteen in every identity the
+// node holds and every key of its runs in flight). impl is its behaviour.
+type scopeKind uint8
+
+const (
+	scopeOwned scopeKind = iota
+	scopeLocal
+	scopeEvery
+)
+
+// scopes are the three scopes' behaviours, by kind; ranged over for what
+// goes over every table.
+var scopes = [...]scope{scopeOwned: ownedScope{}, scopeLocal: localScope{}, scopeEvery: everyScope{}}
+
+// impl is k's behaviour.
+func (k scopeKind) impl() scope { return scopes[k] }
+
+// owned, ownsRecord and purgesFinished are k's scope's (see scope).
+func (k scopeKind) owned() bool          { return scopes[k].owned() }
+func (k scopeKind) ownsRecord() bool     { return scopes[k].ownsRecord() }
+func (k scopeKind) purgesFinished() bool { return scopes[k].purgesFinished() }
+
 // scopeOf is the scope rec's spec asks for: the one place a spec's
 // fields pick a scope.
-func scopeOf(rec *storev1.TaskRecord) scope {
+func scopeOf(rec *storev1.TaskRecord) scopeKind {
 	switch {
 	case rec.GetSpec().GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE:
-		return everyScope{}
+		return scopeEvery
 	case rec.GetSpec().GetNonDurable():
-		return localScope{}
+		return scopeLocal
 	}
-	return ownedScope{}
+	return scopeOwned
 }
-
-// scopes are the three scopes, for what goes over every table.
-var scopes = []scope{ownedScope{}, localScope{}, everyScope{}}

@@ -19,9 +19,6 @@ type everyScope struct{}
 
 func (everyScope) owned() bool      { return false }
 func (everyScope) ownsRecord() bool { return false }
-func (everyScope) ref(e *entry) taskRef {
-	return taskRef{scope: everyScope{}, identity: e.ident.name, task: e.id}
-}
 
 // purgesFinished is false: an EVERY_NODE task is purged by its canceller.
 func (everyScope) purgesFinished() bool { return false }
@@ -41,14 +38,14 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	}
 	np := record.SplitEvery(p.Rec, served)
 	kind := p.Rec.GetSpec().GetKind()
-	txn, err := n.shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
+	txn, err := n.writes.Shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
 	if err != nil {
 		n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
 	ctx, cancel := n.startCtx()
-	resp, err := n.writer.Commit(ctx, txn)
+	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err == nil && !resp.Succeeded {
 		if r := txn.Refusal(resp.Responses); n.pauses.LearnRefusal(st.name, kind, r.PauseIdentity, r.PauseKind) {
@@ -84,7 +81,7 @@ func (everyScope) beginCommit(n *Node, e *entry, _ *flight, p startPlan, _ runRe
 // Else reads the shared record.
 func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	np := record.SplitEvery(rec, c.served)
-	txn, err := n.shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
+	txn, err := n.writes.Shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
 	if err != nil {
 		return resultTxn{}, err
 	}

@@ -20,11 +20,8 @@ type localScope struct{}
 // for a non-durable task: nothing of it is stored.
 var errLocalScope = errors.New("a non-durable task has no stored record")
 
-func (localScope) owned() bool      { return false }
-func (localScope) ownsRecord() bool { return true }
-func (localScope) ref(e *entry) taskRef {
-	return taskRef{scope: localScope{}, identity: e.ident.name, task: e.id}
-}
+func (localScope) owned() bool                   { return false }
+func (localScope) ownsRecord() bool              { return true }
 func (localScope) purgesFinished() bool          { return true }
 func (localScope) snapLocked(*entry, *startSnap) {}
 

@@ -22,11 +22,8 @@ import (
 // task's revision.
 type ownedScope struct{}
 
-func (ownedScope) owned() bool      { return true }
-func (ownedScope) ownsRecord() bool { return true }
-func (ownedScope) ref(e *entry) taskRef {
-	return taskRef{scope: ownedScope{}, identity: e.ident.name, task: e.id}
-}
+func (ownedScope) owned() bool          { return true }
+func (ownedScope) ownsRecord() bool     { return true }
 func (ownedScope) purgesFinished() bool { return true }
 
 func (ownedScope) snapLocked(e *entry, s *startSnap) { s.epoch = e.ident.epoch }
@@ -40,7 +37,7 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	// (writepath.Lease), and on the pauses of its identity and kind
 	// (pauses.go).
 	kind := p.Rec.GetSpec().GetKind()
-	txn, err := n.shapes.Start(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: snap.epoch, TaskRev: snap.rev},
+	txn, err := n.writes.Shapes.Start(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: snap.epoch, TaskRev: snap.rev},
 		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: kind}, p.Rec)
 	if err != nil {
 		n.log.Error("encode task", "task", e.id, "error", err)
@@ -52,7 +49,7 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		parent = context.WithoutCancel(n.life.ctx) // armed ahead
 	}
 	ctx, cancel := n.startCtxFrom(parent)
-	out := n.batch.Do(ctx, txn)
+	out := n.writes.Batch.Do(ctx, txn)
 	cancel()
 	if errors.Is(out.Err, ErrTooLarge) {
 		// The task's record is too large to write (one stored before its
@@ -93,7 +90,7 @@ func (ownedScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 	st := e.ident
 
 	// hist nil: an armed run undone leaves no history.
-	txn, err := n.shapes.Commit(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: c.epoch, TaskRev: c.rev}, rec, hist, n.cfg.History)
+	txn, err := n.writes.Shapes.Commit(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: c.epoch, TaskRev: c.rev}, rec, hist, n.cfg.History)
 	if err != nil {
 		return resultTxn{}, err
 	}
@@ -172,7 +169,7 @@ func (ownedScope) forwardedResult(n *Node, e *entry, m *storev1.RunMarker) (*sto
 
 // settling also deletes the result forwarded for the task, if any.
 func (ownedScope) settling(n *Node, e *entry, commit writepath.Txn) writepath.Txn {
-	return n.shapes.DeletingForwarded(commit, e.ident.name, e.id)
+	return n.writes.Shapes.DeletingForwarded(commit, e.ident.name, e.id)
 }
 
 func (ownedScope) settleFailed(n *Node, e *entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error) {
@@ -193,8 +190,8 @@ func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch i
 		return
 	}
 	ctx, cancel := n.etcdCtx(n.life.ctx)
-	txn := n.shapes.Purge(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: epoch, TaskRev: rev}, rec)
-	resp, err := n.writer.Commit(ctx, txn)
+	txn := n.writes.Shapes.Purge(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: epoch, TaskRev: rev}, rec)
+	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil {
 		n.settleNotStarted(e, time.Minute)

@@ -162,7 +162,7 @@ type startSnap struct {
 func (n *Node) snapLocked(e *entry) startSnap {
 	lease, registered := n.member.Registration()
 	s := startSnap{rev: e.rev, lease: lease, regRev: registered}
-	e.ident.scope.snapLocked(e, &s)
+	e.ident.scope.impl().snapLocked(e, &s)
 	return s
 }
 
@@ -178,7 +178,7 @@ func (n *Node) snapLocked(e *entry) startSnap {
 //     registration, the shared record's revision and the progress revision.
 //   - non-durable: nothing is written.
 func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
-	return e.ident.scope.writeStart(n, e, p, snap)
+	return e.ident.scope.impl().writeStart(n, e, p, snap)
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e

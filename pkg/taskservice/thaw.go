@@ -146,7 +146,7 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 		ops[i] = clientv3.OpGet(n.keys.Task(e.ident.name, e.id))
 	}
 	cctx, cancel := n.etcdCtx(ctx)
-	resp, err := n.writer.Read(cctx, ops...)
+	resp, err := n.writes.Writer.Read(cctx, ops...)
 	cancel()
 	if err != nil {
 		return err

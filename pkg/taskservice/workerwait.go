@@ -253,7 +253,7 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 // a worker, and why (admission.Workers.Reason); ok is false if it does not (or
 // the node holds no such entry). n.mu held.
 func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
-	e := scopeOf(rec).table(n)[rec.GetSpec().GetIdentity()].task(rec.GetId())
+	e := scopeOf(rec).impl().table(n)[rec.GetSpec().GetIdentity()].task(rec.GetId())
 	if e == nil || e.x == nil || !e.x.ww.Waiting() {
 		return time.Time{}, "", false
 	}

@@ -76,20 +76,20 @@ func disarmed(why string) error { return fmt.Errorf("%w: %s before its fire time
 // armedRun is a run whose start is written and whose handler waits for its
 // fire time.
 type armedRun struct {
-	e      *entry
-	f      *flight
-	rec    *storev1.TaskRecord // the record as started
-	epoch  int64               // the identity's epoch the start is fenced on
-	rev    int64               // the task's revision the start wrote
-	lease  clientv3.LeaseID    // the node's lease the start was planned under
-	at     time.Time           // when the handler may be called
-	launch func()              // the launcher's: FIRED, then the handler
-	seq    uint64              // arming order
-	idx    int                 // index in the node's armed heap; -1 once out
-	stale  bool                // the task changed here since the start
-	// confirmed is when the check that confirmed the run was answered
+	E      *entry
+	Flight      *flight
+	Rec    *storev1.TaskRecord // the record as started
+	Epoch  int64               // the identity's epoch the start is fenced on
+	Rev    int64               // the task's revision the start wrote
+	Lease  clientv3.LeaseID    // the node's lease the start was planned under
+	At     time.Time           // when the handler may be called
+	Launch func()              // the launcher's: FIRED, then the handler
+	Seq    uint64              // arming order
+	Idx    int                 // index in the node's armed heap; -1 once out
+	Stale  bool                // the task changed here since the start
+	// Confirmed is when the check that Confirmed the run was answered
 	// (zero: not yet); a confirmation older than confirmFor is made again.
-	confirmed time.Time
+	Confirmed time.Time
 }
 
 // confirmFor is how long a confirmation stands while the run waits for a
@@ -103,32 +103,32 @@ type armedHeap []*armedRun
 func (h armedHeap) Len() int { return len(h) }
 func (h armedHeap) Less(i, j int) bool {
 	a, b := h[i], h[j]
-	if !a.at.Equal(b.at) {
-		return a.at.Before(b.at)
+	if !a.At.Equal(b.At) {
+		return a.At.Before(b.At)
 	}
-	if a.e.prio != b.e.prio {
-		return a.e.prio > b.e.prio
+	if a.E.Prio != b.E.Prio {
+		return a.E.Prio > b.E.Prio
 	}
-	if a.e.id != b.e.id {
-		return a.e.id < b.e.id
+	if a.E.ID != b.E.ID {
+		return a.E.ID < b.E.ID
 	}
-	return a.seq < b.seq
+	return a.Seq < b.Seq
 }
 func (h armedHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+	h[i].Idx = i
+	h[j].Idx = j
 }
 func (h *armedHeap) Push(x any) {
 	a := x.(*armedRun)
-	a.idx = len(*h)
+	a.Idx = len(*h)
 	*h = append(*h, a)
 }
 func (h *armedHeap) Pop() any {
 	old := *h
 	a := old[len(old)-1]
 	old[len(old)-1] = nil
-	a.idx = -1
+	a.Idx = -1
 	*h = old[:len(old)-1]
 	return a
 }
@@ -137,15 +137,15 @@ func (h *armedHeap) Pop() any {
 // time (see the guarantees above). It keeps e's record decoded: e is about
 // to start either way. n.mu held.
 func (n *Node) armableLocked(e *entry) bool {
-	st := e.ident
-	if !st.scope.owned() || st.lost || e.purge || e.ex().overlapOf != nil || e.gone {
+	st := e.Ident
+	if !st.Scope.Owned() || st.Lost || e.Purge || e.Ex().OverlapOf != nil || e.Gone {
 		return false
 	}
-	rec := e.record()
+	rec := e.Record()
 	if rec == nil || rec.Running != nil || rec.ManualRequested {
 		return false
 	}
-	e.rec, e.raw = rec, ""
+	e.Rec, e.Raw = rec, ""
 	spec := rec.GetSpec()
 	if spec.GetAllowOverlap() || (spec.RequestsRecovery != nil && !spec.GetRequestsRecovery()) {
 		return false
@@ -163,25 +163,25 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 	ahead := n.cfg.LookAhead
 	for len(n.queue) > 0 {
 		e := n.queue[0]
-		if !e.due.time().After(now) {
+		if !e.Due.Time().After(now) {
 			return 0 // due: the caller starts it
 		}
 		if ahead <= 0 || n.arming.n >= maxArmed || !n.armableLocked(e) {
-			return e.due.time().Sub(now)
+			return e.Due.Time().Sub(now)
 		}
-		if e.due.time().After(now.Add(ahead)) {
-			return e.due.time().Sub(now) - ahead
+		if e.Due.Time().After(now.Add(ahead)) {
+			return e.Due.Time().Sub(now) - ahead
 		}
 		heap.Pop(&n.queue)
-		e.running = true
-		if e.readyAt == 0 {
-			e.readyAt = e.due
+		e.Running = true
+		if e.ReadyAt == 0 {
+			e.ReadyAt = e.Due
 		}
 		n.touchLocked(e)
 		n.arming.n++
-		st := e.ident
-		r := st.r()
-		r.armQ = append(r.armQ, e)
+		st := e.Ident
+		r := st.Activate()
+		r.ArmQ = append(r.ArmQ, e)
 		n.ensureStarterLocked(st)
 	}
 	return time.Hour
@@ -191,8 +191,8 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 // its fire time. n.mu held.
 func (n *Node) registerArmedLocked(a *armedRun) {
 	n.arming.seq++
-	a.seq = n.arming.seq
-	a.f.armed = a
+	a.Seq = n.arming.seq
+	a.Flight.Armed = a
 	n.arming.runs[a] = struct{}{}
 	heap.Push(&n.arming.heap, a)
 }
@@ -203,8 +203,8 @@ func (n *Node) registerArmedLocked(a *armedRun) {
 func (n *Node) fireDueLocked(now time.Time) time.Duration {
 	for len(n.arming.heap) > 0 {
 		a := n.arming.heap[0]
-		if a.at.After(now) {
-			return a.at.Sub(now)
+		if a.At.After(now) {
+			return a.At.Sub(now)
 		}
 		heap.Pop(&n.arming.heap)
 		n.fireLocked(a)
@@ -214,17 +214,17 @@ func (n *Node) fireDueLocked(now time.Time) time.Duration {
 
 // fireLocked hands armed run a to its identity's starter. n.mu held.
 func (n *Node) fireLocked(a *armedRun) {
-	if a.idx >= 0 {
-		heap.Remove(&n.arming.heap, a.idx)
+	if a.Idx >= 0 {
+		heap.Remove(&n.arming.heap, a.Idx)
 	}
-	if a.f.armed != a {
+	if a.Flight.Armed != a {
 		return // fired already
 	}
-	a.f.armed = nil
+	a.Flight.Armed = nil
 	n.arming.n--
-	st := a.e.ident
-	r := st.r()
-	r.fireQ = append(r.fireQ, a)
+	st := a.E.Ident
+	r := st.Activate()
+	r.FireQ = append(r.FireQ, a)
 	n.ensureStarterLocked(st)
 }
 
@@ -232,16 +232,16 @@ func (n *Node) fireLocked(a *armedRun) {
 // so that it settles (not called) without waiting for its fire time. n.mu
 // held.
 func (n *Node) disarmLocked(a *armedRun, why string) {
-	a.f.cancel(disarmed(why))
+	a.Flight.Cancel(disarmed(why))
 	n.fireLocked(a)
 }
 
 // taskChangedLocked tells an armed run of e, if there is one, that e's
 // task changed: it is disarmed. n.mu held.
 func (n *Node) taskChangedLocked(e *entry) {
-	if f := n.flights[e.ref()]; f != nil && f.armed != nil {
-		f.armed.stale = true
-		n.disarmLocked(f.armed, "the task changed")
+	if f := n.flights[e.Ref()]; f != nil && f.Armed != nil {
+		f.Armed.Stale = true
+		n.disarmLocked(f.Armed, "the task changed")
 	}
 }
 
@@ -249,26 +249,26 @@ func (n *Node) taskChangedLocked(e *entry) {
 // its call (see the guarantees above); its lease is checked at the call.
 // n.mu held.
 func (n *Node) checkFiringLocked(a *armedRun) {
-	st := a.e.ident
+	st := a.E.Ident
 	lease, registered := n.member.Registration()
 	var why string
 	switch {
-	case a.f.ctx.Err() != nil:
+	case a.Flight.Ctx.Err() != nil:
 		return
-	case st.lost || a.e.gone || a.f.leftDone || n.idents[st.name] != st:
+	case st.Lost || a.E.Gone || a.Flight.LeftDone || n.idents[st.Name] != st:
 		why = "its identity left this node"
-	case st.epoch != a.epoch:
+	case st.Epoch != a.Epoch:
 		why = "its identity was mapped again"
-	case a.lease != lease || a.epoch < registered:
+	case a.Lease != lease || a.Epoch < registered:
 		why = "this node registered again"
-	case a.stale:
+	case a.Stale:
 		why = "the task changed"
-	case n.pausedByLocked(a.rec, st.name) != nil:
+	case n.pausedByLocked(a.Rec, st.Name) != nil:
 		why = "it was paused"
 	default:
 		return
 	}
-	a.f.cancel(disarmed(why))
+	a.Flight.Cancel(disarmed(why))
 }
 
 // confirmArmed makes, for the runs of batch (of one identity, their fire
@@ -284,15 +284,15 @@ func (n *Node) checkFiringLocked(a *armedRun) {
 func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 	checks := make([]writepath.ArmedCheck, len(batch))
 	for i, a := range batch {
-		checks[i] = writepath.ArmedCheck{Lease: writepath.Lease(a.lease), Epoch: a.epoch, Kind: a.rec.GetSpec().GetKind(), Task: a.e.id, TaskRev: a.rev}
+		checks[i] = writepath.ArmedCheck{Lease: writepath.Lease(a.Lease), Epoch: a.Epoch, Kind: a.Rec.GetSpec().GetKind(), Task: a.E.ID, TaskRev: a.Rev}
 	}
 	ctx, cancel := n.startCtx()
-	out := n.writes.Checks.Do(ctx, n.writes.Shapes.Confirm(st.name, checks))
+	out := n.writes.Checks.Do(ctx, n.writes.Shapes.Confirm(st.Name, checks))
 	cancel()
 	var failed map[*armedRun]string
 	switch {
 	case out.Err != nil:
-		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.name,
+		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.Name,
 			"runs", len(batch), "error", out.Err)
 		failed = map[*armedRun]string{}
 		for _, a := range batch {
@@ -307,9 +307,9 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 	// wait for a slot is counted from the reply.
 	answered := time.Now()
 	for _, a := range batch {
-		a.confirmed = answered
+		a.Confirmed = answered
 		if why, ok := failed[a]; ok {
-			a.f.cancel(disarmed(why))
+			a.Flight.Cancel(disarmed(why))
 		}
 	}
 }
@@ -319,19 +319,19 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]string {
 	ops := []clientv3.Op{
 		clientv3.OpGet(n.keys.Node(n.cfg.Name)),
-		clientv3.OpGet(n.idmap.Keys().Mapping(st.name), clientv3.WithKeysOnly()),
-		clientv3.OpGet(n.keys.PauseIdentity(st.name), clientv3.WithKeysOnly()),
+		clientv3.OpGet(n.idmap.Keys().Mapping(st.Name), clientv3.WithKeysOnly()),
+		clientv3.OpGet(n.keys.PauseIdentity(st.Name), clientv3.WithKeysOnly()),
 	}
 	kinds := map[string]int{}
 	for _, a := range batch {
-		if k := a.rec.GetSpec().GetKind(); kinds[k] == 0 {
+		if k := a.Rec.GetSpec().GetKind(); kinds[k] == 0 {
 			kinds[k] = len(ops)
 			ops = append(ops, clientv3.OpGet(n.keys.PauseKind(k), clientv3.WithKeysOnly()))
 		}
 	}
 	first := len(ops)
 	for _, a := range batch {
-		ops = append(ops, clientv3.OpGet(n.keys.Task(st.name, a.e.id), clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(n.keys.Task(st.Name, a.E.ID), clientv3.WithKeysOnly()))
 	}
 	ctx, cancel := n.startCtx()
 	resp, err := n.writes.Writer.Read(ctx, ops...)
@@ -349,13 +349,13 @@ func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]s
 	reg, mapping, idPause := get(0), get(1), get(2)
 	for i, a := range batch {
 		switch task := get(first + i); {
-		case len(reg.Kvs) == 0 || clientv3.LeaseID(reg.Kvs[0].Lease) != a.lease:
+		case len(reg.Kvs) == 0 || clientv3.LeaseID(reg.Kvs[0].Lease) != a.Lease:
 			failed[a] = "this node's registration changed"
-		case len(mapping.Kvs) == 0 || mapping.Kvs[0].ModRevision != a.epoch:
+		case len(mapping.Kvs) == 0 || mapping.Kvs[0].ModRevision != a.Epoch:
 			failed[a] = "its identity was mapped again"
-		case len(task.Kvs) == 0 || task.Kvs[0].ModRevision != a.rev:
+		case len(task.Kvs) == 0 || task.Kvs[0].ModRevision != a.Rev:
 			failed[a] = "the task changed"
-		case len(idPause.Kvs) > 0 || len(get(kinds[a.rec.GetSpec().GetKind()]).Kvs) > 0:
+		case len(idPause.Kvs) > 0 || len(get(kinds[a.Rec.GetSpec().GetKind()]).Kvs) > 0:
 			failed[a] = "it was paused"
 		}
 	}
@@ -369,12 +369,12 @@ func (n *Node) launchArmed(batch []*armedRun, slotless bool) {
 	n.mu.Lock()
 	for _, a := range batch {
 		n.checkFiringLocked(a)
-		a.f.slotless = slotless
+		a.Flight.Slotless = slotless
 		delete(n.arming.runs, a)
 	}
 	n.mu.Unlock()
 	for _, a := range batch {
-		a.launch()
+		a.Launch()
 	}
 }
 
@@ -385,10 +385,10 @@ func (n *Node) disarmAll(cause error) {
 	n.mu.Lock()
 	batch := make([]*armedRun, 0, len(n.arming.runs))
 	for a := range n.arming.runs {
-		a.f.cancel(cause)
-		a.f.armed = nil
-		if r := a.e.ident.run; r != nil {
-			r.fireQ = nil
+		a.Flight.Cancel(cause)
+		a.Flight.Armed = nil
+		if r := a.E.Ident.Active; r != nil {
+			r.FireQ = nil
 		}
 		batch = append(batch, a)
 	}

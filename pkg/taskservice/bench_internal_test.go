@@ -18,16 +18,16 @@ import (
 // the earliest, with 10,000 entries waiting.
 func BenchmarkTimerQueue(b *testing.B) {
 	var q timerQueue
-	st := &identState{name: "q", scope: scopeLocal}
+	st := &identState{Name: "q", Scope: scopeLocal}
 	base := time.Now()
 	for i := range 10000 {
-		q.set(&entry{ident: st, id: fmt.Sprintf("%026d", i), idx: -1}, base.Add(time.Duration(i)*time.Millisecond))
+		q.Set(&entry{Ident: st, ID: fmt.Sprintf("%026d", i), Idx: -1}, base.Add(time.Duration(i)*time.Millisecond))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		e := heap.Pop(&q).(*entry)
-		q.set(e, base.Add(time.Duration(10000+i)*time.Millisecond))
+		q.Set(e, base.Add(time.Duration(10000+i)*time.Millisecond))
 	}
 }
 

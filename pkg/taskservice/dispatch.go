@@ -21,12 +21,12 @@ func (n *Node) dispatchLoop() {
 		now := time.Now()
 		for fresh && len(n.queue) > 0 {
 			e := n.queue[0]
-			if e.cold() && e.due.time().Before(now.Add(n.thawAhead())) {
+			if e.Cold() && e.Due.Time().Before(now.Add(n.thawAhead())) {
 				// Its record is read again before it is due (thaw.go).
 				n.thawLocked(e)
 				continue
 			}
-			if e.due.time().After(now) {
+			if e.Due.Time().After(now) {
 				// Not due: armed ahead if it may be (arming.go).
 				if wait = n.popArmableLocked(now); wait > 0 {
 					break
@@ -34,16 +34,16 @@ func (n *Node) dispatchLoop() {
 				continue
 			}
 			heap.Pop(&n.queue)
-			e.running = true
-			if e.readyAt == 0 {
-				e.readyAt = e.due
+			e.Running = true
+			if e.ReadyAt == 0 {
+				e.ReadyAt = e.Due
 			}
 			n.touchLocked(e)
 			// Purges go through the starters too, so that they are bounded
 			// by the run slots like everything else.
-			st := e.ident
-			r := st.r()
-			r.startQ = append(r.startQ, e)
+			st := e.Ident
+			r := st.Activate()
+			r.StartQ = append(r.StartQ, e)
 			n.ensureStarterLocked(st)
 		}
 		if !fresh {
@@ -64,9 +64,9 @@ func (n *Node) dispatchLoop() {
 
 // ensureStarterLocked starts st's starter unless it runs. n.mu held.
 func (n *Node) ensureStarterLocked(st *identState) {
-	r := st.r()
-	if !r.starting && n.life.ctx.Err() == nil {
-		r.starting = true
+	r := st.Activate()
+	if !r.Starting && n.life.ctx.Err() == nil {
+		r.Starting = true
 		n.life.starters.Add(1)
 		go n.starter(st)
 	}
@@ -80,28 +80,28 @@ func (n *Node) starter(st *identState) {
 	defer n.life.starters.Done()
 	for {
 		n.mu.Lock()
-		r := st.r() // stays while this starter runs (idleLocked)
+		r := st.Activate() // stays while this starter runs (idleLocked)
 		if n.life.ctx.Err() != nil {
-			r.starting = false
-			st.idleLocked()
+			r.Starting = false
+			st.DropIfIdle()
 			n.mu.Unlock()
 			return
 		}
-		if len(r.fireQ) > 0 {
+		if len(r.FireQ) > 0 {
 			n.fireBatch(st) // unlocks
 			continue
 		}
-		q := &r.grantQ
+		q := &r.GrantQ
 		if len(*q) == 0 {
-			q = &r.startQ
+			q = &r.StartQ
 		}
 		if len(*q) == 0 {
-			if len(r.armQ) > 0 {
+			if len(r.ArmQ) > 0 {
 				n.armBatch(st) // unlocks
 				continue
 			}
-			r.starting = false
-			st.idleLocked()
+			r.Starting = false
+			st.DropIfIdle()
 			n.mu.Unlock()
 			return
 		}
@@ -121,7 +121,7 @@ func (n *Node) starter(st *identState) {
 		clear((*q)[:k])
 		*q = (*q)[k:]
 		batch = n.admitLocked(st, batch)
-		r.held += len(batch)
+		r.Held += len(batch)
 		n.mu.Unlock()
 		if len(batch) == 0 {
 			continue
@@ -180,12 +180,12 @@ func (n *Node) starter(st *identState) {
 // a good batch and st's runs hold some; ok is false after such a wait (n.mu
 // then is not held: the caller looks at its queues again).
 func (n *Node) shareRoomLocked(st *identState) (room int, ok bool) {
-	r := st.r()
+	r := st.Activate()
 	share := n.identityShare()
-	room = share - r.held
-	if room < min(startBatch, max(1, share/4)) && r.held > 0 {
+	room = share - r.Held
+	if room < min(startBatch, max(1, share/4)) && r.Held > 0 {
 		wait := make(chan struct{})
-		r.shareWait = wait
+		r.ShareWait = wait
 		n.mu.Unlock()
 		select {
 		case <-wait:
@@ -225,19 +225,19 @@ func (n *Node) takeSlots(k int) int {
 // launched at once, holding neither. Called with n.mu held; returns with it
 // released.
 func (n *Node) fireBatch(st *identState) {
-	r := st.r()
+	r := st.Activate()
 	var dead []*armedRun
-	live := r.fireQ[:0]
-	for _, a := range r.fireQ {
+	live := r.FireQ[:0]
+	for _, a := range r.FireQ {
 		n.checkFiringLocked(a)
-		if a.f.ctx.Err() != nil {
+		if a.Flight.Ctx.Err() != nil {
 			dead = append(dead, a)
 		} else {
 			live = append(live, a)
 		}
 	}
-	clear(r.fireQ[len(live):])
-	r.fireQ = live
+	clear(r.FireQ[len(live):])
+	r.FireQ = live
 	if len(dead) > 0 {
 		n.mu.Unlock()
 		n.launchArmed(dead, true)
@@ -246,11 +246,11 @@ func (n *Node) fireBatch(st *identState) {
 	// The runs at the front not confirmed lately are confirmed first.
 	now := time.Now()
 	k := 0
-	for k < len(r.fireQ) && k < startBatch && now.Sub(r.fireQ[k].confirmed) > confirmFor {
+	for k < len(r.FireQ) && k < startBatch && now.Sub(r.FireQ[k].Confirmed) > confirmFor {
 		k++
 	}
 	if k > 0 {
-		batch := append([]*armedRun(nil), r.fireQ[:k]...)
+		batch := append([]*armedRun(nil), r.FireQ[:k]...)
 		n.mu.Unlock()
 		n.confirmArmed(st, batch)
 		return
@@ -259,18 +259,18 @@ func (n *Node) fireBatch(st *identState) {
 	if !ok {
 		return
 	}
-	for k < len(r.fireQ) && k < min(startBatch, room) && now.Sub(r.fireQ[k].confirmed) <= confirmFor {
+	for k < len(r.FireQ) && k < min(startBatch, room) && now.Sub(r.FireQ[k].Confirmed) <= confirmFor {
 		k++
 	}
-	batch := append([]*armedRun(nil), r.fireQ[:k]...)
-	clear(r.fireQ[:k])
-	r.fireQ = r.fireQ[k:]
-	r.held += k
+	batch := append([]*armedRun(nil), r.FireQ[:k]...)
+	clear(r.FireQ[:k])
+	r.FireQ = r.FireQ[k:]
+	r.Held += k
 	n.mu.Unlock()
 	held := n.takeSlots(k)
 	if held < k {
 		n.mu.Lock()
-		r.fireQ = append(batch[held:k:k], r.fireQ...)
+		r.FireQ = append(batch[held:k:k], r.FireQ...)
 		n.releaseShareLocked(st, k-held)
 		n.mu.Unlock()
 		batch = batch[:held]
@@ -286,11 +286,11 @@ func (n *Node) fireBatch(st *identState) {
 // the runs armed. It holds no run slot: the runs take theirs when they
 // fire. Called with n.mu held; returns with it released.
 func (n *Node) armBatch(st *identState) {
-	r := st.r()
-	k := min(len(r.armQ), startBatch)
-	batch := append([]*entry(nil), r.armQ[:k]...)
-	clear(r.armQ[:k])
-	r.armQ = r.armQ[k:]
+	r := st.Activate()
+	k := min(len(r.ArmQ), startBatch)
+	batch := append([]*entry(nil), r.ArmQ[:k]...)
+	clear(r.ArmQ[:k])
+	r.ArmQ = r.ArmQ[k:]
 	n.mu.Unlock()
 	var wg sync.WaitGroup
 	ok := make([]bool, len(batch))
@@ -325,25 +325,25 @@ func (n *Node) identityShare() int {
 // releaseShareLocked gives back k of st's slots and wakes its starter if
 // it waits for them. n.mu held.
 func (n *Node) releaseShareLocked(st *identState, k int) {
-	r := st.r()
-	r.held -= k
-	if r.shareWait != nil {
-		close(r.shareWait)
-		r.shareWait = nil
+	r := st.Activate()
+	r.Held -= k
+	if r.ShareWait != nil {
+		close(r.ShareWait)
+		r.ShareWait = nil
 	}
-	st.idleLocked()
+	st.DropIfIdle()
 }
 
 // startAny does what a due entry of either scope needs: a purge, the
 // resolution of a run marker, or a run start. It returns the function that
 // launches a run, or nil if none starts.
 func (n *Node) startAny(st *identState, e *entry) func() {
-	if e.ex().overlapOf != nil {
+	if e.Ex().OverlapOf != nil {
 		n.startOverlap(e)
 		return nil
 	}
 	n.mu.Lock()
-	purge := e.purge
+	purge := e.Purge
 	n.mu.Unlock()
 	if purge {
 		n.purge(e)
@@ -390,44 +390,44 @@ func (n *Node) release() { <-n.slots }
 // awaited: its next start resolves the marker. Caller holds n.mu.
 func (n *Node) reschedLocked(e *entry) {
 	defer n.touchLocked(e)
-	if !e.running {
+	if !e.Running {
 		n.dropShadowLocked(e) // no run in flight: nothing to overlap
 	}
-	if e.gone || e.ident.lost {
-		n.queue.remove(e)
+	if e.Gone || e.Ident.Lost {
+		n.queue.Remove(e)
 		return
 	}
-	if e.cold() {
+	if e.Cold() {
 		// Its record is read again first; the read reschedules it.
 		n.thawLocked(e)
 		return
 	}
-	rec := e.record()
+	rec := e.Record()
 	if rec == nil {
-		n.queue.remove(e)
+		n.queue.Remove(e)
 		return
 	}
-	e.prio = rec.GetSpec().GetPriority()
+	e.Prio = rec.GetSpec().GetPriority()
 	now := time.Now()
 	if rec.Running != nil {
-		e.purge = false
-		n.queue.set(e, maxTime(now, e.ex().recheckAt.time()))
-		e.freeze(now, n.cfg.ColdAfter)
+		e.Purge = false
+		n.queue.Set(e, maxTime(now, e.Ex().RecheckAt.Time()))
+		e.Freeze(now, n.cfg.ColdAfter)
 		n.kick()
 		return
 	}
-	e.clearAwait()
+	e.ClearAwait()
 	at, purge, ok := record.Due(rec, n.cfg.Retention, n.timingLocked(rec, now))
-	if !ok || (purge && !e.ident.scope.purgesFinished()) {
-		n.queue.remove(e)
+	if !ok || (purge && !e.Ident.Scope.purgesFinished()) {
+		n.queue.Remove(e)
 		return
 	}
-	if !purge && n.pausedByLocked(rec, e.ident.name) != nil {
+	if !purge && n.pausedByLocked(rec, e.Ident.Name) != nil {
 		n.parkLocked(e)
 		return
 	}
 	n.queueAtLocked(e, at, purge)
-	e.freeze(now, n.cfg.ColdAfter)
+	e.Freeze(now, n.cfg.ColdAfter)
 	n.kick()
 }
 
@@ -441,9 +441,9 @@ func maxTime(a, b time.Time) time.Time {
 // purge deletes a finished task at the end of its retention.
 func (n *Node) purge(e *entry) {
 	n.mu.Lock()
-	st, rec, rev, epoch := e.ident, e.record(), e.rev, e.ident.epoch
+	st, rec, rev, epoch := e.Ident, e.Record(), e.Rev, e.Ident.Epoch
 	n.mu.Unlock()
-	st.scope.impl().purge(n, e, rec, rev, epoch)
+	st.Scope.impl().purge(n, e, rec, rev, epoch)
 }
 
 // removePurged takes a purged task's entry out of the node.

@@ -25,8 +25,8 @@ func (s *engineSide) OwnedEpoch(id string) (int64, bool) {
 	n := s.node()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if st := n.idents[id]; st != nil && !st.lost && st.epoch > 0 {
-		return st.epoch, true
+	if st := n.idents[id]; st != nil && !st.Lost && st.Epoch > 0 {
+		return st.Epoch, true
 	}
 	return 0, false
 }
@@ -44,11 +44,11 @@ func (s *engineSide) AddLocal(r *storev1.TaskRecord) {
 	id := r.Spec.Identity
 	st := n.local[id]
 	if st == nil {
-		st = &identState{name: id, scope: scopeLocal}
+		st = &identState{Name: id, Scope: scopeLocal}
 		n.local[id] = st
 	}
-	e := &entry{ident: st, id: r.Id, rec: r, idx: -1}
-	st.tasks.put(e)
+	e := &entry{Ident: st, ID: r.Id, Rec: r, Idx: -1}
+	st.Tasks.Put(e)
 	n.reschedLocked(e)
 }
 
@@ -79,8 +79,8 @@ func (s *engineSide) LocalTask(id, taskID string) (*storev1.TaskRecord, bool) {
 	n := s.node()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if e := n.local[id].task(taskID); e != nil {
-		return record.Clone(e.rec), true
+	if e := n.local[id].Task(taskID); e != nil {
+		return record.Clone(e.Rec), true
 	}
 	return nil, false
 }
@@ -92,13 +92,13 @@ func (s *engineSide) LocalChanged(id, taskID string, rec *storev1.TaskRecord) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	// (The identity may have left since LocalTask: task is nil-safe.)
-	switch e := n.local[id].task(taskID); {
+	switch e := n.local[id].Task(taskID); {
 	case e == nil:
-	case !e.running:
-		e.rec = rec
+	case !e.Running:
+		e.Rec = rec
 		n.reschedLocked(e)
 	default:
-		e.rec.State, e.rec.ManualRequested = rec.State, rec.ManualRequested
+		e.Rec.State, e.Rec.ManualRequested = rec.State, rec.ManualRequested
 	}
 }
 
@@ -109,20 +109,20 @@ func (s *engineSide) StoredChanged(id, taskID string, readRev int64, rec *storev
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.idents[id]
-	if st == nil || st.lost {
+	if st == nil || st.Lost {
 		return false
 	}
-	e := st.tasks.get(taskID)
+	e := st.Tasks.Get(taskID)
 	if e == nil {
 		return false
 	}
 	waited := n.unwaitLocked(e) // a run waiting for a worker takes the change now
 	switch {
-	case e.running:
+	case e.Running:
 		n.taskChangedLocked(e) // an armed run is not called
 		return true            // the run's commit folds the change in
-	case e.rev == readRev:
-		e.rec, e.raw, e.rev = rec, "", rev
+	case e.Rev == readRev:
+		e.Rec, e.Raw, e.Rev = rec, "", rev
 		n.reschedLocked(e)
 		return true
 	case waited:
@@ -136,7 +136,7 @@ func (s *engineSide) LocalDeleted(id, taskID string) {
 	n := s.node()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if e := n.local[id].task(taskID); e != nil {
+	if e := n.local[id].Task(taskID); e != nil {
 		n.removeEntryLocked(e)
 	}
 }
@@ -147,7 +147,7 @@ func (s *engineSide) StoredDeleted(id, taskID string) {
 	n := s.node()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if e := n.idents[id].task(taskID); e != nil && !e.running {
+	if e := n.idents[id].Task(taskID); e != nil && !e.Running {
 		n.removeEntryLocked(e)
 	}
 }
@@ -217,25 +217,25 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.idents[id]
-	if st == nil || st.lost || st.epoch < epoch {
-		if st == nil || st.lost {
-			st = &identState{name: id, scope: scopeOwned}
+	if st == nil || st.Lost || st.Epoch < epoch {
+		if st == nil || st.Lost {
+			st = &identState{Name: id, Scope: scopeOwned}
 			n.idents[id] = st
 		}
-		st.epoch = epoch
+		st.Epoch = epoch
 	}
-	if st.epoch != epoch {
+	if st.Epoch != epoch {
 		return // a newer adoption will load them
 	}
 	for _, r := range recs {
-		if st.tasks.get(r.Id) != nil {
+		if st.Tasks.Get(r.Id) != nil {
 			// Already loaded (a handoff or adoption that raced this
 			// schedule read it from etcd): one entry per task, so that it
 			// is never queued, and started, twice.
 			continue
 		}
-		e := &entry{ident: st, id: r.Id, rec: r, rev: rev, idx: -1}
-		st.tasks.put(e)
+		e := &entry{Ident: st, ID: r.Id, Rec: r, Rev: rev, Idx: -1}
+		st.Tasks.Put(e)
 		n.reschedLocked(e)
 	}
 }

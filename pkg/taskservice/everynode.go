@@ -27,7 +27,7 @@ import (
 // everyFence is the fence of a write of this node's progress on task.
 func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFence {
 	lease := n.member.Lease()
-	return writepath.EveryFence{Identity: e.ident.name, Task: e.id, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
+	return writepath.EveryFence{Identity: e.Ident.Name, Task: e.ID, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 
 // everyListed drops the EVERY_NODE tasks this node knows that a list of
@@ -36,15 +36,15 @@ func (n *Node) everyListed(stored map[string]bool) {
 	n.mu.Lock()
 	var gone []*entry
 	for _, st := range n.every {
-		for e := range st.tasks.all() {
-			if !stored[e.id] {
+		for e := range st.Tasks.All() {
+			if !stored[e.ID] {
 				gone = append(gone, e)
 			}
 		}
 	}
 	n.mu.Unlock()
 	for _, e := range gone {
-		n.removeEvery(e.ident.name, e.id)
+		n.removeEvery(e.Ident.Name, e.ID)
 	}
 }
 
@@ -56,27 +56,27 @@ func (n *Node) installEvery(t follow.EveryTask) {
 	n.mu.Lock()
 	st := n.every[t.Identity]
 	if st == nil {
-		st = &identState{name: t.Identity, scope: scopeEvery}
+		st = &identState{Name: t.Identity, Scope: scopeEvery}
 		n.every[t.Identity] = st
 	}
-	e := st.tasks.get(shared.Id)
+	e := st.Tasks.Get(shared.Id)
 	if e == nil {
-		e = &entry{ident: st, id: shared.Id, idx: -1}
-		st.tasks.put(e)
-	} else if e.running || (!t.WithProgress && e.rev >= sharedRev) {
+		e = &entry{Ident: st, ID: shared.Id, Idx: -1}
+		st.Tasks.Put(e)
+	} else if e.Running || (!t.WithProgress && e.Rev >= sharedRev) {
 		n.mu.Unlock()
 		return // a run in flight folds the change in at its commit
 	}
 	if t.WithProgress {
-		e.extra().prog, e.x.progRev = t.Progress, t.ProgressRev
+		e.Extra().Prog, e.X.ProgRev = t.Progress, t.ProgressRev
 	}
-	e.rev = sharedRev
-	e.extra().shared = shared
-	e.rec = record.MergeEvery(shared, sharedRev, e.x.prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
-	if n.inFlightLocked(e.ref()) {
+	e.Rev = sharedRev
+	e.Extra().Shared = shared
+	e.Rec = record.MergeEvery(shared, sharedRev, e.X.Prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
+	if n.inFlightLocked(e.Ref()) {
 		// This node's run is in flight: its commit settles the marker.
-		e.running = true
-		n.queue.remove(e)
+		e.Running = true
+		n.queue.Remove(e)
 	} else {
 		n.reschedLocked(e) // a marker is resolved by the entry's next start
 	}
@@ -88,7 +88,7 @@ func (n *Node) installEvery(t follow.EveryTask) {
 func (n *Node) removeEvery(id, taskID string) {
 	n.mu.Lock()
 	if st := n.every[id]; st != nil {
-		if e := st.tasks.get(taskID); e != nil {
+		if e := st.Tasks.Get(taskID); e != nil {
 			n.removeEntryLocked(e)
 		}
 	}

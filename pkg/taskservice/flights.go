@@ -22,46 +22,46 @@ import (
 
 // taskRef names one task of the node.
 type taskRef struct {
-	scope    scopeKind // the task's scope (its table of identities, its keyspace)
-	identity string
-	task     string
+	Scope    scopeKind // the task's scope (its table of identities, its keyspace)
+	Identity string
+	Task     string
 }
 
-// owned reports whether r names a task of an identity owned here
+// Owned reports whether r names a task of an identity Owned here
 // (IDENTITY scope).
-func (r taskRef) owned() bool { return r.scope.owned() }
+func (r taskRef) Owned() bool { return r.Scope.Owned() }
 
-// ref is the entry's task.
-func (e *entry) ref() taskRef {
-	return taskRef{scope: e.ident.scope, identity: e.ident.name, task: e.id}
+// Ref is the entry's task.
+func (e *entry) Ref() taskRef {
+	return taskRef{Scope: e.Ident.Scope, Identity: e.Ident.Name, Task: e.ID}
 }
 
 // flight is one run in flight.
 type flight struct {
-	ref taskRef
-	// member is the node's membership: its lease's deadline and freshness,
+	Ref taskRef
+	// Member is the node's membership: its lease's deadline and freshness,
 	// which LeaseDeadline and LeaseProven read for the run's handler.
-	member *membership.Member
-	// ctx is the handler's context (before its timeout): it ends when the
+	Member *membership.Member
+	// Ctx is the handler's context (before its timeout): it ends when the
 	// node stops, or when the node can no longer prove it owns the identity
 	// (its lease was lost), with the reason as its cause.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	// left is closed when the identity moved away in a planned move: the
+	Ctx    context.Context
+	Cancel context.CancelCauseFunc
+	// Left is closed when the identity moved away in a planned move: the
 	// run goes on and its result is forwarded to the new owner.
-	left     chan struct{}
-	leftDone bool
-	// token is the token of the run's kind's limit, given back when the
+	Left     chan struct{}
+	LeftDone bool
+	// Token is the Token of the run's kind's limit, given back when the
 	// run ends (limits.go). Under n.mu.
-	token *kindLimit
-	// reserved is the remote worker's slot the run holds from its start
+	Token *kindLimit
+	// Reserved is the remote worker's slot the run holds from its start
 	// until its call takes it (workerwait.go). Under n.mu.
-	reserved Reservation
-	// armed is the run while it is armed and waits for its fire time
+	Reserved Reservation
+	// Armed is the run while it is Armed and waits for its fire time
 	// (arming.go), under n.mu; slotless is set when it is launched without
 	// a run slot (it is not to be called).
-	armed    *armedRun
-	slotless bool
+	Armed    *armedRun
+	Slotless bool
 }
 
 // errLeaseLost is the cause of a run's context when its node lost its lease:
@@ -80,7 +80,7 @@ var errNodeStopping = errors.New("the node is stopping")
 // is what it returns. It returns nil for a context that is not a run's.
 func IdentityLeft(ctx context.Context) <-chan struct{} {
 	if f, ok := ctx.Value(flightKey{}).(*flight); ok {
-		return f.left
+		return f.Left
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	return f.member.Deadline(), true
+	return f.Member.Deadline(), true
 }
 
 type leaseDeadlineKey struct{}
@@ -130,7 +130,7 @@ func LeaseProven(ctx context.Context) bool {
 	if !ok {
 		return true
 	}
-	return f.ctx.Err() == nil && f.member.Fresh()
+	return f.Ctx.Err() == nil && f.Member.Fresh()
 }
 
 // beginFlightLocked registers a run of ref about to start; ok is false when
@@ -139,8 +139,8 @@ func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
 	if _, busy := n.flights[ref]; busy {
 		return nil, false
 	}
-	f := &flight{ref: ref, member: n.member, left: make(chan struct{})}
-	f.ctx, f.cancel = context.WithCancelCause(context.WithValue(n.life.runCtx, flightKey{}, f))
+	f := &flight{Ref: ref, Member: n.member, Left: make(chan struct{})}
+	f.Ctx, f.Cancel = context.WithCancelCause(context.WithValue(n.life.runCtx, flightKey{}, f))
 	n.flights[ref] = f
 	return f, true
 }
@@ -157,7 +157,7 @@ func (n *Node) inFlightLocked(ref taskRef) bool {
 func (n *Node) identityFlightsLocked(id string) int {
 	c := 0
 	for ref := range n.flights {
-		if ref.owned() && ref.identity == id {
+		if ref.Owned() && ref.Identity == id {
 			c++
 		}
 	}
@@ -168,11 +168,11 @@ func (n *Node) identityFlightsLocked(id string) int {
 // that it moved away. Caller holds n.mu.
 func (n *Node) identityLeftFlightsLocked(id string) {
 	for ref, f := range n.flights {
-		if ref.owned() && ref.identity == id && !f.leftDone {
-			f.leftDone = true
-			close(f.left)
-			if f.armed != nil {
-				n.disarmLocked(f.armed, "its identity left this node")
+		if ref.Owned() && ref.Identity == id && !f.LeftDone {
+			f.LeftDone = true
+			close(f.Left)
+			if f.Armed != nil {
+				n.disarmLocked(f.Armed, "its identity left this node")
 			}
 		}
 	}
@@ -182,10 +182,10 @@ func (n *Node) identityLeftFlightsLocked(id string) {
 // the node can no longer prove it owns their identities. Caller holds n.mu.
 func (n *Node) fenceFlightsLocked(cause error) {
 	for ref, f := range n.flights {
-		if ref.owned() {
-			f.cancel(cause)
-			if f.armed != nil {
-				n.fireLocked(f.armed) // settles now, not called
+		if ref.Owned() {
+			f.Cancel(cause)
+			if f.Armed != nil {
+				n.fireLocked(f.Armed) // settles now, not called
 			}
 		}
 	}
@@ -199,27 +199,27 @@ func (n *Node) fenceFlightsLocked(cause error) {
 func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	f.cancel(nil)
-	if n.flights[f.ref] == f {
-		delete(n.flights, f.ref)
+	f.Cancel(nil)
+	if n.flights[f.Ref] == f {
+		delete(n.flights, f.Ref)
 	}
-	e := n.entryLocked(f.ref)
+	e := n.entryLocked(f.Ref)
 	if e == nil {
 		return
 	}
-	if rec != nil && (rev == 0 || rev >= e.rev) {
-		e.rec, e.raw, e.rev = rec, "", rev
+	if rec != nil && (rev == 0 || rev >= e.Rev) {
+		e.Rec, e.Raw, e.Rev = rec, "", rev
 	}
-	e.running = false
+	e.Running = false
 	n.reschedLocked(e)
 }
 
 // entryLocked returns the node's current entry of ref, or nil. Caller holds
 // n.mu.
 func (n *Node) entryLocked(ref taskRef) *entry {
-	st := ref.scope.impl().table(n)[ref.identity]
-	if st == nil || st.lost {
+	st := ref.Scope.impl().table(n)[ref.Identity]
+	if st == nil || st.Lost {
 		return nil
 	}
-	return st.tasks.get(ref.task)
+	return st.Tasks.Get(ref.Task)
 }

@@ -122,14 +122,14 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		st := n.idents["a"]
-		return st != nil, st != nil && st.run != nil
+		return st != nil, st != nil && st.Active != nil
 	}
 	waitFor(t, func() bool { return ran.Load() == 50 }, "the 50 runs to be in their handlers")
 	waitFor(t, func() bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		r := n.idents["a"].run
-		return r != nil && !r.starting && r.held == 50
+		r := n.idents["a"].Active
+		return r != nil && !r.Starting && r.Held == 50
 	}, "the starter to be gone with the 50 runs holding their slots")
 	close(release)
 	waitFor(t, func() bool { owned, r := held(); return owned && !r }, "the identity, idle, to drop its start queues")

@@ -12,13 +12,13 @@ import (
 // ownerside.go is what the ownership calls.
 
 func (n *Node) removeEntryLocked(e *entry) {
-	e.gone = true
-	n.queue.remove(e)
+	e.Gone = true
+	n.queue.Remove(e)
 	n.dropWorkerWaitLocked(e)
 	n.dropShadowLocked(e)
 	delete(n.parked, e)
-	if e.ident.tasks.get(e.id) == e {
-		e.ident.tasks.del(e.id)
+	if e.Ident.Tasks.Get(e.ID) == e {
+		e.Ident.Tasks.Del(e.ID)
 	}
 	n.touchLocked(e)
 }
@@ -31,23 +31,23 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 		n.spawn(func() {
 			ctx, cancel := n.etcdCtx(n.life.ctx)
 			defer cancel()
-			if err := n.own.AdoptIdentity(ctx, st.name, owner.Epoch); err != nil {
-				n.log.Warn("reload identity under its new epoch", "identity", st.name, "error", err)
-				n.own.Repair(st.name)
+			if err := n.own.AdoptIdentity(ctx, st.Name, owner.Epoch); err != nil {
+				n.log.Warn("reload identity under its new epoch", "identity", st.Name, "error", err)
+				n.own.Repair(st.Name)
 			}
 		})
 		return
 	}
 	n.mu.Lock()
-	if cur := n.idents[st.name]; cur == st {
+	if cur := n.idents[st.Name]; cur == st {
 		n.dropIdentityLocked(st)
 	}
 	n.mu.Unlock()
-	n.log.Info("identity no longer owned here", "identity", st.name, "owner", owner.Node, "epoch", owner.Epoch)
+	n.log.Info("identity no longer owned here", "identity", st.Name, "owner", owner.Node, "epoch", owner.Epoch)
 	if owner.Mapped && owner.Node == n.cfg.Name {
 		// Mapped to an earlier incarnation of this name, which is gone:
 		// nothing would run it. Adopt it.
-		n.own.Repair(st.name)
+		n.own.Repair(st.Name)
 	}
 }
 
@@ -55,20 +55,20 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 // tries to start or commit for it afterwards is dropped. Its runs in flight
 // go on (their results reach the new owner) and are told it left.
 func (n *Node) dropIdentityLocked(st *identState) {
-	st.lost = true
-	for e := range st.tasks.all() {
-		n.queue.remove(e)
+	st.Lost = true
+	for e := range st.Tasks.All() {
+		n.queue.Remove(e)
 		n.dropShadowLocked(e)
 		delete(n.parked, e)
-		e.counted = false
+		e.Counted = false
 	}
 	n.forgetWaitingLocked(st)
-	if r := st.run; r != nil {
-		r.startQ, r.grantQ = nil, nil
+	if r := st.Active; r != nil {
+		r.StartQ, r.GrantQ = nil, nil
 	}
-	delete(n.idents, st.name)
-	n.identityLeftFlightsLocked(st.name)
-	n.voter.Forget(st.name) // a move clears the old node's votes
+	delete(n.idents, st.Name)
+	n.identityLeftFlightsLocked(st.Name)
+	n.voter.Forget(st.Name) // a move clears the old node's votes
 }
 
 // installTasks puts stored tasks of id, owned under epoch, into the queue.
@@ -81,29 +81,29 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.idents[id]
-	if st == nil || st.lost {
-		st = &identState{name: id, scope: scopeOwned}
+	if st == nil || st.Lost {
+		st = &identState{Name: id, Scope: scopeOwned}
 		n.idents[id] = st
 		n.voter.Track(id)
 	}
-	if epoch < st.epoch {
+	if epoch < st.Epoch {
 		return // a newer adoption already happened
 	}
-	adopted := epoch > st.epoch // loaded by a new owner: at start, adoption, a move
-	st.epoch = epoch
+	adopted := epoch > st.Epoch // loaded by a new owner: at start, adoption, a move
+	st.Epoch = epoch
 	seen := make(map[string]bool, len(stored))
 	for _, s := range stored {
 		tid := s.TaskID()
 		seen[tid] = true
-		e := st.tasks.get(tid)
+		e := st.Tasks.Get(tid)
 		if e == nil {
-			e = &entry{ident: st, id: tid, idx: -1}
-			st.tasks.put(e)
+			e = &entry{Ident: st, ID: tid, Idx: -1}
+			st.Tasks.Put(e)
 		}
-		if e.running && s.Rev > e.rev && !n.unwaitLocked(e) { // a waiting run takes the change now
+		if e.Running && s.Rev > e.Rev && !n.unwaitLocked(e) { // a waiting run takes the change now
 			n.taskChangedLocked(e) // an armed run is not called
 		}
-		if e.running || ((e.rec != nil || e.raw != "" || e.cold()) && e.rev > s.Rev) {
+		if e.Running || ((e.Rec != nil || e.Raw != "" || e.Cold()) && e.Rev > s.Rev) {
 			continue
 		}
 		if s.Rec == nil && n.installColdLocked(e, &s) {
@@ -114,21 +114,21 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 			// paused): decoded whole.
 			rec, err := pending.Decode(s.Raw)
 			if err != nil {
-				n.log.Error("a stored task cannot be decoded; left out", "identity", id, "task", e.id, "error", err)
+				n.log.Error("a stored task cannot be decoded; left out", "identity", id, "task", e.ID, "error", err)
 				continue
 			}
 			s.Rec = rec
 		}
-		e.rec, e.raw, e.rev = s.Rec, "", s.Rev
+		e.Rec, e.Raw, e.Rev = s.Rec, "", s.Rev
 		// A reload may bring what an entry waits for (a handoff entry comes
 		// with a result forwarded by the previous owner): look again now,
 		// not at the next recheck.
-		if e.x != nil {
-			e.x.recheckAt = 0
+		if e.X != nil {
+			e.X.RecheckAt = 0
 		}
-		if n.inFlightLocked(e.ref()) {
-			e.running = true
-			n.queue.remove(e)
+		if n.inFlightLocked(e.Ref()) {
+			e.Running = true
+			n.queue.Remove(e)
 			n.touchLocked(e)
 			continue
 		}
@@ -139,8 +139,8 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		}
 	}
 	if loadRev > 0 {
-		for e := range st.tasks.all() {
-			if !seen[e.id] && !e.running && e.rev <= loadRev {
+		for e := range st.Tasks.All() {
+			if !seen[e.ID] && !e.Running && e.Rev <= loadRev {
 				n.removeEntryLocked(e)
 			}
 		}

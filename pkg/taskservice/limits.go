@@ -47,10 +47,10 @@ func newAdmission(cfg Config) admitState {
 // limitOfLocked is the limit a due entry is under, or nil: purges and
 // overlap shadows (whose overlapping run is a task of its own) take none.
 func (n *Node) limitOfLocked(e *entry) *kindLimit {
-	if !n.admit.limits.Any() || e.purge || e.ex().overlapOf != nil {
+	if !n.admit.limits.Any() || e.Purge || e.Ex().OverlapOf != nil {
 		return nil
 	}
-	return n.admit.limits.Of(e.record().GetSpec().GetKind())
+	return n.admit.limits.Of(e.Record().GetSpec().GetKind())
 }
 
 // admitLocked filters a batch just taken off st's start queue: an entry of
@@ -76,7 +76,7 @@ func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
 // identity waits; otherwise e joins the kind's wait list and false is
 // returned. n.mu held.
 func (n *Node) admitLimitLocked(st *identState, e *entry) bool {
-	if e.ex().token != nil {
+	if e.Ex().Token != nil {
 		return true
 	}
 	lim := n.limitOfLocked(e)
@@ -86,7 +86,7 @@ func (n *Node) admitLimitLocked(st *identState, e *entry) bool {
 	if !lim.Take(st, e) {
 		return false
 	}
-	e.extra().token = lim
+	e.Extra().Token = lim
 	return true
 }
 
@@ -95,9 +95,9 @@ func (n *Node) admitLimitLocked(st *identState, e *entry) bool {
 // queue. n.mu held.
 func (n *Node) grantLocked(lim *kindLimit) {
 	lim.Grant(func(st *identState, e *entry) {
-		e.extra().token = lim
-		r := st.r()
-		r.grantQ = append(r.grantQ, e)
+		e.Extra().Token = lim
+		r := st.Activate()
+		r.GrantQ = append(r.GrantQ, e)
 		n.ensureStarterLocked(st)
 	})
 }
@@ -120,10 +120,10 @@ func (n *Node) releaseTokenLocked(tok **kindLimit) {
 func (n *Node) forgetWaitingLocked(st *identState) {
 	n.forgetWorkerWaitsLocked(st)
 	n.admit.limits.Forget(st)
-	if st.run == nil {
+	if st.Active == nil {
 		return
 	}
-	for _, q := range [][]*entry{st.run.grantQ, st.run.startQ} {
+	for _, q := range [][]*entry{st.Active.GrantQ, st.Active.StartQ} {
 		for _, e := range q {
 			n.releaseEntryHoldsLocked(e)
 		}
@@ -139,8 +139,8 @@ func (n *Node) waitingForLimitLocked() map[string]int {
 // releaseEntryHoldsLocked gives back the kind's token and the remote
 // worker's slot e holds, if any. n.mu held.
 func (n *Node) releaseEntryHoldsLocked(e *entry) {
-	if e.x != nil {
-		n.releaseTokenLocked(&e.x.token)
+	if e.X != nil {
+		n.releaseTokenLocked(&e.X.Token)
 		n.releaseReservationLocked(e)
 	}
 }
@@ -150,5 +150,5 @@ func (n *Node) releaseEntryHoldsLocked(e *entry) {
 func (n *Node) runEnded(f *flight) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.releaseTokenLocked(&f.token)
+	n.releaseTokenLocked(&f.Token)
 }

@@ -43,19 +43,19 @@ import (
 func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) {
 	m := rec.Running
 	n.mu.Lock()
-	if m.Incarnation == n.incarnation && n.inFlightLocked(e.ref()) {
+	if m.Incarnation == n.incarnation && n.inFlightLocked(e.Ref()) {
 		// This node's own run: it settles its marker itself, and endFlight
 		// puts the entry back.
-		n.queue.remove(e)
+		n.queue.Remove(e)
 		n.mu.Unlock()
 		return
 	}
-	waitingSince := e.ex().awaitSince.time()
+	waitingSince := e.Ex().AwaitSince.Time()
 	n.mu.Unlock()
 
-	fr, alive, err := e.ident.scope.impl().forwardedResult(n, e, m)
+	fr, alive, err := e.Ident.Scope.impl().forwardedResult(n, e, m)
 	if err != nil {
-		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.id, "error", err)
+		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.ID, "error", err)
 		n.settleNotStarted(e, time.Second)
 		return
 	}
@@ -72,13 +72,13 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 		// The run may still be going on its node, which is alive (a planned
 		// move): wait for the result it forwards, up to DrainTimeout.
 		n.mu.Lock()
-		if e.ex().awaitSince == 0 {
-			e.extra().awaitSince = instantOf(now)
+		if e.Ex().AwaitSince == 0 {
+			e.Extra().AwaitSince = instantOf(now)
 			n.log.Info("waiting for the result of a run still in flight on the identity's previous owner",
-				"identity", e.ident.name, "task", e.id, "run", m.RunNumber, "node", m.Node, "up_to", n.cfg.DrainTimeout)
+				"identity", e.Ident.Name, "task", e.ID, "run", m.RunNumber, "node", m.Node, "up_to", n.cfg.DrainTimeout)
 		}
-		e.extra().recheckAt = instantOf(now.Add(n.cfg.HandoffPeriod))
-		e.running = false
+		e.Extra().RecheckAt = instantOf(now.Add(n.cfg.HandoffPeriod))
+		e.Running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
 		return
@@ -146,7 +146,7 @@ func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.
 // deletes a forwarded result. If it fails the marker stays, and the entry's
 // next start comes back here.
 func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
-	st := e.ident
+	st := e.Ident
 	m := rec.Running
 	out := record.Clone(rec)
 	var hist *taskdv1.Run
@@ -157,32 +157,32 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		hist, next = applyResult(out, m, res, by, jitter())
 	}
 	n.mu.Lock()
-	c := &commitState{epoch: snap.epoch, rev: snap.rev, progRev: snap.progRev, served: snap.served, shared: e.ex().shared}
+	c := &commitState{epoch: snap.epoch, rev: snap.rev, progRev: snap.progRev, served: snap.served, shared: e.Ex().Shared}
 	n.mu.Unlock()
 	w, err := n.resultWrite(e, c, out, hist)
 	if err != nil {
-		n.log.Error("settle a run marker: encode", "task", e.id, "error", err)
+		n.log.Error("settle a run marker: encode", "task", e.ID, "error", err)
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
-	txn := st.scope.impl().settling(n, e, w.txn)
+	txn := st.Scope.impl().settling(n, e, w.txn)
 	ctx, cancel := n.etcdCtx(n.life.ctx)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil || !resp.Succeeded {
 		// The marker stays: the entry's next start comes back here.
-		st.scope.impl().settleFailed(n, e, snap, txn, resp, err)
+		st.Scope.impl().settleFailed(n, e, snap, txn, resp, err)
 		return
 	}
-	ev := Event{Identity: st.name, TaskID: e.id, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,
+	ev := Event{Identity: st.Name, TaskID: e.ID, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,
 		Attempt: int(m.Attempt), Outcome: hist.Outcome, Message: res.message, Fence: res.fence}
 	if forwarded {
-		n.log.Info("committed a run's result forwarded by the identity's previous owner", "identity", st.name,
-			"task", e.id, "run", m.RunNumber, "node", by, "outcome", res.outcome.String())
+		n.log.Info("committed a run's result forwarded by the identity's previous owner", "identity", st.Name,
+			"task", e.ID, "run", m.RunNumber, "node", by, "outcome", res.outcome.String())
 		ev.Type = next
 		n.emitNext(ev, out)
 	} else {
-		n.log.Info("resolved a run left in flight", "identity", st.name, "task", e.id,
+		n.log.Info("resolved a run left in flight", "identity", st.Name, "task", e.ID,
 			"run", m.RunNumber, "node", m.Node, "outcome", hist.Outcome.String())
 		ev.Type = EventInterrupted
 		n.emit(ev)
@@ -191,9 +191,9 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 	committed := w.committed(rev)
 	n.mu.Lock()
 	if committed != nil {
-		e.rec, e.raw, e.rev = committed, "", rev
+		e.Rec, e.Raw, e.Rev = committed, "", rev
 	}
-	e.running = false
+	e.Running = false
 	n.reschedLocked(e)
 	n.mu.Unlock()
 }

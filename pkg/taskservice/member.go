@@ -80,8 +80,8 @@ func (s *memberSide) Registered(ctx context.Context) error {
 		defer n.mu.Unlock()
 		var held []*storev1.TaskRecord
 		for _, st := range n.local {
-			for e := range st.tasks.all() {
-				if rec := e.record(); rec != nil {
+			for e := range st.Tasks.All() {
+				if rec := e.Record(); rec != nil {
 					held = append(held, rec)
 				}
 			}

@@ -245,8 +245,8 @@ func (n *Node) Start(ctx context.Context) error {
 	// loaded before it that wait for nothing else are looked at again.
 	for _, idents := range []map[string]*identState{n.idents, n.every} {
 		for _, st := range idents {
-			for e := range st.tasks.all() {
-				if e.idx < 0 && !e.running {
+			for e := range st.Tasks.All() {
+				if e.Idx < 0 && !e.Running {
 					n.reschedLocked(e)
 				}
 			}

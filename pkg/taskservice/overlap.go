@@ -45,7 +45,7 @@ const overlapRecheck = 100 * time.Millisecond
 // armOverlapLocked queues e's shadow at the next fire time of rec, the
 // record of e's run in flight, if the task allows overlap. n.mu held.
 func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
-	if !rec.GetSpec().GetAllowOverlap() || !e.ident.scope.owned() {
+	if !rec.GetSpec().GetAllowOverlap() || !e.Ident.Scope.Owned() {
 		return
 	}
 	if at.IsZero() {
@@ -54,23 +54,23 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 			return
 		}
 	}
-	s := e.ex().shadow
-	if s == nil || s.gone {
-		s = &entry{ident: e.ident, id: e.id, x: &entryExtra{overlapOf: e}, idx: -1}
-		e.extra().shadow = s
+	s := e.Ex().Shadow
+	if s == nil || s.Gone {
+		s = &entry{Ident: e.Ident, ID: e.ID, X: &entryExtra{OverlapOf: e}, Idx: -1}
+		e.Extra().Shadow = s
 	}
-	s.rec, s.rev = rec, rev
-	n.queue.set(s, at)
+	s.Rec, s.Rev = rec, rev
+	n.queue.Set(s, at)
 	n.kick()
 }
 
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
 // left). n.mu held.
 func (n *Node) dropShadowLocked(e *entry) {
-	if s := e.ex().shadow; s != nil {
-		s.gone = true
-		n.queue.remove(s)
-		e.x.shadow = nil
+	if s := e.Ex().Shadow; s != nil {
+		s.Gone = true
+		n.queue.Remove(s)
+		e.X.Shadow = nil
 	}
 }
 
@@ -78,20 +78,20 @@ func (n *Node) dropShadowLocked(e *entry) {
 // run is still in flight.
 func (n *Node) startOverlap(s *entry) {
 	n.mu.Lock()
-	s.running = false
-	parent := s.ex().overlapOf
-	st := parent.ident
-	cur, rev := s.rec, s.rev
-	if parent.rev > rev {
-		cur, rev = parent.record(), parent.rev
+	s.Running = false
+	parent := s.Ex().OverlapOf
+	st := parent.Ident
+	cur, rev := s.Rec, s.Rev
+	if parent.Rev > rev {
+		cur, rev = parent.Record(), parent.Rev
 	}
-	if s.gone || parent.gone || st.lost || !parent.running || cur == nil || cur.Running == nil ||
+	if s.Gone || parent.Gone || st.Lost || !parent.Running || cur == nil || cur.Running == nil ||
 		!cur.Spec.GetAllowOverlap() || record.IsFinal(cur.State) {
 		n.mu.Unlock()
 		return
 	}
 	now := time.Now()
-	if n.draining || !n.member.Fresh() || n.pausedByLocked(cur, st.name) != nil {
+	if n.draining || !n.member.Fresh() || n.pausedByLocked(cur, st.Name) != nil {
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
 		n.mu.Unlock()
 		return
@@ -109,9 +109,9 @@ func (n *Node) startOverlap(s *entry) {
 	}
 	var live []string // overlapping runs not finished
 	for _, id := range cur.OverlapRuns {
-		if c := st.tasks.get(id); c != nil && !c.gone {
+		if c := st.Tasks.Get(id); c != nil && !c.Gone {
 			// A cold task waits for a fire time: it is not final.
-			if r := c.record(); c.running || c.cold() || (r != nil && !record.IsFinal(r.State)) {
+			if r := c.Record(); c.Running || c.Cold() || (r != nil && !record.IsFinal(r.State)) {
 				live = append(live, id)
 			}
 		}
@@ -134,10 +134,10 @@ func (n *Node) startOverlap(s *entry) {
 		child = n.overlapRun(cur, plan.Fire, now)
 		rec.OverlapRuns = append(rec.OverlapRuns, child.Id)
 	}
-	txn, err := n.writes.Shapes.Overlap(writepath.RunFence{Identity: st.name, Task: parent.id, Epoch: snap.epoch, TaskRev: snap.rev},
-		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: rec.Spec.Kind}, rec, child)
+	txn, err := n.writes.Shapes.Overlap(writepath.RunFence{Identity: st.Name, Task: parent.ID, Epoch: snap.epoch, TaskRev: snap.rev},
+		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.Name, Kind: rec.Spec.Kind}, rec, child)
 	if err != nil {
-		n.log.Error("encode task for an overlapping run", "task", parent.id, "error", err)
+		n.log.Error("encode task for an overlapping run", "task", parent.ID, "error", err)
 		return
 	}
 	ctx, cancel := n.startCtx()
@@ -150,12 +150,12 @@ func (n *Node) startOverlap(s *entry) {
 		// Maybe applied: the next look finds the task changed, and the
 		// identity is read again so that an overlapping run stored after
 		// all is loaded and runs.
-		n.log.Warn("start an overlapping run: etcd write failed; will look again", "task", parent.id, "error", out.Err)
+		n.log.Warn("start an overlapping run: etcd write failed; will look again", "task", parent.ID, "error", out.Err)
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
 		if !out.NotSent {
 			n.mu.Unlock()
-			n.own.Repair(st.name)
-			n.own.RepairAfter(st.name, n.cfg.EtcdTimeout)
+			n.own.Repair(st.Name)
+			n.own.RepairAfter(st.Name, n.cfg.EtcdTimeout)
 			n.mu.Lock()
 		}
 	case !out.OK:
@@ -170,7 +170,7 @@ func (n *Node) startOverlap(s *entry) {
 		n.armOverlapLocked(parent, rec, out.Rev, time.Time{})
 		if child != nil {
 			n.mu.Unlock()
-			n.addOwned(st.name, snap.epoch, []*storev1.TaskRecord{child}, out.Rev)
+			n.addOwned(st.Name, snap.epoch, []*storev1.TaskRecord{child}, out.Rev)
 			n.mu.Lock()
 		}
 	}

@@ -39,22 +39,22 @@ type oversize struct {
 // shrink takes the next step after a commit refused with err (ErrTooLarge);
 // false: no step is left, the flight was ended and the marker stays.
 func (o *oversize) shrink(n *Node, e *entry, f *flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
-	st := e.ident
+	st := e.Ident
 	switch {
 	case !o.shrunk && !undo && !o.stripRecord:
 		o.shrunk = true
-		n.log.Error("run result too large to store; recording a failed run instead", "identity", st.name, "task", e.id,
+		n.log.Error("run result too large to store; recording a failed run instead", "identity", st.Name, "task", e.ID,
 			"data_bytes", len(res.data), "message_bytes", len(res.message), "error", err)
 		*res = oversizedResult(*res, err)
 		ev.Outcome, ev.Message, *outcomeEvent = res.outcome, res.message, EventFailed
 		return true
-	case !o.stripRecord && st.scope.ownsRecord():
+	case !o.stripRecord && st.Scope.ownsRecord():
 		o.stripRecord, o.why = true, err.Error()
-		n.log.Error("task record too large to store; recording the task DEAD without its large fields", "identity", st.name,
-			"task", e.id, "error", err)
+		n.log.Error("task record too large to store; recording the task DEAD without its large fields", "identity", st.Name,
+			"task", e.ID, "error", err)
 		return true
 	}
-	n.log.Error("run result cannot be stored even at its smallest; the marker stays", "identity", st.name, "task", e.id, "error", err)
+	n.log.Error("run result cannot be stored even at its smallest; the marker stays", "identity", st.Name, "task", e.ID, "error", err)
 	n.endFlight(f, nil, 0)
 	return false
 }

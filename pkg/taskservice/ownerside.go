@@ -40,8 +40,8 @@ func (s *ownerSide) Held(id string) (int64, bool) {
 	n := s.node()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if st := n.idents[id]; st != nil && !st.lost {
-		return st.epoch, true
+	if st := n.idents[id]; st != nil && !st.Lost {
+		return st.Epoch, true
 	}
 	return 0, false
 }
@@ -53,7 +53,7 @@ func (s *ownerSide) Identities() []string {
 	defer n.mu.Unlock()
 	ids := make([]string, 0, len(n.idents))
 	for id, st := range n.idents {
-		if !st.lost {
+		if !st.Lost {
 			ids = append(ids, id)
 		}
 	}
@@ -66,7 +66,7 @@ func (s *ownerSide) Left(id string, rev int64) {
 	n := s.node()
 	n.mu.Lock()
 	st := n.idents[id]
-	if st == nil || st.lost || st.epoch > rev {
+	if st == nil || st.Lost || st.Epoch > rev {
 		n.mu.Unlock()
 		return
 	}
@@ -81,7 +81,7 @@ func (s *ownerSide) Forget(id string) {
 	n := s.node()
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if st := n.idents[id]; st != nil && !st.lost {
+	if st := n.idents[id]; st != nil && !st.Lost {
 		n.dropIdentityLocked(st)
 	}
 }
@@ -96,7 +96,7 @@ func (s *ownerSide) TaskGone(id, taskID string) {
 	if st == nil {
 		return
 	}
-	if x := st.tasks.get(taskID); x != nil && (!x.running || n.unwaitLocked(x)) {
+	if x := st.Tasks.Get(taskID); x != nil && (!x.Running || n.unwaitLocked(x)) {
 		n.removeEntryLocked(x)
 	}
 }
@@ -116,7 +116,7 @@ func (s *ownerSide) Movable(late bool) ([]identity.Owner, int) {
 	for id, st := range n.idents {
 		if late || n.identityFlightsLocked(id) == 0 {
 			ready = append(ready, identity.Owner{Identity: id, Mapped: true, Node: n.cfg.Name,
-				Incarnation: n.incarnation, Epoch: st.epoch})
+				Incarnation: n.incarnation, Epoch: st.Epoch})
 		}
 	}
 	return ready, len(n.idents)
@@ -138,8 +138,8 @@ func (s *ownerSide) ChooseToMove(limit int, horizon time.Time, resting func(id s
 	}
 	busy := map[string]bool{}
 	for ref := range n.flights {
-		if ref.owned() {
-			busy[ref.identity] = true
+		if ref.Owned() {
+			busy[ref.Identity] = true
 		}
 	}
 	var out []string
@@ -149,21 +149,21 @@ func (s *ownerSide) ChooseToMove(limit int, horizon time.Time, resting func(id s
 			break
 		}
 		looked++
-		if resting(id) || st.lost || st.leaving || st.run != nil || busy[id] || !st.quietLocked(horizon) {
+		if resting(id) || st.Lost || st.Leaving || st.Active != nil || busy[id] || !st.Quiet(horizon) {
 			continue
 		}
-		st.leaving = true
+		st.Leaving = true
 		out = append(out, id)
 	}
 	return out
 }
 
-// quietLocked reports whether none of st's tasks is running, thawing,
+// Quiet reports whether none of st's tasks is running, thawing,
 // waiting for another node's run, or due before horizon. n.mu held.
-func (st *identState) quietLocked(horizon time.Time) bool {
-	for e := range st.tasks.all() {
-		if e.running || e.thawing || (e.x != nil && e.x.awaitSince != 0) ||
-			(e.idx >= 0 && e.due.time().Before(horizon)) {
+func (st *identState) Quiet(horizon time.Time) bool {
+	for e := range st.Tasks.All() {
+		if e.Running || e.Thawing || (e.X != nil && e.X.AwaitSince != 0) ||
+			(e.Idx >= 0 && e.Due.Time().Before(horizon)) {
 			return false
 		}
 	}
@@ -179,7 +179,7 @@ func (s *ownerSide) StopLeaving(ids []string) {
 	n.mu.Lock()
 	for _, id := range ids {
 		if st := n.idents[id]; st != nil {
-			st.leaving = false
+			st.Leaving = false
 		}
 	}
 	n.mu.Unlock()

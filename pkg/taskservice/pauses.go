@@ -33,7 +33,7 @@ func (n *Node) pausedByLocked(rec *storev1.TaskRecord, id string) []string {
 
 // parkLocked takes a paused entry out of the queue until a pause is lifted.
 func (n *Node) parkLocked(e *entry) {
-	n.queue.remove(e)
+	n.queue.Remove(e)
 	n.parked[e] = struct{}{}
 }
 
@@ -44,10 +44,10 @@ func (n *Node) parkLocked(e *entry) {
 func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
 	_, parked := n.parked[e]
 	delete(n.parked, e)
-	e.purge = purge
-	n.queue.set(e, at)
+	e.Purge = purge
+	n.queue.Set(e, at)
 	if now := time.Now(); parked && !purge && !at.After(now) {
-		e.extra().takenAt = instantOf(now)
+		e.Extra().TakenAt = instantOf(now)
 	}
 }
 
@@ -57,7 +57,7 @@ func (n *Node) unparkLocked() {
 	parked := n.parked
 	n.parked = map[*entry]struct{}{}
 	for e := range parked {
-		if !e.running {
+		if !e.Running {
 			n.reschedLocked(e)
 		}
 	}

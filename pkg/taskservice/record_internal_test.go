@@ -310,11 +310,11 @@ func TestForwardedResultKeepsWhatTheHandlerAsked(t *testing.T) {
 }
 
 func TestInstantRoundTrip(t *testing.T) {
-	if instantOf(time.Time{}) != 0 || !instant(0).time().IsZero() {
+	if instantOf(time.Time{}) != 0 || !instant(0).Time().IsZero() {
 		t.Fatal("the zero time is not the zero instant")
 	}
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
-	if got := instantOf(at).time(); !got.Equal(at) {
+	if got := instantOf(at).Time(); !got.Equal(at) {
 		t.Fatalf("instant of %v is %v", at, got)
 	}
 }

@@ -28,10 +28,10 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	var freed bool
 	free := func() {
 		n.releaseFlightReservation(f)
-		if !freed && !f.slotless {
+		if !freed && !f.Slotless {
 			n.release()
 			n.mu.Lock()
-			n.releaseShareLocked(e.ident, 1)
+			n.releaseShareLocked(e.Ident, 1)
 			n.mu.Unlock()
 		}
 		freed = true
@@ -42,7 +42,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	spec := p.Rec.Spec
 	run := &Run{
 		Identity:  spec.Identity,
-		TaskID:    e.id,
+		TaskID:    e.ID,
 		Kind:      spec.Kind,
 		Payload:   spec.Payload,
 		Data:      spec.Data,
@@ -54,17 +54,17 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 		Node:      n.cfg.Name,
 		Manual:    p.Manual,
 		Recovery:  p.Recovery,
-		Durable:   e.ident.scope.owned(),
+		Durable:   e.Ident.Scope.Owned(),
 	}
 	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.Recovery}
-	runCtx, span := n.startRunSpan(f.ctx, run, p.Rec.Traceparent)
+	runCtx, span := n.startRunSpan(f.Ctx, run, p.Rec.Traceparent)
 	defer endRunSpan(span, &res)
-	if f.ctx.Err() != nil {
+	if f.Ctx.Err() != nil {
 		// Not to be called (its node lost its lease or stops, or an armed
 		// run was disarmed): neither vetoed nor started.
 		close(entered)
 		res.ended, res.notCalled = time.Now(), true
-		classify(&res, run, notCalledErr(f.ctx), nil)
+		classify(&res, run, notCalledErr(f.Ctx), nil)
 		free()
 		n.commit(e, f, p, res, epoch, rev)
 		return
@@ -82,7 +82,7 @@ func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<
 	n.emit(ev)
 	err := n.callHandler(runCtx, f, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
-	classify(&res, run, err, context.Cause(f.ctx))
+	classify(&res, run, err, context.Cause(f.Ctx))
 	free()
 	n.commit(e, f, p, res, epoch, rev)
 }
@@ -140,9 +140,9 @@ func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout 
 			err = fmt.Errorf("handler panicked: %v", r)
 		}
 	}()
-	if f.ctx.Err() != nil || !n.member.Fresh() {
+	if f.Ctx.Err() != nil || !n.member.Fresh() {
 		close(entered)
-		return notCalledErr(f.ctx)
+		return notCalledErr(f.Ctx)
 	}
 	close(entered)
 	if remote {
@@ -155,14 +155,14 @@ func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout 
 	} else {
 		err = h.Work(ctx, run)
 	}
-	if err == nil && ctx.Err() != nil && f.ctx.Err() == nil {
+	if err == nil && ctx.Err() != nil && f.Ctx.Err() == nil {
 		// The handler ignored its deadline but returned nil: still a
 		// timeout, and the run's history says so, not the note the handler
 		// left for a success that did not count.
 		err = fmt.Errorf("run timed out after %s: %w", timeout, ctx.Err())
 		run.messageSet = false
 	}
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.ctx.Err() == nil {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.Ctx.Err() == nil {
 		if _, ok := asOutcome(err); !ok {
 			err = Retry(fmt.Errorf("run timed out after %s: %w", timeout, err))
 		}
@@ -227,14 +227,14 @@ func classify(res *runResult, run *Run, err error, cause error) {
 // never stays RUNNING. What the fence is, and what a failed fence means,
 // depends on the scope (resultWrite, commitConflict).
 func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
-	st := e.ident
+	st := e.Ident
 	res.message = taskspec.CleanMessage(res.message)
 	n.limitOutcome(&res, p.Rec)
 	outcomeEvent := outcomeEventOf(res.outcome)
-	ev := Event{Identity: st.name, TaskID: e.id, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
+	ev := Event{Identity: st.Name, TaskID: e.ID, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
 		Attempt: p.Attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
 		FireTime: p.Fire, Duration: res.ended.Sub(res.started)}
-	c := st.scope.impl().beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
+	c := st.Scope.impl().beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
 	if c == nil {
 		return // recorded in memory only
 	}
@@ -264,12 +264,12 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 		w, err := n.resultWrite(e, c, rec, hist)
 		if err != nil {
 			if res.encodeFailed {
-				n.log.Error("run result cannot be stored; the marker stays for resolution", "task", e.id, "error", err)
+				n.log.Error("run result cannot be stored; the marker stays for resolution", "task", e.ID, "error", err)
 				n.endFlight(f, nil, 0)
 				return
 			}
 			// Settle the run as an ERROR rather than leave the task RUNNING.
-			n.log.Error("run result cannot be stored; recording an error instead", "task", e.id, "error", err)
+			n.log.Error("run result cannot be stored; recording an error instead", "task", e.ID, "error", err)
 			res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true, encodeFailed: true,
 				message: taskspec.CleanMessage("the run's result could not be stored: " + err.Error()),
 				started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
@@ -293,11 +293,11 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 				// Stopping with etcd away: the marker stays and whoever owns the
 				// task next resolves the run as INTERRUPTED.
 				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
-					"identity", st.name, "task", e.id, "run", p.RunNumber, "error", out.Err)
+					"identity", st.Name, "task", e.ID, "run", p.RunNumber, "error", out.Err)
 				n.endFlight(f, nil, 0)
 				return
 			}
-			n.log.Warn("commit failed; retrying", "identity", st.name, "task", e.id, "error", out.Err)
+			n.log.Warn("commit failed; retrying", "identity", st.Name, "task", e.ID, "error", out.Err)
 			bo.Wait(n.life.ctx)
 			continue
 		}
@@ -350,7 +350,7 @@ type resultTxn struct {
 //     registration, the shared record's revision and the progress
 //     revision; Else reads the shared record.
 func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
-	return e.ident.scope.impl().resultWrite(n, e, c, rec, hist)
+	return e.Ident.Scope.impl().resultWrite(n, e, c, rec, hist)
 }
 
 // commitConflict handles a commit whose fence failed, from the Else
@@ -371,7 +371,7 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 // it); a changed shared record (cancel, run-now) is folded in.
 func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
-	return e.ident.scope.impl().commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
+	return e.Ident.Scope.impl().commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
 }
 
 // droppedRun ends a run whose result is not committed: DROPPED, its

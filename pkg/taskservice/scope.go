@@ -80,8 +80,8 @@ var scopes = [...]scope{scopeOwned: ownedScope{}, scopeLocal: localScope{}, scop
 // impl is k's behaviour.
 func (k scopeKind) impl() scope { return scopes[k] }
 
-// owned, ownsRecord and purgesFinished are k's scope's (see scope).
-func (k scopeKind) owned() bool          { return scopes[k].owned() }
+// Owned, ownsRecord and purgesFinished are k's scope's (see scope).
+func (k scopeKind) Owned() bool          { return scopes[k].owned() }
 func (k scopeKind) ownsRecord() bool     { return scopes[k].ownsRecord() }
 func (k scopeKind) purgesFinished() bool { return scopes[k].purgesFinished() }
 

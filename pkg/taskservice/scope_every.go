@@ -24,23 +24,23 @@ func (everyScope) ownsRecord() bool { return false }
 func (everyScope) purgesFinished() bool { return false }
 
 func (everyScope) snapLocked(e *entry, s *startSnap) {
-	s.progRev, s.served = e.ex().progRev, e.ex().prog.GetManualServedRev()
-	s.manualIn = e.rec != nil && e.rec.ManualRequested
+	s.progRev, s.served = e.Ex().ProgRev, e.Ex().Prog.GetManualServedRev()
+	s.manualIn = e.Rec != nil && e.Rec.ManualRequested
 }
 
 // writeStart writes this node's progress key, fenced on the node's
 // registration, the shared record's revision and the progress revision.
 func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
-	st := e.ident
+	st := e.Ident
 	served := snap.served
 	if snap.manualIn && !p.Rec.ManualRequested {
 		served = snap.rev
 	}
 	np := record.SplitEvery(p.Rec, served)
 	kind := p.Rec.GetSpec().GetKind()
-	txn, err := n.writes.Shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.name, Kind: kind}, np)
+	txn, err := n.writes.Shapes.EveryStart(n.everyFence(e, snap.rev, snap.progRev), writepath.Pauses{Identity: st.Name, Kind: kind}, np)
 	if err != nil {
-		n.log.Error("encode EVERY_NODE progress", "task", e.id, "error", err)
+		n.log.Error("encode EVERY_NODE progress", "task", e.ID, "error", err)
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
@@ -48,30 +48,30 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err == nil && !resp.Succeeded {
-		if r := txn.Refusal(resp.Responses); n.pauses.LearnRefusal(st.name, kind, r.PauseIdentity, r.PauseKind) {
+		if r := txn.Refusal(resp.Responses); n.pauses.LearnRefusal(st.Name, kind, r.PauseIdentity, r.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}
 	}
 	if err != nil || !resp.Succeeded {
 		if err != nil {
-			n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.id, "error", err)
+			n.log.Warn("start EVERY_NODE run: etcd write failed; will retry", "task", e.ID, "error", err)
 		}
 		// The task changed (its watch brings it), this node registered
 		// again, or the write's outcome is unknown: read the progress
 		// again, so that a marker written after all is resolved.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.ident.name, e.id) })
+		n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 		return 0, nil, false
 	}
 	rev := resp.Header.Revision
-	return rev, func() { e.rec, e.extra().prog, e.x.progRev = p.Rec, np, rev }, true
+	return rev, func() { e.Rec, e.Extra().Prog, e.X.ProgRev = p.Rec, np, rev }, true
 }
 
 func (everyScope) beginCommit(n *Node, e *entry, _ *flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
 	c := &commitState{base: p.Rec, epoch: epoch, rev: rev}
 	n.mu.Lock()
-	c.rev, c.progRev, c.served, c.shared = e.rev, rev, e.ex().prog.GetManualServedRev(), e.ex().shared
+	c.rev, c.progRev, c.served, c.shared = e.Rev, rev, e.Ex().Prog.GetManualServedRev(), e.Ex().Shared
 	n.mu.Unlock()
 	return c
 }
@@ -92,8 +92,8 @@ func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 			// The entry's record merges the shared record with this
 			// node's progress; its rev stays the shared record's.
 			n.mu.Lock()
-			e.extra().prog, e.x.progRev = np, rev
-			e.rec = record.MergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
+			e.Extra().Prog, e.X.ProgRev = np, rev
+			e.Rec = record.MergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
 			n.mu.Unlock()
 			return nil
 		},
@@ -112,13 +112,13 @@ func (everyScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, _
 	}
 	fresh, err := pending.Decode(kvs[0].Value)
 	if err != nil {
-		n.log.Error("decode EVERY_NODE task after a failed commit", "task", e.id, "error", err)
+		n.log.Error("decode EVERY_NODE task after a failed commit", "task", e.ID, "error", err)
 		n.droppedRun(f, ev, nil, 0)
 		return false, nil
 	}
 	c.shared, c.rev = fresh, kvs[0].ModRevision
 	n.mu.Lock()
-	e.extra().shared, e.rev = fresh, c.rev
+	e.Extra().Shared, e.Rev = fresh, c.rev
 	n.mu.Unlock()
 	c.base = record.MergeEvery(fresh, c.rev, record.SplitEvery(c.base, c.served), time.Now(), n.cals.Exclusions(fresh.GetSpec().GetCalendars()))
 	return true, nil
@@ -135,10 +135,10 @@ func (everyScope) settling(_ *Node, _ *entry, commit writepath.Txn) writepath.Tx
 // all is resolved.
 func (everyScope) settleFailed(n *Node, e *entry, _ startSnap, _ writepath.Txn, _ *clientv3.TxnResponse, err error) {
 	if err != nil {
-		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
+		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	}
 	n.settleNotStarted(e, time.Second)
-	n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.ident.name, e.id) })
+	n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 }
 
 func (everyScope) purge(n *Node, e *entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }

@@ -27,7 +27,7 @@ func (localScope) snapLocked(*entry, *startSnap) {}
 
 // writeStart writes nothing.
 func (localScope) writeStart(_ *Node, e *entry, p startPlan, _ startSnap) (int64, func(), bool) {
-	return 0, func() { e.rec = p.Rec }, true
+	return 0, func() { e.Rec = p.Rec }, true
 }
 
 // beginCommit records the result in memory.

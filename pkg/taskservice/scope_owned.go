@@ -26,21 +26,21 @@ func (ownedScope) owned() bool          { return true }
 func (ownedScope) ownsRecord() bool     { return true }
 func (ownedScope) purgesFinished() bool { return true }
 
-func (ownedScope) snapLocked(e *entry, s *startSnap) { s.epoch = e.ident.epoch }
+func (ownedScope) snapLocked(e *entry, s *startSnap) { s.epoch = e.Ident.Epoch }
 
 // writeStart writes the task key, fenced on the identity's epoch and the
 // task's revision, through the batcher.
 func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
-	st := e.ident
+	st := e.Ident
 	// Besides the epoch and the task, a start is fenced on this node's own
 	// registration, under the lease it had when the start was planned
 	// (writepath.Lease), and on the pauses of its identity and kind
 	// (pauses.go).
 	kind := p.Rec.GetSpec().GetKind()
-	txn, err := n.writes.Shapes.Start(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: snap.epoch, TaskRev: snap.rev},
-		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.name, Kind: kind}, p.Rec)
+	txn, err := n.writes.Shapes.Start(writepath.RunFence{Identity: st.Name, Task: e.ID, Epoch: snap.epoch, TaskRev: snap.rev},
+		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.Name, Kind: kind}, p.Rec)
 	if err != nil {
-		n.log.Error("encode task", "task", e.id, "error", err)
+		n.log.Error("encode task", "task", e.ID, "error", err)
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
@@ -56,7 +56,7 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		// fields had limits): nothing was written, and sending it again
 		// every second cannot help; it is tried again after a minute, and
 		// a cancel of the task (which makes it smaller) ends it.
-		n.log.Error("start run: the task's record is too large to write", "identity", st.name, "task", e.id, "error", out.Err)
+		n.log.Error("start run: the task's record is too large to write", "identity", st.Name, "task", e.ID, "error", out.Err)
 		n.settleNotStarted(e, time.Minute)
 		return 0, nil, false
 	}
@@ -64,20 +64,20 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 		// If the write was applied after all, the next attempt's compare
 		// fails, finds this marker and resolves it (the handler was not
 		// called, so the fire time runs again).
-		n.log.Warn("start run: etcd write failed; will retry", "identity", st.name, "task", e.id,
+		n.log.Warn("start run: etcd write failed; will retry", "identity", st.Name, "task", e.ID,
 			"maybe_applied", !out.NotSent, "error", out.Err)
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
 	if !out.OK {
-		if n.pauses.LearnRefusal(st.name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
+		if n.pauses.LearnRefusal(st.Name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}
 		n.conflict(e, snap.epoch, out.Refusal)
 		return 0, nil, false
 	}
-	return out.Rev, func() { e.rec, e.raw, e.rev = p.Rec, "", out.Rev }, true
+	return out.Rev, func() { e.Rec, e.Raw, e.Rev = p.Rec, "", out.Rev }, true
 }
 
 func (ownedScope) beginCommit(_ *Node, _ *entry, _ *flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
@@ -87,10 +87,10 @@ func (ownedScope) beginCommit(_ *Node, _ *entry, _ *flight, p startPlan, _ runRe
 // resultWrite is the task and its history, fenced on the identity's epoch
 // and the task's revision; Else reads the mapping and the task.
 func (ownedScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
-	st := e.ident
+	st := e.Ident
 
 	// hist nil: an armed run undone leaves no history.
-	txn, err := n.writes.Shapes.Commit(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: c.epoch, TaskRev: c.rev}, rec, hist, n.cfg.History)
+	txn, err := n.writes.Shapes.Commit(writepath.RunFence{Identity: st.Name, Task: e.ID, Epoch: c.epoch, TaskRev: c.rev}, rec, hist, n.cfg.History)
 	if err != nil {
 		return resultTxn{}, err
 	}
@@ -106,9 +106,9 @@ func (ownedScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 // it (markers.go); a changed task (cancel, run-now) is folded in.
 func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
-	st := e.ident
+	st := e.Ident
 
-	owner, oerr := identity.OwnerFromResponse(st.name, r.Mapping)
+	owner, oerr := identity.OwnerFromResponse(st.Name, r.Mapping)
 	kvs := r.Task.Kvs
 	if len(kvs) == 0 {
 		// Deleted meanwhile: nothing to commit into.
@@ -119,7 +119,7 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 	}
 	fresh, derr := pending.Decode(kvs[0].Value)
 	if derr != nil {
-		n.log.Error("decode task after a failed commit", "task", e.id, "error", derr)
+		n.log.Error("decode task after a failed commit", "task", e.ID, "error", derr)
 		n.endFlight(f, nil, 0)
 		return false, nil
 	}
@@ -131,8 +131,8 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
 			return false, nil
 		}
-		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.name,
-			"task", e.id, "run", p.RunNumber, "epoch", c.epoch, "owner", owner.Node)
+		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.Name,
+			"task", e.ID, "run", p.RunNumber, "epoch", c.epoch, "owner", owner.Node)
 		n.droppedRun(f, ev, fresh, freshRev)
 		return false, nil
 	}
@@ -140,20 +140,20 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 		c.base, c.rev, c.epoch = fresh, freshRev, owner.Epoch
 		return true, nil
 	}
-	ok, err := n.forwardResult(owner, st.name, e.id, freshRev, p.Marker, res)
+	ok, err := n.forwardResult(owner, st.Name, e.ID, freshRev, p.Marker, res)
 	if errors.Is(err, ErrTooLarge) {
 		return false, err
 	}
 	if err != nil {
 		c.maybeApplied = true
-		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.id, "error", err)
+		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.ID, "error", err)
 		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life.ctx)
 		return true, nil
 	}
 	if !ok {
 		return true, nil // the task changed: look again
 	}
-	n.log.Info("run result forwarded to the identity's new owner", "identity", st.name, "task", e.id,
+	n.log.Info("run result forwarded to the identity's new owner", "identity", st.Name, "task", e.ID,
 		"run", p.RunNumber, "owner", owner.Node, "outcome", res.outcome.String())
 	ev.Type = outcomeEvent
 	n.emit(ev)
@@ -164,12 +164,12 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 func (ownedScope) forwardedResult(n *Node, e *entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	ctx, cancel := n.etcdCtx(n.life.ctx)
 	defer cancel()
-	return n.readForwarded(ctx, e.ident.name, e.id, m)
+	return n.readForwarded(ctx, e.Ident.Name, e.ID, m)
 }
 
 // settling also deletes the result forwarded for the task, if any.
 func (ownedScope) settling(n *Node, e *entry, commit writepath.Txn) writepath.Txn {
-	return n.writes.Shapes.DeletingForwarded(commit, e.ident.name, e.id)
+	return n.writes.Shapes.DeletingForwarded(commit, e.Ident.Name, e.ID)
 }
 
 func (ownedScope) settleFailed(n *Node, e *entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error) {
@@ -177,20 +177,20 @@ func (ownedScope) settleFailed(n *Node, e *entry, snap startSnap, txn writepath.
 		n.conflict(e, snap.epoch, txn.Refusal(resp.Responses))
 		return
 	}
-	n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.id, "error", err)
+	n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	n.settleNotStarted(e, time.Second)
 }
 
 // purge deletes the task fenced on the identity's epoch and the task's
 // revision.
 func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64) {
-	st := e.ident
+	st := e.Ident
 	if rec == nil {
 		n.removePurged(e)
 		return
 	}
 	ctx, cancel := n.etcdCtx(n.life.ctx)
-	txn := n.writes.Shapes.Purge(writepath.RunFence{Identity: st.name, Task: e.id, Epoch: epoch, TaskRev: rev}, rec)
+	txn := n.writes.Shapes.Purge(writepath.RunFence{Identity: st.Name, Task: e.ID, Epoch: epoch, TaskRev: rev}, rec)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil {
@@ -203,10 +203,10 @@ func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch i
 	}
 	n.mu.Lock()
 	n.removeEntryLocked(e)
-	empty := st.tasks.len() == 0
+	empty := st.Tasks.Len() == 0
 	n.mu.Unlock()
 	if empty {
-		n.voter.Recheck(st.name) // its idle unmapping may go ahead now
+		n.voter.Recheck(st.Name) // its idle unmapping may go ahead now
 	}
 }
 

@@ -46,21 +46,21 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 // returned as such, its handler called when it fires.
 func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	n.mu.Lock()
-	st := e.ident
-	if e.gone || st.lost || st.leaving || n.draining || !n.member.Fresh() {
-		e.running = false
+	st := e.Ident
+	if e.Gone || st.Lost || st.Leaving || n.draining || !n.member.Fresh() {
+		e.Running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
 		return nil, nil
 	}
-	cur, snap := e.record(), n.snapLocked(e)
+	cur, snap := e.Record(), n.snapLocked(e)
 	now := time.Now()
 	var tm record.Timing
 	if cur != nil {
 		tm = n.entryTimingLocked(e, cur, now)
 	}
 	if cur == nil {
-		e.running = false
+		e.Running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
 		return nil, nil
@@ -71,9 +71,9 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 		return nil, nil
 	}
 	at, purge, ok := record.Due(cur, n.cfg.Retention, tm)
-	if !ok || purge || at.After(now.Add(ahead)) || n.pausedByLocked(cur, st.name) != nil {
-		e.running = false
-		e.readyAt = 0
+	if !ok || purge || at.After(now.Add(ahead)) || n.pausedByLocked(cur, st.Name) != nil {
+		e.Running = false
+		e.ReadyAt = 0
 		n.reschedLocked(e) // (parks a paused entry)
 		n.mu.Unlock()
 		return nil, nil
@@ -81,31 +81,31 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	if at.After(now) {
 		tm = n.entryTimingLocked(e, cur, at) // armed: planned as of its fire time
 	}
-	if st.scope.owned() && snap.epoch < snap.regRev {
+	if st.Scope.Owned() && snap.epoch < snap.regRev {
 		// Owned under an epoch from before this node's current registration
 		// (loaded while it registered again): re-mapped first, then run.
 		n.mu.Unlock()
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.own.Repair(st.name)
+		n.own.Repair(st.Name)
 		return nil, nil
 	}
-	f, ok := n.beginFlightLocked(e.ref())
+	f, ok := n.beginFlightLocked(e.Ref())
 	if !ok {
 		// This node's earlier run of the task is still in flight (its
 		// identity left and came back meanwhile): the entry waits for that
 		// run to settle (endFlight queues it again).
-		n.queue.remove(e)
+		n.queue.Remove(e)
 		n.mu.Unlock()
 		return nil, nil
 	}
 	// The run's flight carries its kind's token (limits.go) and its remote
 	// worker's slot (workerwait.go) from here on.
-	if e.x != nil {
-		f.token, e.x.token = e.x.token, nil
-		f.reserved = e.x.ww.Take()
+	if e.X != nil {
+		f.Token, e.X.Token = e.X.Token, nil
+		f.Reserved = e.X.WW.Take()
 	}
-	ready := e.readyAt.time()
-	reserved := f.reserved
+	ready := e.ReadyAt.Time()
+	reserved := f.Reserved
 	n.mu.Unlock()
 	if reserved != nil && !reserved.Live() {
 		// The worker went away since it was reserved: the run is put back,
@@ -128,14 +128,14 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	launch := n.launcher(e, f, p, snap.epoch, rev)
 	n.mu.Lock()
 	record()
-	e.readyAt = 0
+	e.ReadyAt = 0
 	var a *armedRun
 	switch {
 	case !p.Runs:
-		e.running = false
+		e.Running = false
 		n.reschedLocked(e)
 	case ahead > 0:
-		a = &armedRun{e: e, f: f, rec: p.Rec, epoch: snap.epoch, rev: rev, lease: snap.lease, at: at, launch: launch}
+		a = &armedRun{E: e, Flight: f, Rec: p.Rec, Epoch: snap.epoch, Rev: rev, Lease: snap.lease, At: at, Launch: launch}
 		n.registerArmedLocked(a)
 	default:
 		n.armOverlapLocked(e, p.Rec, rev, time.Time{})
@@ -161,8 +161,8 @@ type startSnap struct {
 
 func (n *Node) snapLocked(e *entry) startSnap {
 	lease, registered := n.member.Registration()
-	s := startSnap{rev: e.rev, lease: lease, regRev: registered}
-	e.ident.scope.impl().snapLocked(e, &s)
+	s := startSnap{rev: e.Rev, lease: lease, regRev: registered}
+	e.Ident.Scope.impl().snapLocked(e, &s)
 	return s
 }
 
@@ -178,7 +178,7 @@ func (n *Node) snapLocked(e *entry) startSnap {
 //     registration, the shared record's revision and the progress revision.
 //   - non-durable: nothing is written.
 func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
-	return e.ident.scope.impl().writeStart(n, e, p, snap)
+	return e.Ident.Scope.impl().writeStart(n, e, p, snap)
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e
@@ -188,14 +188,14 @@ func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(),
 func (n *Node) abortFlight(f *flight, e *entry) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	f.cancel(nil)
-	n.releaseTokenLocked(&f.token)
+	f.Cancel(nil)
+	n.releaseTokenLocked(&f.Token)
 	n.releaseFlightReservationLocked(f)
-	if n.flights[f.ref] == f {
-		delete(n.flights, f.ref)
+	if n.flights[f.Ref] == f {
+		delete(n.flights, f.Ref)
 	}
-	if cur := n.entryLocked(f.ref); cur != nil && cur != e && cur.running {
-		cur.running = false
+	if cur := n.entryLocked(f.Ref); cur != nil && cur != e && cur.Running {
+		cur.Running = false
 		n.reschedLocked(cur)
 	}
 }
@@ -205,7 +205,7 @@ func (n *Node) abortFlight(f *flight, e *entry) {
 // runs nothing. It is called from a goroutine Stop waits for, and counts
 // the run for Stop from here on.
 func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func() {
-	ev := Event{Identity: e.ident.name, TaskID: e.id, Kind: p.Rec.Spec.Kind}
+	ev := Event{Identity: e.Ident.Name, TaskID: e.ID, Kind: p.Rec.Spec.Kind}
 	if p.Misfired > 0 {
 		ev.Type, ev.Count = EventMisfired, p.Misfired
 		n.emit(ev)
@@ -217,7 +217,7 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 	ev.FireTime, ev.Ready = p.Fire, p.ready
 	n.life.runs.Add(1)
 	return func() {
-		if p.before == nil || f.ctx.Err() == nil { // an armed run not called never fired
+		if p.before == nil || f.Ctx.Err() == nil { // an armed run not called never fired
 			ev.Type = EventFired
 			n.emit(ev)
 		}
@@ -234,7 +234,7 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 func (n *Node) putBack(e *entry) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	e.running = false
+	e.Running = false
 	n.reschedLocked(e)
 }
 
@@ -243,11 +243,11 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	defer n.touchLocked(e)
-	e.running = false
-	if e.gone || e.ident.lost {
+	e.Running = false
+	if e.Gone || e.Ident.Lost {
 		return
 	}
-	n.queue.set(e, time.Now().Add(after))
+	n.queue.Set(e, time.Now().Add(after))
 	n.kick()
 }
 
@@ -257,22 +257,22 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 // start whose reply was lost). A marker found there is resolved by the
 // entry's next start.
 func (n *Node) conflict(e *entry, epoch int64, r writepath.Refusal) {
-	st := e.ident
+	st := e.Ident
 	if r.Registration != nil && !n.member.Owns(r.Registration) {
 		// This node's registration is gone or another's (its lease ended):
 		// nothing starts until the lease keeper has registered it again.
-		n.log.Warn("start refused: this node's registration is no longer under its lease", "identity", st.name, "task", e.id)
+		n.log.Warn("start refused: this node's registration is no longer under its lease", "identity", st.Name, "task", e.ID)
 		n.settleNotStarted(e, n.cfg.LeaseTTL/4)
 		n.member.Check()
 		return
 	}
-	owner, err := identity.OwnerFromResponse(st.name, r.Mapping)
+	owner, err := identity.OwnerFromResponse(st.Name, r.Mapping)
 	if err != nil {
-		n.log.Error("decode mapping after a failed write", "identity", st.name, "error", err)
+		n.log.Error("decode mapping after a failed write", "identity", st.Name, "error", err)
 	}
 	if err != nil || owner.Epoch != epoch {
 		n.mu.Lock()
-		e.running = false
+		e.Running = false
 		n.mu.Unlock()
 		n.identityMoved(st, owner)
 		return
@@ -280,17 +280,17 @@ func (n *Node) conflict(e *entry, epoch int64, r writepath.Refusal) {
 	kvs := r.Task.Kvs
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	e.running = false
+	e.Running = false
 	if len(kvs) == 0 {
 		n.removeEntryLocked(e)
 		return
 	}
 	rec, err := pending.Decode(kvs[0].Value)
 	if err != nil {
-		n.log.Error("decode task after a failed write", "task", e.id, "error", err)
-		n.queue.set(e, time.Now().Add(time.Second))
+		n.log.Error("decode task after a failed write", "task", e.ID, "error", err)
+		n.queue.Set(e, time.Now().Add(time.Second))
 		return
 	}
-	e.rec, e.raw, e.rev = rec, "", kvs[0].ModRevision
+	e.Rec, e.Raw, e.Rev = rec, "", kvs[0].ModRevision
 	n.reschedLocked(e)
 }

@@ -72,11 +72,11 @@ func (n *Node) Stats() Stats {
 	s.SelfFenced = n.state == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh
 	for _, e := range n.queue {
 		switch {
-		case e.purge:
+		case e.Purge:
 			s.Retained++
-		case e.due.time().After(now):
+		case e.Due.Time().After(now):
 			s.Scheduled++
-			if e.cold() {
+			if e.Cold() {
 				s.Cold++
 			}
 		default:
@@ -90,12 +90,12 @@ func (n *Node) Stats() Stats {
 	// for a worker or for their kind's limit.
 	for _, sc := range scopes {
 		for _, st := range sc.table(n) {
-			if st.run == nil {
+			if st.Active == nil {
 				continue
 			}
-			for _, q := range [][]*entry{st.run.startQ, st.run.grantQ} {
+			for _, q := range [][]*entry{st.Active.StartQ, st.Active.GrantQ} {
 				for _, e := range q {
-					if !e.purge && e.ex().overlapOf == nil {
+					if !e.Purge && e.Ex().OverlapOf == nil {
 						s.Due++
 					}
 				}

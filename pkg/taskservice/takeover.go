@@ -33,10 +33,10 @@ import (
 // the identity's new owner, and notes the take-over when one of its
 // triggers' fire times has already come. n.mu held.
 func (n *Node) takeLocked(e *entry) {
-	if rec := e.rec; rec != nil && !e.running {
+	if rec := e.Rec; rec != nil && !e.Running {
 		now := time.Now()
 		if _, at, ok := record.NextTrigger(rec, n.dispatchStart); ok && !at.After(now) {
-			e.extra().takenAt = instantOf(now)
+			e.Extra().TakenAt = instantOf(now)
 		}
 	}
 	n.reschedLocked(e)

@@ -31,10 +31,10 @@ var tombstone = &entry{}
 // taskSetSeed is the hash seed of every taskSet in the process.
 var taskSetSeed = maphash.MakeSeed()
 
-func (s *taskSet) len() int { return s.n }
+func (s *taskSet) Len() int { return s.n }
 
-// get returns the entry of task id, nil if there is none.
-func (s *taskSet) get(id string) *entry {
+// Get returns the entry of task id, nil if there is none.
+func (s *taskSet) Get(id string) *entry {
 	if s.n == 0 {
 		return nil
 	}
@@ -43,20 +43,20 @@ func (s *taskSet) get(id string) *entry {
 		switch e := s.slots[i]; {
 		case e == nil:
 			return nil
-		case e != tombstone && e.id == id:
+		case e != tombstone && e.ID == id:
 			return e
 		}
 	}
 }
 
-// put sets e as the entry of task e.id, replacing the one there was.
-func (s *taskSet) put(e *entry) {
+// Put sets e as the entry of task e.id, replacing the one there was.
+func (s *taskSet) Put(e *entry) {
 	if (s.used+1)*4 > len(s.slots)*3 {
 		s.rehash(s.n + 1)
 	}
 	mask := uint64(len(s.slots) - 1)
 	free := -1
-	for i := maphash.String(taskSetSeed, e.id) & mask; ; i = (i + 1) & mask {
+	for i := maphash.String(taskSetSeed, e.ID) & mask; ; i = (i + 1) & mask {
 		switch x := s.slots[i]; {
 		case x == nil:
 			if free < 0 {
@@ -70,15 +70,15 @@ func (s *taskSet) put(e *entry) {
 			if free < 0 {
 				free = int(i)
 			}
-		case x.id == e.id:
+		case x.ID == e.ID:
 			s.slots[i] = e
 			return
 		}
 	}
 }
 
-// del removes the entry of task id, if there is one.
-func (s *taskSet) del(id string) {
+// Del removes the entry of task id, if there is one.
+func (s *taskSet) Del(id string) {
 	if s.n == 0 {
 		return
 	}
@@ -87,7 +87,7 @@ func (s *taskSet) del(id string) {
 		switch e := s.slots[i]; {
 		case e == nil:
 			return
-		case e != tombstone && e.id == id:
+		case e != tombstone && e.ID == id:
 			s.slots[i] = tombstone
 			if s.n--; s.n == 0 {
 				// Empty: the slots go (an identity that drained a
@@ -110,15 +110,15 @@ func (s *taskSet) rehash(want int) {
 	s.slots, s.n, s.used = make([]*entry, size), 0, 0
 	for _, e := range old {
 		if e != nil && e != tombstone {
-			s.put(e)
+			s.Put(e)
 		}
 	}
 }
 
-// all ranges over the entries in no particular order. The caller may
+// All ranges over the entries in no particular order. The caller may
 // delete (del, or put replacing) while ranging; an entry deleted before
 // it is reached is not produced.
-func (s *taskSet) all() iter.Seq[*entry] {
+func (s *taskSet) All() iter.Seq[*entry] {
 	return func(yield func(*entry) bool) {
 		slots := s.slots
 		for i := 0; i < len(slots); i++ {
@@ -129,7 +129,7 @@ func (s *taskSet) all() iter.Seq[*entry] {
 			if len(s.slots) != len(slots) || (len(slots) > 0 && &s.slots[0] != &slots[0]) {
 				// Rehashed (a put while ranging): slots is a stale copy,
 				// so e is produced only if it is still the set's.
-				if s.get(e.id) != e {
+				if s.Get(e.ID) != e {
 					continue
 				}
 			} else if s.slots[i] != e {

@@ -16,38 +16,38 @@ func TestTaskSetAgreesWithAMap(t *testing.T) {
 		id := fmt.Sprintf("t%04d", rng.IntN(300))
 		switch rng.IntN(3) {
 		case 0, 1:
-			e := &entry{id: id}
-			s.put(e)
+			e := &entry{ID: id}
+			s.Put(e)
 			want[id] = e
 		case 2:
-			s.del(id)
+			s.Del(id)
 			delete(want, id)
 		}
-		if s.len() != len(want) {
-			t.Fatalf("step %d: len %d, want %d", step, s.len(), len(want))
+		if s.Len() != len(want) {
+			t.Fatalf("step %d: len %d, want %d", step, s.Len(), len(want))
 		}
-		if got := s.get(id); got != want[id] {
+		if got := s.Get(id); got != want[id] {
 			t.Fatalf("step %d: get(%s) = %p, want %p", step, id, got, want[id])
 		}
 	}
 	seen := map[string]bool{}
-	for e := range s.all() {
-		if seen[e.id] {
-			t.Fatalf("%s produced twice", e.id)
+	for e := range s.All() {
+		if seen[e.ID] {
+			t.Fatalf("%s produced twice", e.ID)
 		}
-		seen[e.id] = true
-		if want[e.id] != e {
-			t.Fatalf("%s: produced %p, the map holds %p", e.id, e, want[e.id])
+		seen[e.ID] = true
+		if want[e.ID] != e {
+			t.Fatalf("%s: produced %p, the map holds %p", e.ID, e, want[e.ID])
 		}
 	}
 	if len(seen) != len(want) {
 		t.Fatalf("all() produced %d entries, want %d", len(seen), len(want))
 	}
 	for id := range want {
-		s.del(id)
+		s.Del(id)
 	}
-	if s.len() != 0 || s.slots != nil {
-		t.Fatalf("emptied set keeps len %d and %d slots", s.len(), len(s.slots))
+	if s.Len() != 0 || s.slots != nil {
+		t.Fatalf("emptied set keeps len %d and %d slots", s.Len(), len(s.slots))
 	}
 }
 
@@ -61,32 +61,32 @@ func TestTaskSetRangeWhileChanging(t *testing.T) {
 			var s taskSet
 			all := map[string]*entry{}
 			for i := range 100 {
-				e := &entry{id: fmt.Sprintf("t%03d", i)}
-				s.put(e)
-				all[e.id] = e
+				e := &entry{ID: fmt.Sprintf("t%03d", i)}
+				s.Put(e)
+				all[e.ID] = e
 			}
 			deleted := map[string]bool{}
 			produced := map[string]bool{}
 			slotsBefore := len(s.slots)
-			for e := range s.all() {
-				if deleted[e.id] {
-					t.Fatalf("%s produced after its delete", e.id)
+			for e := range s.All() {
+				if deleted[e.ID] {
+					t.Fatalf("%s produced after its delete", e.ID)
 				}
-				if produced[e.id] {
-					t.Fatalf("%s produced twice", e.id)
+				if produced[e.ID] {
+					t.Fatalf("%s produced twice", e.ID)
 				}
-				produced[e.id] = true
+				produced[e.ID] = true
 				// Delete this one and the next two ids, reached or not.
 				for k := range 3 {
 					var n int
-					fmt.Sscanf(e.id, "t%03d", &n)
+					fmt.Sscanf(e.ID, "t%03d", &n)
 					id := fmt.Sprintf("t%03d", n+k)
-					s.del(id)
+					s.Del(id)
 					deleted[id] = true
 				}
 				if grow && len(produced) == 10 {
 					for i := range 200 {
-						s.put(&entry{id: fmt.Sprintf("new%03d", i)})
+						s.Put(&entry{ID: fmt.Sprintf("new%03d", i)})
 					}
 				}
 			}

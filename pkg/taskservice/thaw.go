@@ -50,12 +50,12 @@ const thawBatch = 64
 // does not go cold again.
 func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.LookAhead }
 
-// coldable reports whether e, about to wait in the queue until e.due, may
+// Coldable reports whether e, about to wait in the queue until e.due, may
 // drop its record (coldAfter 0: none may). Caller holds n.mu.
-func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
-	st, rec := e.ident, e.rec
-	if coldAfter <= 0 || !st.scope.owned() || e.purge || e.ex().overlapOf != nil || e.ex().shadow != nil || e.rev <= 0 ||
-		e.ex().awaitSince != 0 || e.due.time().Sub(now) <= coldAfter {
+func (e *entry) Coldable(now time.Time, coldAfter time.Duration) bool {
+	st, rec := e.Ident, e.Rec
+	if coldAfter <= 0 || !st.Scope.Owned() || e.Purge || e.Ex().OverlapOf != nil || e.Ex().Shadow != nil || e.Rev <= 0 ||
+		e.Ex().AwaitSince != 0 || e.Due.Time().Sub(now) <= coldAfter {
 		return false
 	}
 	return rec.Running == nil && !rec.ManualRequested && !rec.GetSpec().GetAllowOverlap()
@@ -65,11 +65,11 @@ func (e *entry) coldable(now time.Time, coldAfter time.Duration) bool {
 // loop. e.thawing is true exactly while e waits in the thaw queue or in
 // the loop's batch. n.mu held.
 func (n *Node) thawLocked(e *entry) {
-	n.queue.remove(e)
-	if e.thawing {
+	n.queue.Remove(e)
+	if e.Thawing {
 		return // its read is queued or on its way; it reschedules e
 	}
-	e.thawing = true
+	e.Thawing = true
 	n.thawing.n++
 	n.touchLocked(e) // still pending
 	n.thawing.q = append(n.thawing.q, e)
@@ -85,16 +85,16 @@ func (n *Node) thawLocked(e *entry) {
 // run of it is in flight here, or a pause holds it (it is parked), or it
 // is no longer far enough from its due time. n.mu held.
 func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
-	st, g := e.ident, &s.Glance
-	if !st.scope.owned() || n.inFlightLocked(e.ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
+	st, g := e.Ident, &s.Glance
+	if !st.Scope.Owned() || n.inFlightLocked(e.Ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
 	}
-	if n.pauses.By(st.name, string(g.Kind)) != nil {
+	if n.pauses.By(st.Name, string(g.Kind)) != nil {
 		return false
 	}
 	n.dropShadowLocked(e)
-	e.rec, e.raw, e.rev, e.prio = nil, "", s.Rev, g.Priority
-	e.clearAwait()
+	e.Rec, e.Raw, e.Rev, e.Prio = nil, "", s.Rev, g.Priority
+	e.ClearAwait()
 	n.queueAtLocked(e, g.Due, false)
 	n.touchLocked(e)
 	n.thawing.glanced++
@@ -143,7 +143,7 @@ func (n *Node) thawLoop(ctx context.Context) {
 func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 	ops := make([]clientv3.Op, len(batch))
 	for i, e := range batch {
-		ops[i] = clientv3.OpGet(n.keys.Task(e.ident.name, e.id))
+		ops[i] = clientv3.OpGet(n.keys.Task(e.Ident.Name, e.ID))
 	}
 	cctx, cancel := n.etcdCtx(ctx)
 	resp, err := n.writes.Writer.Read(cctx, ops...)
@@ -154,23 +154,23 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 	var stale []string
 	n.mu.Lock()
 	for i, e := range batch {
-		e.thawing = false
+		e.Thawing = false
 		n.thawing.n--
-		if e.gone || e.ident.lost || e.running || !e.cold() {
+		if e.Gone || e.Ident.Lost || e.Running || !e.Cold() {
 			// Gone, or given its record by a change meanwhile (which
 			// rescheduled it).
 			n.touchLocked(e)
 			continue
 		}
 		kvs := resp.Responses[i].GetResponseRange().GetKvs()
-		if len(kvs) == 0 || kvs[0].ModRevision != e.rev {
+		if len(kvs) == 0 || kvs[0].ModRevision != e.Rev {
 			// Changed or deleted without this node seeing it: the repair's
 			// read installs what is there.
 			n.touchLocked(e)
-			stale = append(stale, e.ident.name)
+			stale = append(stale, e.Ident.Name)
 			continue
 		}
-		e.raw = frozen(kvs[0].Value)
+		e.Raw = frozen(kvs[0].Value)
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()

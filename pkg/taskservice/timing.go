@@ -32,7 +32,7 @@ func (n *Node) timing(rec *storev1.TaskRecord, now time.Time) record.Timing {
 // start. n.mu held.
 func (n *Node) entryTimingLocked(e *entry, rec *storev1.TaskRecord, now time.Time) record.Timing {
 	tm := n.timingLocked(rec, now)
-	tm.TakenAt = e.ex().takenAt.time()
+	tm.TakenAt = e.Ex().TakenAt.Time()
 	if rec.GetCreatedAt().AsTime().Before(n.dispatchStart) {
 		tm.TakenAt = maxTime(tm.TakenAt, n.dispatchStart)
 	}

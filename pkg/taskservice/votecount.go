@@ -8,16 +8,16 @@ package taskservice
 // is queued for a run or running. Caller holds n.mu.
 func (n *Node) touchLocked(e *entry) {
 	_, parked := n.parked[e] // a paused task is still pending
-	want := !e.gone && !e.ident.lost && !e.purge && e.ex().overlapOf == nil && (e.running || e.idx >= 0 || parked || e.thawing)
-	if want == e.counted {
+	want := !e.Gone && !e.Ident.Lost && !e.Purge && e.Ex().OverlapOf == nil && (e.Running || e.Idx >= 0 || parked || e.Thawing)
+	if want == e.Counted {
 		return
 	}
-	e.counted = want
-	if e.ident.scope.owned() {
+	e.Counted = want
+	if e.Ident.Scope.Owned() {
 		d := -1
 		if want {
 			d = 1
 		}
-		n.voter.Add(e.ident.name, d)
+		n.voter.Add(e.Ident.Name, d)
 	}
 }

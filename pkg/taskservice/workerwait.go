@@ -55,23 +55,23 @@ type (
 	workerHold = admission.WorkerHold[*entry, Reservation]
 )
 
-// hold returns e's worker hold for writing, allocating it.
-func (e *entry) hold() *workerHold {
-	x := e.extra()
-	if x.ww == nil {
-		x.ww = &workerHold{}
+// Hold returns e's worker Hold for writing, allocating it.
+func (e *entry) Hold() *workerHold {
+	x := e.Extra()
+	if x.WW == nil {
+		x.WW = &workerHold{}
 	}
-	return x.ww
+	return x.WW
 }
 
 // dueKey is e's place in its kind's worker queue: the timer queue's order,
 // by when e fell due (readyAt), then priority, then task id.
 func dueKey(e *entry) admission.Due {
-	at := e.readyAt
+	at := e.ReadyAt
 	if at == 0 {
-		at = e.due
+		at = e.Due
 	}
-	return admission.Due{At: int64(at), Prio: e.prio, ID: e.id}
+	return admission.Due{At: int64(at), Prio: e.Prio, ID: e.ID}
 }
 
 // workerKindLocked is the kind of due entry e if its run needs a remote
@@ -81,13 +81,13 @@ func dueKey(e *entry) admission.Due {
 // and calls no handler, and a marker left waiting for a worker would keep
 // the task RUNNING, for nothing, until one came. n.mu held.
 func (n *Node) workerKindLocked(e *entry) string {
-	if n.cfg.Remote == nil || e.purge || e.ex().overlapOf != nil {
+	if n.cfg.Remote == nil || e.Purge || e.Ex().OverlapOf != nil {
 		return ""
 	}
-	rec := e.record()
-	if e.rec == nil && rec != nil {
+	rec := e.Record()
+	if e.Rec == nil && rec != nil {
 		// Decoded once: its start, which comes next, reads it again.
-		e.rec, e.raw = rec, ""
+		e.Rec, e.Raw = rec, ""
 	}
 	kind := rec.GetSpec().GetKind()
 	if n.cfg.Handlers[kind] != nil || rec.GetRunning() != nil {
@@ -101,14 +101,14 @@ func (n *Node) workerKindLocked(e *entry) string {
 // earlier entry of its kind waits; otherwise e joins its kind's worker
 // queue and false is returned. n.mu held.
 func (n *Node) admitWorkerLocked(e *entry) bool {
-	if e.x != nil && e.x.ww.Reserved() {
+	if e.X != nil && e.X.WW.Reserved() {
 		return true
 	}
 	kind := n.workerKindLocked(e)
 	if kind == "" {
 		return true
 	}
-	return n.admit.workers.Admit(e.hold(), e, kind, dueKey(e), n.log)
+	return n.admit.workers.Admit(e.Hold(), e, kind, dueKey(e), n.log)
 }
 
 // grantWorkersLocked hands the free worker slots to the waiting entries
@@ -116,9 +116,9 @@ func (n *Node) admitWorkerLocked(e *entry) bool {
 // n.mu held.
 func (n *Node) grantWorkersLocked() {
 	n.admit.workers.Grant(n.log, func(e *entry) {
-		st := e.ident
-		r := st.r()
-		r.grantQ = append(r.grantQ, e)
+		st := e.Ident
+		r := st.Activate()
+		r.GrantQ = append(r.GrantQ, e)
 		n.ensureStarterLocked(st)
 	})
 }
@@ -127,7 +127,7 @@ func (n *Node) grantWorkersLocked() {
 // one, and gives back the kind's token it may hold (it waits for a worker
 // after it got its token): e is gone, or its identity left. n.mu held.
 func (n *Node) dropWorkerWaitLocked(e *entry) {
-	if e.x != nil && n.admit.workers.Drop(e.x.ww, n.log) {
+	if e.X != nil && n.admit.workers.Drop(e.X.WW, n.log) {
 		n.releaseEntryHoldsLocked(e)
 	}
 }
@@ -140,11 +140,11 @@ func (n *Node) dropWorkerWaitLocked(e *entry) {
 // a worker came, and a cancelled or paused task went on counting as
 // waiting. n.mu held.
 func (n *Node) unwaitLocked(e *entry) bool {
-	if e.x == nil || !e.x.ww.Waiting() {
+	if e.X == nil || !e.X.WW.Waiting() {
 		return false
 	}
 	n.dropWorkerWaitLocked(e)
-	e.running = false
+	e.Running = false
 	return true
 }
 
@@ -154,7 +154,7 @@ func (n *Node) unwaitLocked(e *entry) bool {
 func (n *Node) parkPausedWaitsLocked() {
 	var paused []*entry
 	for e := range n.admit.workers.All() {
-		if n.pausedByLocked(e.record(), e.ident.name) != nil {
+		if n.pausedByLocked(e.Record(), e.Ident.Name) != nil {
 			paused = append(paused, e)
 		}
 	}
@@ -168,8 +168,8 @@ func (n *Node) parkPausedWaitsLocked() {
 // releaseReservationLocked gives back the worker slot e holds, if any.
 // n.mu held.
 func (n *Node) releaseReservationLocked(e *entry) {
-	if e.x != nil {
-		e.x.ww.Release()
+	if e.X != nil {
+		e.X.WW.Release()
 	}
 }
 
@@ -182,9 +182,9 @@ func (n *Node) releaseFlightReservation(f *flight) {
 }
 
 func (n *Node) releaseFlightReservationLocked(f *flight) {
-	if f.reserved != nil {
-		f.reserved.Release()
-		f.reserved = nil
+	if f.Reserved != nil {
+		f.Reserved.Release()
+		f.Reserved = nil
 	}
 }
 
@@ -193,8 +193,8 @@ func (n *Node) releaseFlightReservationLocked(f *flight) {
 func (n *Node) takeReservation(f *flight) Reservation {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	res := f.reserved
-	f.reserved = nil
+	res := f.Reserved
+	f.Reserved = nil
 	return res
 }
 
@@ -204,7 +204,7 @@ func (n *Node) forgetWorkerWaitsLocked(st *identState) {
 	if !n.admit.workers.Any() {
 		return
 	}
-	for e := range st.tasks.all() {
+	for e := range st.Tasks.All() {
 		n.dropWorkerWaitLocked(e)
 	}
 }
@@ -216,10 +216,10 @@ func (n *Node) releaseQueuedReservations() {
 	defer n.mu.Unlock()
 	for _, sc := range scopes {
 		for _, st := range sc.table(n) {
-			if st.run == nil {
+			if st.Active == nil {
 				continue
 			}
-			for _, q := range [][]*entry{st.run.grantQ, st.run.startQ} {
+			for _, q := range [][]*entry{st.Active.GrantQ, st.Active.StartQ} {
 				for _, e := range q {
 					n.releaseReservationLocked(e)
 				}
@@ -253,11 +253,11 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 // a worker, and why (admission.Workers.Reason); ok is false if it does not (or
 // the node holds no such entry). n.mu held.
 func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
-	e := scopeOf(rec).impl().table(n)[rec.GetSpec().GetIdentity()].task(rec.GetId())
-	if e == nil || e.x == nil || !e.x.ww.Waiting() {
+	e := scopeOf(rec).impl().table(n)[rec.GetSpec().GetIdentity()].Task(rec.GetId())
+	if e == nil || e.X == nil || !e.X.WW.Waiting() {
 		return time.Time{}, "", false
 	}
-	h := e.x.ww
+	h := e.X.WW
 	since = h.Since()
 	return since, n.admit.workers.Reason(h.Kind(), since), true
 }

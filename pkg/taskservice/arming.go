@@ -8,8 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/writepath"
-	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
 // This file is the node's look-ahead: runs armed ahead of their fire time.
@@ -58,7 +58,7 @@ import (
 // being armed (n), and the arming order (seq).
 type armState struct {
 	heap armedHeap
-	runs map[*armedRun]struct{}
+	runs map[*held.Armed]struct{}
 	n    int
 	seq  uint64
 }
@@ -73,32 +73,13 @@ var errDisarmed = errors.New("handler not called")
 
 func disarmed(why string) error { return fmt.Errorf("%w: %s before its fire time", errDisarmed, why) }
 
-// armedRun is a run whose start is written and whose handler waits for its
-// fire time.
-type armedRun struct {
-	E      *entry
-	Flight      *flight
-	Rec    *storev1.TaskRecord // the record as started
-	Epoch  int64               // the identity's epoch the start is fenced on
-	Rev    int64               // the task's revision the start wrote
-	Lease  clientv3.LeaseID    // the node's lease the start was planned under
-	At     time.Time           // when the handler may be called
-	Launch func()              // the launcher's: FIRED, then the handler
-	Seq    uint64              // arming order
-	Idx    int                 // index in the node's armed heap; -1 once out
-	Stale  bool                // the task changed here since the start
-	// Confirmed is when the check that Confirmed the run was answered
-	// (zero: not yet); a confirmation older than confirmFor is made again.
-	Confirmed time.Time
-}
-
 // confirmFor is how long a confirmation stands while the run waits for a
 // run slot: past it, the run is confirmed again before it is called.
 const confirmFor = 50 * time.Millisecond
 
 // armedHeap orders armed runs as the timer queue orders entries: by fire
 // time, then priority (higher first), then task id.
-type armedHeap []*armedRun
+type armedHeap []*held.Armed
 
 func (h armedHeap) Len() int { return len(h) }
 func (h armedHeap) Less(i, j int) bool {
@@ -120,7 +101,7 @@ func (h armedHeap) Swap(i, j int) {
 	h[j].Idx = j
 }
 func (h *armedHeap) Push(x any) {
-	a := x.(*armedRun)
+	a := x.(*held.Armed)
 	a.Idx = len(*h)
 	*h = append(*h, a)
 }
@@ -136,7 +117,7 @@ func (h *armedHeap) Pop() any {
 // armableLocked reports whether due entry e may be armed ahead of its due
 // time (see the guarantees above). It keeps e's record decoded: e is about
 // to start either way. n.mu held.
-func (n *Node) armableLocked(e *entry) bool {
+func (n *Node) armableLocked(e *held.Entry) bool {
 	st := e.Ident
 	if !st.Scope.Owned() || st.Lost || e.Purge || e.Ex().OverlapOf != nil || e.Gone {
 		return false
@@ -189,7 +170,7 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 
 // registerArmedLocked records a run whose start was just written ahead of
 // its fire time. n.mu held.
-func (n *Node) registerArmedLocked(a *armedRun) {
+func (n *Node) registerArmedLocked(a *held.Armed) {
 	n.arming.seq++
 	a.Seq = n.arming.seq
 	a.Flight.Armed = a
@@ -213,7 +194,7 @@ func (n *Node) fireDueLocked(now time.Time) time.Duration {
 }
 
 // fireLocked hands armed run a to its identity's starter. n.mu held.
-func (n *Node) fireLocked(a *armedRun) {
+func (n *Node) fireLocked(a *held.Armed) {
 	if a.Idx >= 0 {
 		heap.Remove(&n.arming.heap, a.Idx)
 	}
@@ -231,14 +212,14 @@ func (n *Node) fireLocked(a *armedRun) {
 // disarmLocked cancels armed run a for the reason why and fires it at once,
 // so that it settles (not called) without waiting for its fire time. n.mu
 // held.
-func (n *Node) disarmLocked(a *armedRun, why string) {
+func (n *Node) disarmLocked(a *held.Armed, why string) {
 	a.Flight.Cancel(disarmed(why))
 	n.fireLocked(a)
 }
 
 // taskChangedLocked tells an armed run of e, if there is one, that e's
 // task changed: it is disarmed. n.mu held.
-func (n *Node) taskChangedLocked(e *entry) {
+func (n *Node) taskChangedLocked(e *held.Entry) {
 	if f := n.flights[e.Ref()]; f != nil && f.Armed != nil {
 		f.Armed.Stale = true
 		n.disarmLocked(f.Armed, "the task changed")
@@ -248,7 +229,7 @@ func (n *Node) taskChangedLocked(e *entry) {
 // checkFiringLocked disarms armed run a if what this node knows now forbids
 // its call (see the guarantees above); its lease is checked at the call.
 // n.mu held.
-func (n *Node) checkFiringLocked(a *armedRun) {
+func (n *Node) checkFiringLocked(a *held.Armed) {
 	st := a.E.Ident
 	lease, registered := n.member.Registration()
 	var why string
@@ -281,7 +262,7 @@ func (n *Node) checkFiringLocked(a *armedRun) {
 // read (itself after the fire time) tells which runs still pass; the
 // others, or all if etcd does not answer, are disarmed. Bounded by the
 // lease margin, as a start is.
-func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
+func (n *Node) confirmArmed(st *held.Ident, batch []*held.Armed) {
 	checks := make([]writepath.ArmedCheck, len(batch))
 	for i, a := range batch {
 		checks[i] = writepath.ArmedCheck{Lease: writepath.Lease(a.Lease), Epoch: a.Epoch, Kind: a.Rec.GetSpec().GetKind(), Task: a.E.ID, TaskRev: a.Rev}
@@ -289,12 +270,12 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 	ctx, cancel := n.startCtx()
 	out := n.writes.Checks.Do(ctx, n.writes.Shapes.Confirm(st.Name, checks))
 	cancel()
-	var failed map[*armedRun]string
+	var failed map[*held.Armed]string
 	switch {
 	case out.Err != nil:
 		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.Name,
 			"runs", len(batch), "error", out.Err)
-		failed = map[*armedRun]string{}
+		failed = map[*held.Armed]string{}
 		for _, a := range batch {
 			failed[a] = "its start could not be confirmed (" + out.Err.Error() + ")"
 		}
@@ -316,7 +297,7 @@ func (n *Node) confirmArmed(st *identState, batch []*armedRun) {
 
 // whichArmedFail reads what confirmArmed compares and returns the runs of
 // batch that fail, with the reason; every run if the read fails.
-func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]string {
+func (n *Node) whichArmedFail(st *held.Ident, batch []*held.Armed) map[*held.Armed]string {
 	ops := []clientv3.Op{
 		clientv3.OpGet(n.keys.Node(n.cfg.Name)),
 		clientv3.OpGet(n.idmap.Keys().Mapping(st.Name), clientv3.WithKeysOnly()),
@@ -336,7 +317,7 @@ func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]s
 	ctx, cancel := n.startCtx()
 	resp, err := n.writes.Writer.Read(ctx, ops...)
 	cancel()
-	failed := map[*armedRun]string{}
+	failed := map[*held.Armed]string{}
 	if err != nil {
 		for _, a := range batch {
 			failed[a] = "its start could not be confirmed (" + err.Error() + ")"
@@ -365,7 +346,7 @@ func (n *Node) whichArmedFail(st *identState, batch []*armedRun) map[*armedRun]s
 // launchArmed launches the armed runs of batch, each holding one of the
 // run slots taken for them (slotless: none; a run not to be called needs
 // none).
-func (n *Node) launchArmed(batch []*armedRun, slotless bool) {
+func (n *Node) launchArmed(batch []*held.Armed, slotless bool) {
 	n.mu.Lock()
 	for _, a := range batch {
 		n.checkFiringLocked(a)
@@ -383,7 +364,7 @@ func (n *Node) launchArmed(batch []*armedRun, slotless bool) {
 // gone.
 func (n *Node) disarmAll(cause error) {
 	n.mu.Lock()
-	batch := make([]*armedRun, 0, len(n.arming.runs))
+	batch := make([]*held.Armed, 0, len(n.arming.runs))
 	for a := range n.arming.runs {
 		a.Flight.Cancel(cause)
 		a.Flight.Armed = nil

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -17,16 +18,16 @@ import (
 // BenchmarkTimerQueue measures the dispatch queue: queue an entry and pop
 // the earliest, with 10,000 entries waiting.
 func BenchmarkTimerQueue(b *testing.B) {
-	var q timerQueue
-	st := &identState{Name: "q", Scope: scopeLocal}
+	var q held.Queue
+	st := &held.Ident{Name: "q", Scope: held.ScopeLocal}
 	base := time.Now()
 	for i := range 10000 {
-		q.Set(&entry{Ident: st, ID: fmt.Sprintf("%026d", i), Idx: -1}, base.Add(time.Duration(i)*time.Millisecond))
+		q.Set(&held.Entry{Ident: st, ID: fmt.Sprintf("%026d", i), Idx: -1}, base.Add(time.Duration(i)*time.Millisecond))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		e := heap.Pop(&q).(*entry)
+		e := heap.Pop(&q).(*held.Entry)
 		q.Set(e, base.Add(time.Duration(10000+i)*time.Millisecond))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 )
 
@@ -63,7 +64,7 @@ func (n *Node) dispatchLoop() {
 }
 
 // ensureStarterLocked starts st's starter unless it runs. n.mu held.
-func (n *Node) ensureStarterLocked(st *identState) {
+func (n *Node) ensureStarterLocked(st *held.Ident) {
 	r := st.Activate()
 	if !r.Starting && n.life.ctx.Err() == nil {
 		r.Starting = true
@@ -76,11 +77,11 @@ func (n *Node) ensureStarterLocked(st *identState) {
 // runs whose fire time has come (fireQ), then the runs given a token of
 // their kind's limit (grantQ), then the start queue, and last the entries
 // to arm ahead of their fire time (armQ).
-func (n *Node) starter(st *identState) {
+func (n *Node) starter(st *held.Ident) {
 	defer n.life.starters.Done()
 	for {
 		n.mu.Lock()
-		r := st.Activate() // stays while this starter runs (idleLocked)
+		r := st.Activate() // stays while this starter runs (DropIfIdle)
 		if n.life.ctx.Err() != nil {
 			r.Starting = false
 			st.DropIfIdle()
@@ -117,7 +118,7 @@ func (n *Node) starter(st *identState) {
 		// handlers are called in queue order. An entry of a kind at its
 		// limit leaves the batch to wait for its kind (limits.go).
 		k := min(len(*q), startBatch, room)
-		batch := append([]*entry(nil), (*q)[:k]...)
+		batch := append([]*held.Entry(nil), (*q)[:k]...)
 		clear((*q)[:k])
 		*q = (*q)[k:]
 		batch = n.admitLocked(st, batch)
@@ -126,8 +127,8 @@ func (n *Node) starter(st *identState) {
 		if len(batch) == 0 {
 			continue
 		}
-		held := n.takeSlots(len(batch))
-		if held == 0 {
+		gotSlots := n.takeSlots(len(batch))
+		if gotSlots == 0 {
 			// Stopping: the batch starts nothing; its tokens and reserved
 			// worker slots go back.
 			n.mu.Lock()
@@ -137,12 +138,12 @@ func (n *Node) starter(st *identState) {
 			n.mu.Unlock()
 			continue
 		}
-		if held < len(batch) {
+		if gotSlots < len(batch) {
 			n.mu.Lock()
-			*q = append(batch[held:len(batch):len(batch)], *q...)
-			n.releaseShareLocked(st, len(batch)-held)
+			*q = append(batch[gotSlots:len(batch):len(batch)], *q...)
+			n.releaseShareLocked(st, len(batch)-gotSlots)
 			n.mu.Unlock()
-			batch = batch[:held]
+			batch = batch[:gotSlots]
 		}
 		launches := make([]func(), len(batch))
 		if len(batch) == 1 {
@@ -179,7 +180,7 @@ func (n *Node) starter(st *identState) {
 // of identityShare), waiting, with n.mu released, while that is too few for
 // a good batch and st's runs hold some; ok is false after such a wait (n.mu
 // then is not held: the caller looks at its queues again).
-func (n *Node) shareRoomLocked(st *identState) (room int, ok bool) {
+func (n *Node) shareRoomLocked(st *held.Ident) (room int, ok bool) {
 	r := st.Activate()
 	share := n.identityShare()
 	room = share - r.Held
@@ -205,16 +206,16 @@ func (n *Node) takeSlots(k int) int {
 	case <-n.life.ctx.Done():
 		return 0
 	}
-	held := 1
-	for held < k {
+	gotSlots := 1
+	for gotSlots < k {
 		select {
 		case n.slots <- struct{}{}:
-			held++
+			gotSlots++
 		default:
-			return held
+			return gotSlots
 		}
 	}
-	return held
+	return gotSlots
 }
 
 // fireBatch launches the armed runs of st whose fire time has come, in
@@ -224,9 +225,9 @@ func (n *Node) takeSlots(k int) int {
 // share of st's. A run not to be called (disarmed, or not confirmed) is
 // launched at once, holding neither. Called with n.mu held; returns with it
 // released.
-func (n *Node) fireBatch(st *identState) {
+func (n *Node) fireBatch(st *held.Ident) {
 	r := st.Activate()
-	var dead []*armedRun
+	var dead []*held.Armed
 	live := r.FireQ[:0]
 	for _, a := range r.FireQ {
 		n.checkFiringLocked(a)
@@ -250,7 +251,7 @@ func (n *Node) fireBatch(st *identState) {
 		k++
 	}
 	if k > 0 {
-		batch := append([]*armedRun(nil), r.FireQ[:k]...)
+		batch := append([]*held.Armed(nil), r.FireQ[:k]...)
 		n.mu.Unlock()
 		n.confirmArmed(st, batch)
 		return
@@ -262,20 +263,20 @@ func (n *Node) fireBatch(st *identState) {
 	for k < len(r.FireQ) && k < min(startBatch, room) && now.Sub(r.FireQ[k].Confirmed) <= confirmFor {
 		k++
 	}
-	batch := append([]*armedRun(nil), r.FireQ[:k]...)
+	batch := append([]*held.Armed(nil), r.FireQ[:k]...)
 	clear(r.FireQ[:k])
 	r.FireQ = r.FireQ[k:]
 	r.Held += k
 	n.mu.Unlock()
-	held := n.takeSlots(k)
-	if held < k {
+	gotSlots := n.takeSlots(k)
+	if gotSlots < k {
 		n.mu.Lock()
-		r.FireQ = append(batch[held:k:k], r.FireQ...)
-		n.releaseShareLocked(st, k-held)
+		r.FireQ = append(batch[gotSlots:k:k], r.FireQ...)
+		n.releaseShareLocked(st, k-gotSlots)
 		n.mu.Unlock()
-		batch = batch[:held]
+		batch = batch[:gotSlots]
 	}
-	if held == 0 {
+	if gotSlots == 0 {
 		return // stopping: Stop launches them (disarmAll)
 	}
 	n.launchArmed(batch, false)
@@ -285,10 +286,10 @@ func (n *Node) fireBatch(st *identState) {
 // queue ahead of their fire times (together, sharing a Txn), and registers
 // the runs armed. It holds no run slot: the runs take theirs when they
 // fire. Called with n.mu held; returns with it released.
-func (n *Node) armBatch(st *identState) {
+func (n *Node) armBatch(st *held.Ident) {
 	r := st.Activate()
 	k := min(len(r.ArmQ), startBatch)
-	batch := append([]*entry(nil), r.ArmQ[:k]...)
+	batch := append([]*held.Entry(nil), r.ArmQ[:k]...)
 	clear(r.ArmQ[:k])
 	r.ArmQ = r.ArmQ[k:]
 	n.mu.Unlock()
@@ -324,7 +325,7 @@ func (n *Node) identityShare() int {
 
 // releaseShareLocked gives back k of st's slots and wakes its starter if
 // it waits for them. n.mu held.
-func (n *Node) releaseShareLocked(st *identState, k int) {
+func (n *Node) releaseShareLocked(st *held.Ident, k int) {
 	r := st.Activate()
 	r.Held -= k
 	if r.ShareWait != nil {
@@ -337,7 +338,7 @@ func (n *Node) releaseShareLocked(st *identState, k int) {
 // startAny does what a due entry of either scope needs: a purge, the
 // resolution of a run marker, or a run start. It returns the function that
 // launches a run, or nil if none starts.
-func (n *Node) startAny(st *identState, e *entry) func() {
+func (n *Node) startAny(st *held.Ident, e *held.Entry) func() {
 	if e.Ex().OverlapOf != nil {
 		n.startOverlap(e)
 		return nil
@@ -356,7 +357,7 @@ func (n *Node) startAny(st *identState, e *entry) func() {
 // arm writes the start of e, due within the look-ahead, and registers its
 // run as armed; false if no run was armed (e was put back or settled as a
 // start that fails would be).
-func (n *Node) arm(e *entry) bool {
+func (n *Node) arm(e *held.Entry) bool {
 	launch, a := n.start(e, n.cfg.LookAhead)
 	if a == nil {
 		if launch != nil {
@@ -388,7 +389,7 @@ func (n *Node) release() { <-n.slots }
 // it has none. A record that carries a run marker (of no run in flight
 // here) is queued at once, or at its recheck time while its result is
 // awaited: its next start resolves the marker. Caller holds n.mu.
-func (n *Node) reschedLocked(e *entry) {
+func (n *Node) reschedLocked(e *held.Entry) {
 	defer n.touchLocked(e)
 	if !e.Running {
 		n.dropShadowLocked(e) // no run in flight: nothing to overlap
@@ -418,7 +419,7 @@ func (n *Node) reschedLocked(e *entry) {
 	}
 	e.ClearAwait()
 	at, purge, ok := record.Due(rec, n.cfg.Retention, n.timingLocked(rec, now))
-	if !ok || (purge && !e.Ident.Scope.purgesFinished()) {
+	if !ok || (purge && !scopeImpl(e.Ident.Scope).purgesFinished()) {
 		n.queue.Remove(e)
 		return
 	}
@@ -439,15 +440,15 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // purge deletes a finished task at the end of its retention.
-func (n *Node) purge(e *entry) {
+func (n *Node) purge(e *held.Entry) {
 	n.mu.Lock()
 	st, rec, rev, epoch := e.Ident, e.Record(), e.Rev, e.Ident.Epoch
 	n.mu.Unlock()
-	st.Scope.impl().purge(n, e, rec, rev, epoch)
+	scopeImpl(st.Scope).purge(n, e, rec, rev, epoch)
 }
 
 // removePurged takes a purged task's entry out of the node.
-func (n *Node) removePurged(e *entry) {
+func (n *Node) removePurged(e *held.Entry) {
 	n.mu.Lock()
 	n.removeEntryLocked(e)
 	n.mu.Unlock()

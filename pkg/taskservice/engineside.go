@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskapi"
@@ -44,10 +45,10 @@ func (s *engineSide) AddLocal(r *storev1.TaskRecord) {
 	id := r.Spec.Identity
 	st := n.local[id]
 	if st == nil {
-		st = &identState{Name: id, Scope: scopeLocal}
+		st = &held.Ident{Name: id, Scope: held.ScopeLocal}
 		n.local[id] = st
 	}
-	e := &entry{Ident: st, ID: r.Id, Rec: r, Idx: -1}
+	e := &held.Entry{Ident: st, ID: r.Id, Rec: r, Idx: -1}
 	st.Tasks.Put(e)
 	n.reschedLocked(e)
 }
@@ -219,7 +220,7 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 	st := n.idents[id]
 	if st == nil || st.Lost || st.Epoch < epoch {
 		if st == nil || st.Lost {
-			st = &identState{Name: id, Scope: scopeOwned}
+			st = &held.Ident{Name: id, Scope: held.ScopeOwned}
 			n.idents[id] = st
 		}
 		st.Epoch = epoch
@@ -234,7 +235,7 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 			// is never queued, and started, twice.
 			continue
 		}
-		e := &entry{Ident: st, ID: r.Id, Rec: r, Rev: rev, Idx: -1}
+		e := &held.Entry{Ident: st, ID: r.Id, Rec: r, Rev: rev, Idx: -1}
 		st.Tasks.Put(e)
 		n.reschedLocked(e)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/follow"
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 )
@@ -25,7 +26,7 @@ import (
 // revision).
 
 // everyFence is the fence of a write of this node's progress on task.
-func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFence {
+func (n *Node) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.EveryFence {
 	lease := n.member.Lease()
 	return writepath.EveryFence{Identity: e.Ident.Name, Task: e.ID, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
@@ -34,7 +35,7 @@ func (n *Node) everyFence(e *entry, sharedRev, progRev int64) writepath.EveryFen
 // them (follow.EveryNode's) did not find stored.
 func (n *Node) everyListed(stored map[string]bool) {
 	n.mu.Lock()
-	var gone []*entry
+	var gone []*held.Entry
 	for _, st := range n.every {
 		for e := range st.Tasks.All() {
 			if !stored[e.ID] {
@@ -56,12 +57,12 @@ func (n *Node) installEvery(t follow.EveryTask) {
 	n.mu.Lock()
 	st := n.every[t.Identity]
 	if st == nil {
-		st = &identState{Name: t.Identity, Scope: scopeEvery}
+		st = &held.Ident{Name: t.Identity, Scope: held.ScopeEvery}
 		n.every[t.Identity] = st
 	}
 	e := st.Tasks.Get(shared.Id)
 	if e == nil {
-		e = &entry{Ident: st, ID: shared.Id, Idx: -1}
+		e = &held.Entry{Ident: st, ID: shared.Id, Idx: -1}
 		st.Tasks.Put(e)
 	} else if e.Running || (!t.WithProgress && e.Rev >= sharedRev) {
 		n.mu.Unlock()

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/taskd/taskd/internal/membership"
+	"github.com/taskd/taskd/internal/held"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -19,50 +19,6 @@ import (
 // identity can leave and come back (a move and a move back, a lost lease and
 // a rejoin) while its run goes on, and the returning identity's task waits
 // for that run instead of starting again.
-
-// taskRef names one task of the node.
-type taskRef struct {
-	Scope    scopeKind // the task's scope (its table of identities, its keyspace)
-	Identity string
-	Task     string
-}
-
-// Owned reports whether r names a task of an identity Owned here
-// (IDENTITY scope).
-func (r taskRef) Owned() bool { return r.Scope.Owned() }
-
-// Ref is the entry's task.
-func (e *entry) Ref() taskRef {
-	return taskRef{Scope: e.Ident.Scope, Identity: e.Ident.Name, Task: e.ID}
-}
-
-// flight is one run in flight.
-type flight struct {
-	Ref taskRef
-	// Member is the node's membership: its lease's deadline and freshness,
-	// which LeaseDeadline and LeaseProven read for the run's handler.
-	Member *membership.Member
-	// Ctx is the handler's context (before its timeout): it ends when the
-	// node stops, or when the node can no longer prove it owns the identity
-	// (its lease was lost), with the reason as its cause.
-	Ctx    context.Context
-	Cancel context.CancelCauseFunc
-	// Left is closed when the identity moved away in a planned move: the
-	// run goes on and its result is forwarded to the new owner.
-	Left     chan struct{}
-	LeftDone bool
-	// Token is the Token of the run's kind's limit, given back when the
-	// run ends (limits.go). Under n.mu.
-	Token *kindLimit
-	// Reserved is the remote worker's slot the run holds from its start
-	// until its call takes it (workerwait.go). Under n.mu.
-	Reserved Reservation
-	// Armed is the run while it is Armed and waits for its fire time
-	// (arming.go), under n.mu; slotless is set when it is launched without
-	// a run slot (it is not to be called).
-	Armed    *armedRun
-	Slotless bool
-}
 
 // errLeaseLost is the cause of a run's context when its node lost its lease:
 // the node can no longer commit the run, and a new owner may run it again.
@@ -79,7 +35,7 @@ var errNodeStopping = errors.New("the node is stopping")
 // again. A handler that would rather stop may return early; its outcome then
 // is what it returns. It returns nil for a context that is not a run's.
 func IdentityLeft(ctx context.Context) <-chan struct{} {
-	if f, ok := ctx.Value(flightKey{}).(*flight); ok {
+	if f, ok := ctx.Value(flightKey{}).(*held.Flight); ok {
 		return f.Left
 	}
 	return nil
@@ -98,7 +54,7 @@ func LeaseDeadline(ctx context.Context) (deadline time.Time, ok bool) {
 	if d, ok := ctx.Value(leaseDeadlineKey{}).(time.Time); ok {
 		return d, true
 	}
-	f, ok := ctx.Value(flightKey{}).(*flight)
+	f, ok := ctx.Value(flightKey{}).(*held.Flight)
 	if !ok {
 		return time.Time{}, false
 	}
@@ -126,7 +82,7 @@ func LeaseProven(ctx context.Context) bool {
 	if d, ok := ctx.Value(leaseDeadlineKey{}).(time.Time); ok {
 		return time.Now().Before(d)
 	}
-	f, ok := ctx.Value(flightKey{}).(*flight)
+	f, ok := ctx.Value(flightKey{}).(*held.Flight)
 	if !ok {
 		return true
 	}
@@ -135,11 +91,11 @@ func LeaseProven(ctx context.Context) bool {
 
 // beginFlightLocked registers a run of ref about to start; ok is false when
 // one is already in flight. Caller holds n.mu.
-func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
+func (n *Node) beginFlightLocked(ref held.Ref) (*held.Flight, bool) {
 	if _, busy := n.flights[ref]; busy {
 		return nil, false
 	}
-	f := &flight{Ref: ref, Member: n.member, Left: make(chan struct{})}
+	f := &held.Flight{Ref: ref, Member: n.member, Left: make(chan struct{})}
 	f.Ctx, f.Cancel = context.WithCancelCause(context.WithValue(n.life.runCtx, flightKey{}, f))
 	n.flights[ref] = f
 	return f, true
@@ -147,7 +103,7 @@ func (n *Node) beginFlightLocked(ref taskRef) (*flight, bool) {
 
 // inFlightLocked reports whether a run of ref is in flight here. Caller
 // holds n.mu.
-func (n *Node) inFlightLocked(ref taskRef) bool {
+func (n *Node) inFlightLocked(ref held.Ref) bool {
 	_, ok := n.flights[ref]
 	return ok
 }
@@ -196,7 +152,7 @@ func (n *Node) fenceFlightsLocked(cause error) {
 // meanwhile), takes rec at rev when that is newer than what it has and
 // goes back in the queue. rec is nil when the run left no newer record
 // known here (it was forwarded or dropped).
-func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
+func (n *Node) endFlight(f *held.Flight, rec *storev1.TaskRecord, rev int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f.Cancel(nil)
@@ -216,8 +172,8 @@ func (n *Node) endFlight(f *flight, rec *storev1.TaskRecord, rev int64) {
 
 // entryLocked returns the node's current entry of ref, or nil. Caller holds
 // n.mu.
-func (n *Node) entryLocked(ref taskRef) *entry {
-	st := ref.Scope.impl().table(n)[ref.Identity]
+func (n *Node) entryLocked(ref held.Ref) *held.Entry {
+	st := scopeImpl(ref.Scope).table(n)[ref.Identity]
 	if st == nil || st.Lost {
 		return nil
 	}

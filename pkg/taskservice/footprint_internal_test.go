@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/pkg/etcdembed"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -118,7 +119,7 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 	if _, err := n.Schedule(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
-	held := func() (bool, bool) {
+	owned := func() (bool, bool) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		st := n.idents["a"]
@@ -132,11 +133,11 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 		return r != nil && !r.Starting && r.Held == 50
 	}, "the starter to be gone with the 50 runs holding their slots")
 	close(release)
-	waitFor(t, func() bool { owned, r := held(); return owned && !r }, "the identity, idle, to drop its start queues")
-	// The shared zero entryExtra that entries without one read (ex) must
+	waitFor(t, func() bool { ok, r := owned(); return ok && !r }, "the identity, idle, to drop its start queues")
+	// The shared zero held.Extra that entries without one read (Ex) must
 	// never have been written to.
-	if noExtra != (entryExtra{}) {
-		t.Fatalf("noExtra was written: %+v", noExtra)
+	if held.NoExtra != (held.Extra{}) {
+		t.Fatalf("held.NoExtra was written: %+v", held.NoExtra)
 	}
 }
 

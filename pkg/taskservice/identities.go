@@ -1,6 +1,7 @@
 package taskservice
 
 import (
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
 )
@@ -11,7 +12,7 @@ import (
 // (identityMoved), and the forgetting of an identity (dropIdentityLocked).
 // ownerside.go is what the ownership calls.
 
-func (n *Node) removeEntryLocked(e *entry) {
+func (n *Node) removeEntryLocked(e *held.Entry) {
 	e.Gone = true
 	n.queue.Remove(e)
 	n.dropWorkerWaitLocked(e)
@@ -26,7 +27,7 @@ func (n *Node) removeEntryLocked(e *entry) {
 // identityMoved reacts to a failed fence: if the identity is still mapped to
 // this incarnation under a newer epoch, its tasks are loaded again under
 // that epoch; otherwise the identity is no longer this node's.
-func (n *Node) identityMoved(st *identState, owner identity.Owner) {
+func (n *Node) identityMoved(st *held.Ident, owner identity.Owner) {
 	if owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
 		n.spawn(func() {
 			ctx, cancel := n.etcdCtx(n.life.ctx)
@@ -54,7 +55,7 @@ func (n *Node) identityMoved(st *identState, owner identity.Owner) {
 // dropIdentityLocked forgets an identity: its timers stop, and a run that
 // tries to start or commit for it afterwards is dropped. Its runs in flight
 // go on (their results reach the new owner) and are told it left.
-func (n *Node) dropIdentityLocked(st *identState) {
+func (n *Node) dropIdentityLocked(st *held.Ident) {
 	st.Lost = true
 	for e := range st.Tasks.All() {
 		n.queue.Remove(e)
@@ -82,7 +83,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 	defer n.mu.Unlock()
 	st := n.idents[id]
 	if st == nil || st.Lost {
-		st = &identState{Name: id, Scope: scopeOwned}
+		st = &held.Ident{Name: id, Scope: held.ScopeOwned}
 		n.idents[id] = st
 		n.voter.Track(id)
 	}
@@ -97,7 +98,7 @@ func (n *Node) installTasks(id string, epoch int64, stored []pending.Stored, loa
 		seen[tid] = true
 		e := st.Tasks.Get(tid)
 		if e == nil {
-			e = &entry{Ident: st, ID: tid, Idx: -1}
+			e = &held.Entry{Ident: st, ID: tid, Idx: -1}
 			st.Tasks.Put(e)
 		}
 		if e.Running && s.Rev > e.Rev && !n.unwaitLocked(e) { // a waiting run takes the change now

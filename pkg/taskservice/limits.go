@@ -1,6 +1,9 @@
 package taskservice
 
-import "github.com/taskd/taskd/internal/admission"
+import (
+	"github.com/taskd/taskd/internal/admission"
+	"github.com/taskd/taskd/internal/held"
+)
 
 // This file is the node's side of the per-kind concurrency limit
 // (Config.KindLimits): the tokens, the per-identity wait lists and their
@@ -22,14 +25,18 @@ import "github.com/taskd/taskd/internal/admission"
 // logic is internal/admission's; declared is Config.DeclaredKinds,
 // read-only.
 type admitState struct {
-	limits   admission.Limits[*entry, *identState]
+	limits   admission.Limits[*held.Entry, *held.Ident]
 	workers  *workerWait
 	declared map[string]bool
 }
 
-// kindLimit is one kind's limit; an entry's or a run's *kindLimit is the
-// token it holds.
-type kindLimit = admission.Limit[*entry, *identState]
+// remoteOf is r as internal/admission asks for it; nil for none.
+func remoteOf(r Remote) admission.Remote[held.Slot] {
+	if r == nil {
+		return nil
+	}
+	return remoteSlots{r}
+}
 
 func newAdmission(cfg Config) admitState {
 	declared := map[string]bool{}
@@ -37,16 +44,15 @@ func newAdmission(cfg Config) admitState {
 		declared[k] = true
 	}
 	return admitState{
-		limits: admission.NewLimits[*entry, *identState](cfg.KindLimits),
-		// A nil Remote stays nil (an interface converted).
-		workers:  admission.NewWorkers[*entry, Reservation](cfg.Remote, cfg.Name, declared),
+		limits:   admission.NewLimits[*held.Entry, *held.Ident](cfg.KindLimits),
+		workers:  admission.NewWorkers[*held.Entry, held.Slot](remoteOf(cfg.Remote), cfg.Name, declared),
 		declared: declared,
 	}
 }
 
 // limitOfLocked is the limit a due entry is under, or nil: purges and
 // overlap shadows (whose overlapping run is a task of its own) take none.
-func (n *Node) limitOfLocked(e *entry) *kindLimit {
+func (n *Node) limitOfLocked(e *held.Entry) *held.KindLimit {
 	if !n.admit.limits.Any() || e.Purge || e.Ex().OverlapOf != nil {
 		return nil
 	}
@@ -57,7 +63,7 @@ func (n *Node) limitOfLocked(e *entry) *kindLimit {
 // a limited kind goes on only with a token of its kind, and then one of a
 // kind only remote workers serve only with a worker's slot reserved
 // (workerwait.go); otherwise it waits, holding nothing more. n.mu held.
-func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
+func (n *Node) admitLocked(st *held.Ident, batch []*held.Entry) []*held.Entry {
 	if !n.admit.limits.Any() && n.cfg.Remote == nil {
 		return batch
 	}
@@ -75,7 +81,7 @@ func (n *Node) admitLocked(st *identState, batch []*entry) []*entry {
 // kind's token, taking one if it is free and no earlier run of its kind and
 // identity waits; otherwise e joins the kind's wait list and false is
 // returned. n.mu held.
-func (n *Node) admitLimitLocked(st *identState, e *entry) bool {
+func (n *Node) admitLimitLocked(st *held.Ident, e *held.Entry) bool {
 	if e.Ex().Token != nil {
 		return true
 	}
@@ -93,8 +99,8 @@ func (n *Node) admitLimitLocked(st *identState, e *entry) bool {
 // grantLocked hands the free tokens of lim to waiting entries, one
 // identity after another: each goes to the front of its identity's start
 // queue. n.mu held.
-func (n *Node) grantLocked(lim *kindLimit) {
-	lim.Grant(func(st *identState, e *entry) {
+func (n *Node) grantLocked(lim *held.KindLimit) {
+	lim.Grant(func(st *held.Ident, e *held.Entry) {
 		e.Extra().Token = lim
 		r := st.Activate()
 		r.GrantQ = append(r.GrantQ, e)
@@ -104,7 +110,7 @@ func (n *Node) grantLocked(lim *kindLimit) {
 
 // releaseTokenLocked gives back the token *tok holds, if any, and hands it
 // on. n.mu held.
-func (n *Node) releaseTokenLocked(tok **kindLimit) {
+func (n *Node) releaseTokenLocked(tok **held.KindLimit) {
 	lim := *tok
 	if lim == nil {
 		return
@@ -117,13 +123,13 @@ func (n *Node) releaseTokenLocked(tok **kindLimit) {
 // forgetWaitingLocked takes a lost identity's entries out of the wait lists
 // (its kinds' and the remote workers') and gives back the tokens and worker
 // slots its queued entries held. n.mu held.
-func (n *Node) forgetWaitingLocked(st *identState) {
+func (n *Node) forgetWaitingLocked(st *held.Ident) {
 	n.forgetWorkerWaitsLocked(st)
 	n.admit.limits.Forget(st)
 	if st.Active == nil {
 		return
 	}
-	for _, q := range [][]*entry{st.Active.GrantQ, st.Active.StartQ} {
+	for _, q := range [][]*held.Entry{st.Active.GrantQ, st.Active.StartQ} {
 		for _, e := range q {
 			n.releaseEntryHoldsLocked(e)
 		}
@@ -138,7 +144,7 @@ func (n *Node) waitingForLimitLocked() map[string]int {
 
 // releaseEntryHoldsLocked gives back the kind's token and the remote
 // worker's slot e holds, if any. n.mu held.
-func (n *Node) releaseEntryHoldsLocked(e *entry) {
+func (n *Node) releaseEntryHoldsLocked(e *held.Entry) {
 	if e.X != nil {
 		n.releaseTokenLocked(&e.X.Token)
 		n.releaseReservationLocked(e)
@@ -147,7 +153,7 @@ func (n *Node) releaseEntryHoldsLocked(e *entry) {
 
 // runEnded gives back the kind's token of a run whose commit is done (its
 // worker slot and identity share went back when its handler returned).
-func (n *Node) runEnded(f *flight) {
+func (n *Node) runEnded(f *held.Flight) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.releaseTokenLocked(&f.Token)

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -40,7 +41,7 @@ import (
 //
 // EVERY_NODE markers are this node's own progress: nothing is forwarded or
 // waited for, and a marker of no run in flight here is resolved at once.
-func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) {
+func (n *Node) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap) {
 	m := rec.Running
 	n.mu.Lock()
 	if m.Incarnation == n.incarnation && n.inFlightLocked(e.Ref()) {
@@ -53,7 +54,7 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 	waitingSince := e.Ex().AwaitSince.Time()
 	n.mu.Unlock()
 
-	fr, alive, err := e.Ident.Scope.impl().forwardedResult(n, e, m)
+	fr, alive, err := scopeImpl(e.Ident.Scope).forwardedResult(n, e, m)
 	if err != nil {
 		n.log.Warn("read a run's forwarded result: etcd failed; will retry", "task", e.ID, "error", err)
 		n.settleNotStarted(e, time.Second)
@@ -73,11 +74,11 @@ func (n *Node) resolveMarker(e *entry, rec *storev1.TaskRecord, snap startSnap) 
 		// move): wait for the result it forwards, up to DrainTimeout.
 		n.mu.Lock()
 		if e.Ex().AwaitSince == 0 {
-			e.Extra().AwaitSince = instantOf(now)
+			e.Extra().AwaitSince = held.InstantOf(now)
 			n.log.Info("waiting for the result of a run still in flight on the identity's previous owner",
 				"identity", e.Ident.Name, "task", e.ID, "run", m.RunNumber, "node", m.Node, "up_to", n.cfg.DrainTimeout)
 		}
-		e.Extra().RecheckAt = instantOf(now.Add(n.cfg.HandoffPeriod))
+		e.Extra().RecheckAt = held.InstantOf(now.Add(n.cfg.HandoffPeriod))
 		e.Running = false
 		n.reschedLocked(e)
 		n.mu.Unlock()
@@ -145,7 +146,7 @@ func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.
 // in one Txn fenced as the task's scope requires (resultWrite) that also
 // deletes a forwarded result. If it fails the marker stays, and the entry's
 // next start comes back here.
-func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
+func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
 	st := e.Ident
 	m := rec.Running
 	out := record.Clone(rec)
@@ -165,13 +166,13 @@ func (n *Node) settleMarker(e *entry, rec *storev1.TaskRecord, snap startSnap, r
 		n.settleNotStarted(e, time.Minute)
 		return
 	}
-	txn := st.Scope.impl().settling(n, e, w.txn)
+	txn := scopeImpl(st.Scope).settling(n, e, w.txn)
 	ctx, cancel := n.etcdCtx(n.life.ctx)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil || !resp.Succeeded {
 		// The marker stays: the entry's next start comes back here.
-		st.Scope.impl().settleFailed(n, e, snap, txn, resp, err)
+		scopeImpl(st.Scope).settleFailed(n, e, snap, txn, resp, err)
 		return
 	}
 	ev := Event{Identity: st.Name, TaskID: e.ID, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,

@@ -17,6 +17,7 @@ import (
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/follow"
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/keyspace"
 	"github.com/taskd/taskd/internal/localrefs"
 	"github.com/taskd/taskd/internal/membership"
@@ -48,11 +49,11 @@ type Node struct {
 	mu            sync.Mutex
 	state         taskdv1.NodeState
 	dispatchStart time.Time
-	idents        map[string]*identState // durable identities owned here
-	local         map[string]*identState // non-durable tasks, by identity
-	every         map[string]*identState // EVERY_NODE tasks, by identity
-	flights       map[taskRef]*flight    // runs in flight (flights.go)
-	queue         timerQueue
+	idents        map[string]*held.Ident    // durable identities owned here
+	local         map[string]*held.Ident    // non-durable tasks, by identity
+	every         map[string]*held.Ident    // EVERY_NODE tasks, by identity
+	flights       map[held.Ref]*held.Flight // runs in flight (flights.go)
+	queue         held.Queue
 	arming        armState  // the look-ahead (arming.go)
 	thawing       thawState // cold tasks whose records are read again (thaw.go)
 	wake          chan struct{}
@@ -83,7 +84,7 @@ type Node struct {
 	pauses    *follow.Pauses
 	cals      *follow.Calendars
 	everyNode *follow.EveryNode
-	parked    map[*entry]struct{} // due entries a pause holds back (pauses.go)
+	parked    map[*held.Entry]struct{} // due entries a pause holds back (pauses.go)
 	// own is the ownership of the node's identities as seen from etcd:
 	// adoption, handoff pick-up, the ownership index, repairs, the votes'
 	// writes, the moves of a drain or a rebalancing request
@@ -117,15 +118,15 @@ func New(cfg Config) (*Node, error) {
 		ids:         pending.NewIDSource(),
 		incarnation: hex.EncodeToString(inc[:]),
 		state:       taskdv1.NodeState_NODE_STATE_STARTING,
-		idents:      map[string]*identState{},
-		local:       map[string]*identState{},
-		every:       map[string]*identState{},
-		flights:     map[taskRef]*flight{},
-		arming:      armState{runs: map[*armedRun]struct{}{}},
+		idents:      map[string]*held.Ident{},
+		local:       map[string]*held.Ident{},
+		every:       map[string]*held.Ident{},
+		flights:     map[held.Ref]*held.Flight{},
+		arming:      armState{runs: map[*held.Armed]struct{}{}},
 		wake:        make(chan struct{}, 1),
 		thawing:     thawState{wake: make(chan struct{}, 1)},
 		slots:       make(chan struct{}, cfg.Workers),
-		parked:      map[*entry]struct{}{},
+		parked:      map[*held.Entry]struct{}{},
 		admit:       newAdmission(cfg),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
@@ -243,7 +244,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.dispatchStart = time.Now()
 	// On-start-up triggers come due with the dispatch start: the tasks
 	// loaded before it that wait for nothing else are looked at again.
-	for _, idents := range []map[string]*identState{n.idents, n.every} {
+	for _, idents := range []map[string]*held.Ident{n.idents, n.every} {
 		for _, st := range idents {
 			for e := range st.Tasks.All() {
 				if e.Idx < 0 && !e.Running {

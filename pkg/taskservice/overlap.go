@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
@@ -44,7 +45,7 @@ const overlapRecheck = 100 * time.Millisecond
 
 // armOverlapLocked queues e's shadow at the next fire time of rec, the
 // record of e's run in flight, if the task allows overlap. n.mu held.
-func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
+func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
 	if !rec.GetSpec().GetAllowOverlap() || !e.Ident.Scope.Owned() {
 		return
 	}
@@ -56,7 +57,7 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 	}
 	s := e.Ex().Shadow
 	if s == nil || s.Gone {
-		s = &entry{Ident: e.Ident, ID: e.ID, X: &entryExtra{OverlapOf: e}, Idx: -1}
+		s = &held.Entry{Ident: e.Ident, ID: e.ID, X: &held.Extra{OverlapOf: e}, Idx: -1}
 		e.Extra().Shadow = s
 	}
 	s.Rec, s.Rev = rec, rev
@@ -66,7 +67,7 @@ func (n *Node) armOverlapLocked(e *entry, rec *storev1.TaskRecord, rev int64, at
 
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
 // left). n.mu held.
-func (n *Node) dropShadowLocked(e *entry) {
+func (n *Node) dropShadowLocked(e *held.Entry) {
 	if s := e.Ex().Shadow; s != nil {
 		s.Gone = true
 		n.queue.Remove(s)
@@ -76,7 +77,7 @@ func (n *Node) dropShadowLocked(e *entry) {
 
 // startOverlap starts the overlapping run of a due shadow, if its task's
 // run is still in flight.
-func (n *Node) startOverlap(s *entry) {
+func (n *Node) startOverlap(s *held.Entry) {
 	n.mu.Lock()
 	s.Running = false
 	parent := s.Ex().OverlapOf

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -38,7 +39,7 @@ type oversize struct {
 
 // shrink takes the next step after a commit refused with err (ErrTooLarge);
 // false: no step is left, the flight was ended and the marker stays.
-func (o *oversize) shrink(n *Node, e *entry, f *flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
+func (o *oversize) shrink(n *Node, e *held.Entry, f *held.Flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
 	st := e.Ident
 	switch {
 	case !o.shrunk && !undo && !o.stripRecord:
@@ -48,7 +49,7 @@ func (o *oversize) shrink(n *Node, e *entry, f *flight, res *runResult, ev *Even
 		*res = oversizedResult(*res, err)
 		ev.Outcome, ev.Message, *outcomeEvent = res.outcome, res.message, EventFailed
 		return true
-	case !o.stripRecord && st.Scope.ownsRecord():
+	case !o.stripRecord && scopeImpl(st.Scope).ownsRecord():
 		o.stripRecord, o.why = true, err.Error()
 		n.log.Error("task record too large to store; recording the task DEAD without its large fields", "identity", st.Name,
 			"task", e.ID, "error", err)

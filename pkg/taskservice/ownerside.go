@@ -158,18 +158,6 @@ func (s *ownerSide) ChooseToMove(limit int, horizon time.Time, resting func(id s
 	return out
 }
 
-// Quiet reports whether none of st's tasks is running, thawing,
-// waiting for another node's run, or due before horizon. n.mu held.
-func (st *identState) Quiet(horizon time.Time) bool {
-	for e := range st.Tasks.All() {
-		if e.Running || e.Thawing || (e.X != nil && e.X.AwaitSince != 0) ||
-			(e.Idx >= 0 && e.Due.Time().Before(horizon)) {
-			return false
-		}
-	}
-	return true
-}
-
 // StopLeaving lets the identities chosen and not moved run again.
 func (s *ownerSide) StopLeaving(ids []string) {
 	if len(ids) == 0 {

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -32,7 +33,7 @@ func (n *Node) pausedByLocked(rec *storev1.TaskRecord, id string) []string {
 }
 
 // parkLocked takes a paused entry out of the queue until a pause is lifted.
-func (n *Node) parkLocked(e *entry) {
+func (n *Node) parkLocked(e *held.Entry) {
 	n.queue.Remove(e)
 	n.parked[e] = struct{}{}
 }
@@ -41,13 +42,13 @@ func (n *Node) parkLocked(e *entry) {
 // says at is the end of its retention, not a fire time. An entry a pause
 // held back past its fire time is taken again (takeover.go): what came due
 // while it was paused is caught up by its misfire policy. n.mu held.
-func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
+func (n *Node) queueAtLocked(e *held.Entry, at time.Time, purge bool) {
 	_, parked := n.parked[e]
 	delete(n.parked, e)
 	e.Purge = purge
 	n.queue.Set(e, at)
 	if now := time.Now(); parked && !purge && !at.After(now) {
-		e.Extra().TakenAt = instantOf(now)
+		e.Extra().TakenAt = held.InstantOf(now)
 	}
 }
 
@@ -55,7 +56,7 @@ func (n *Node) queueAtLocked(e *entry, at time.Time, purge bool) {
 // pauses still hold it.
 func (n *Node) unparkLocked() {
 	parked := n.parked
-	n.parked = map[*entry]struct{}{}
+	n.parked = map[*held.Entry]struct{}{}
 	for e := range parked {
 		if !e.Running {
 			n.reschedLocked(e)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -310,11 +311,11 @@ func TestForwardedResultKeepsWhatTheHandlerAsked(t *testing.T) {
 }
 
 func TestInstantRoundTrip(t *testing.T) {
-	if instantOf(time.Time{}) != 0 || !instant(0).Time().IsZero() {
+	if held.InstantOf(time.Time{}) != 0 || !held.Instant(0).Time().IsZero() {
 		t.Fatal("the zero time is not the zero instant")
 	}
 	at := time.Date(2026, 3, 29, 1, 30, 0, 123456789, time.UTC)
-	if got := instantOf(at).Time(); !got.Equal(at) {
+	if got := held.InstantOf(at).Time(); !got.Equal(at) {
 		t.Fatalf("instant of %v is %v", at, got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
@@ -17,7 +18,7 @@ import (
 // execute calls the handler of a started run and commits its result.
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
-func (n *Node) execute(e *entry, f *flight, p startPlan, ev Event, entered chan<- struct{}) {
+func (n *Node) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.life.runs.Done()
 	// The run's worker slot and its identity's share are freed once its
 	// handler has returned: the commit that follows is batched with others
@@ -123,7 +124,7 @@ func notCalledErr(ctx context.Context) error {
 // The node's lease is checked immediately before the call (self-fencing):
 // a node that cannot prove its lease is live calls no handler. runCtx is
 // the flight's context carrying the run's span.
-func (n *Node) callHandler(runCtx context.Context, f *flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
+func (n *Node) callHandler(runCtx context.Context, f *held.Flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
 	remote := h == nil && n.cfg.Remote != nil
 	if h == nil && !remote {
@@ -226,7 +227,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 // cannot be encoded is recorded as a retryable ERROR instead, so a task
 // never stays RUNNING. What the fence is, and what a failed fence means,
 // depends on the scope (resultWrite, commitConflict).
-func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, rev int64) {
+func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.Ident
 	res.message = taskspec.CleanMessage(res.message)
 	n.limitOutcome(&res, p.Rec)
@@ -234,7 +235,7 @@ func (n *Node) commit(e *entry, f *flight, p startPlan, res runResult, epoch, re
 	ev := Event{Identity: st.Name, TaskID: e.ID, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
 		Attempt: p.Attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
 		FireTime: p.Fire, Duration: res.ended.Sub(res.started)}
-	c := st.Scope.impl().beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
+	c := scopeImpl(st.Scope).beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
 	if c == nil {
 		return // recorded in memory only
 	}
@@ -349,8 +350,8 @@ type resultTxn struct {
 //   - EVERY_NODE: this node's progress and history, fenced on the node's
 //     registration, the shared record's revision and the progress
 //     revision; Else reads the shared record.
-func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
-	return e.Ident.Scope.impl().resultWrite(n, e, c, rec, hist)
+func (n *Node) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+	return scopeImpl(e.Ident.Scope).resultWrite(n, e, c, rec, hist)
 }
 
 // commitConflict handles a commit whose fence failed, from the Else
@@ -369,14 +370,14 @@ func (n *Node) resultWrite(e *entry, c *commitState, rec *storev1.TaskRecord, hi
 // EVERY_NODE: a deleted task, or a changed registration (the node lost its
 // lease), drops the result (the marker stays and the next start resolves
 // it); a changed shared record (cancel, run-now) is folded in.
-func (n *Node) commitConflict(e *entry, f *flight, c *commitState, p startPlan, res runResult,
+func (n *Node) commitConflict(e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
-	return e.Ident.Scope.impl().commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
+	return scopeImpl(e.Ident.Scope).commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
 }
 
 // droppedRun ends a run whose result is not committed: DROPPED, its
 // flight ended with the record base (nil: leave it) at rev.
-func (n *Node) droppedRun(f *flight, ev Event, base *storev1.TaskRecord, rev int64) {
+func (n *Node) droppedRun(f *held.Flight, ev Event, base *storev1.TaskRecord, rev int64) {
 	ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
 	n.emit(ev)
 	n.endFlight(f, base, rev)

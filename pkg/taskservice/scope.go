@@ -3,6 +3,7 @@ package taskservice
 import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
@@ -11,8 +12,8 @@ import (
 // scope is what differs between the three scopes a task can have (contract
 // §6), so that a run's start, commit and settling, and a task's purge, are
 // one path each through the node, with the scope's part behind this
-// interface. Each implementation holds no state: an identState carries
-// its scope's kind (scopeKind), and the node passes itself in.
+// interface. Each implementation holds no state: a held.Ident carries
+// its scope's kind (held.Scope), and the node passes itself in.
 //
 //   - ownedScope (IDENTITY, durable): the identity is owned here at an
 //     epoch; the task's record is written fenced on the epoch and its
@@ -23,76 +24,57 @@ import (
 //   - localScope (non-durable): kept in memory only; nothing is written
 //     (scope_local.go).
 type scope interface {
-	// owned reports whether the identity is owned here at an epoch
-	// (IDENTITY): its epoch fences the starts, and the look-ahead,
-	// overlapping runs and cold records apply.
-	owned() bool
 	// ownsRecord reports whether the task's record is this node's to
 	// rewrite (an EVERY_NODE task's shared record is not).
 	ownsRecord() bool
 	// table is the node's table of the scope's identities (n.mu held).
-	table(n *Node) map[string]*identState
+	table(n *Node) map[string]*held.Ident
 	// snapLocked adds to s what a start of e carries under this scope.
-	snapLocked(e *entry, s *startSnap)
+	snapLocked(e *held.Entry, s *startSnap)
 	// writeStart writes the run marker of plan p for e (see
 	// Node.writeStart).
-	writeStart(n *Node, e *entry, p startPlan, snap startSnap) (int64, func(), bool)
+	writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool)
 	// beginCommit starts the commit of a run's result: it returns the
 	// state the stored commit loop starts from, or nil when the scope
 	// records the result in memory, which it then has done.
-	beginCommit(n *Node, e *entry, f *flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, epoch, rev int64) *commitState
+	beginCommit(n *Node, e *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, epoch, rev int64) *commitState
 	// resultWrite builds the Txn that commits rec with its history entry.
-	resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error)
+	resultWrite(n *Node, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error)
 	// commitConflict handles a commit whose fence failed (see
 	// Node.commitConflict).
-	commitConflict(n *Node, e *entry, f *flight, c *commitState, p startPlan, res runResult,
+	commitConflict(n *Node, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 		r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error)
 	// forwardedResult reads the result another node forwarded for the run
 	// of marker m, and whether that node is still registered under the
 	// marker's incarnation.
-	forwardedResult(n *Node, e *entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error)
+	forwardedResult(n *Node, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error)
 	// settling is the Txn that settles a run marker, from its commit's.
-	settling(n *Node, e *entry, commit writepath.Txn) writepath.Txn
+	settling(n *Node, e *held.Entry, commit writepath.Txn) writepath.Txn
 	// settleFailed handles a settling Txn that failed or was refused.
-	settleFailed(n *Node, e *entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error)
+	settleFailed(n *Node, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error)
 	// purgesFinished reports whether this node purges the scope's
 	// finished tasks at the end of their retention.
 	purgesFinished() bool
 	// purge deletes a finished task at the end of its retention.
-	purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64)
+	purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64)
 }
-
-// scopeKind names a scope: what an identState and a taskRef carry (one
-// byte, where the interface value would take sixteen in every identity the
-// node holds and every key of its runs in flight). impl is its behaviour.
-type scopeKind uint8
-
-const (
-	scopeOwned scopeKind = iota
-	scopeLocal
-	scopeEvery
-)
 
 // scopes are the three scopes' behaviours, by kind; ranged over for what
 // goes over every table.
-var scopes = [...]scope{scopeOwned: ownedScope{}, scopeLocal: localScope{}, scopeEvery: everyScope{}}
+var scopes = [...]scope{held.ScopeOwned: ownedScope{}, held.ScopeLocal: localScope{}, held.ScopeEvery: everyScope{}}
 
 // impl is k's behaviour.
-func (k scopeKind) impl() scope { return scopes[k] }
-
-// Owned, ownsRecord and purgesFinished are k's scope's (see scope).
-func (k scopeKind) Owned() bool          { return scopes[k].owned() }
-func (k scopeKind) ownsRecord() bool     { return scopes[k].ownsRecord() }
-func (k scopeKind) purgesFinished() bool { return scopes[k].purgesFinished() }
+// scopeImpl is the behaviour of the scope of kind k.
+func scopeImpl(k held.Scope) scope { return scopes[k] }
 
 // scopeOf is the scope rec's spec asks for: the one place a spec's
 // fields pick a scope.
-func scopeOf(rec *storev1.TaskRecord) scopeKind {
+func scopeOf(rec *storev1.TaskRecord) held.Scope {
 	switch {
 	case rec.GetSpec().GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE:
-		return scopeEvery
+		return held.ScopeEvery
 	case rec.GetSpec().GetNonDurable():
-		return scopeLocal
+		return held.ScopeLocal
 	}
-	return scopeOwned
+	return held.ScopeOwned
 }

@@ -5,6 +5,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
@@ -17,20 +18,19 @@ import (
 // registration, the shared record's revision and the progress revision.
 type everyScope struct{}
 
-func (everyScope) owned() bool      { return false }
 func (everyScope) ownsRecord() bool { return false }
 
 // purgesFinished is false: an EVERY_NODE task is purged by its canceller.
 func (everyScope) purgesFinished() bool { return false }
 
-func (everyScope) snapLocked(e *entry, s *startSnap) {
+func (everyScope) snapLocked(e *held.Entry, s *startSnap) {
 	s.progRev, s.served = e.Ex().ProgRev, e.Ex().Prog.GetManualServedRev()
 	s.manualIn = e.Rec != nil && e.Rec.ManualRequested
 }
 
 // writeStart writes this node's progress key, fenced on the node's
 // registration, the shared record's revision and the progress revision.
-func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
+func (everyScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
 	st := e.Ident
 	served := snap.served
 	if snap.manualIn && !p.Rec.ManualRequested {
@@ -68,7 +68,7 @@ func (everyScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	return rev, func() { e.Rec, e.Extra().Prog, e.X.ProgRev = p.Rec, np, rev }, true
 }
 
-func (everyScope) beginCommit(n *Node, e *entry, _ *flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
+func (everyScope) beginCommit(n *Node, e *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
 	c := &commitState{base: p.Rec, epoch: epoch, rev: rev}
 	n.mu.Lock()
 	c.rev, c.progRev, c.served, c.shared = e.Rev, rev, e.Ex().Prog.GetManualServedRev(), e.Ex().Shared
@@ -79,7 +79,7 @@ func (everyScope) beginCommit(n *Node, e *entry, _ *flight, p startPlan, _ runRe
 // resultWrite is this node's progress and history, fenced on the node's
 // registration, the shared record's revision and the progress revision;
 // Else reads the shared record.
-func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+func (everyScope) resultWrite(n *Node, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	np := record.SplitEvery(rec, c.served)
 	txn, err := n.writes.Shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
 	if err != nil {
@@ -103,7 +103,7 @@ func (everyScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 // commitConflict: a deleted task, or a changed registration (the node
 // lost its lease), drops the result (the marker stays and the next start
 // resolves it); a changed shared record (cancel, run-now) is folded in.
-func (everyScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, _ startPlan, _ runResult,
+func (everyScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *commitState, _ startPlan, _ runResult,
 	r writepath.Refusal, ev Event, _ EventType) (bool, error) {
 	kvs := r.Shared.Kvs
 	if len(kvs) == 0 || kvs[0].ModRevision == c.rev {
@@ -125,15 +125,15 @@ func (everyScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, _
 }
 
 // forwardedResult: no node forwards an EVERY_NODE task's result.
-func (everyScope) forwardedResult(*Node, *entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (everyScope) forwardedResult(*Node, *held.Entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	return nil, false, nil
 }
 
-func (everyScope) settling(_ *Node, _ *entry, commit writepath.Txn) writepath.Txn { return commit }
+func (everyScope) settling(_ *Node, _ *held.Entry, commit writepath.Txn) writepath.Txn { return commit }
 
 // settleFailed reads the progress again, so that a marker written after
 // all is resolved.
-func (everyScope) settleFailed(n *Node, e *entry, _ startSnap, _ writepath.Txn, _ *clientv3.TxnResponse, err error) {
+func (everyScope) settleFailed(n *Node, e *held.Entry, _ startSnap, _ writepath.Txn, _ *clientv3.TxnResponse, err error) {
 	if err != nil {
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	}
@@ -141,6 +141,6 @@ func (everyScope) settleFailed(n *Node, e *entry, _ startSnap, _ writepath.Txn, 
 	n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 }
 
-func (everyScope) purge(n *Node, e *entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }
+func (everyScope) purge(n *Node, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }
 
-func (everyScope) table(n *Node) map[string]*identState { return n.every }
+func (everyScope) table(n *Node) map[string]*held.Ident { return n.every }

@@ -5,6 +5,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
@@ -20,18 +21,17 @@ type localScope struct{}
 // for a non-durable task: nothing of it is stored.
 var errLocalScope = errors.New("a non-durable task has no stored record")
 
-func (localScope) owned() bool                   { return false }
-func (localScope) ownsRecord() bool              { return true }
-func (localScope) purgesFinished() bool          { return true }
-func (localScope) snapLocked(*entry, *startSnap) {}
+func (localScope) ownsRecord() bool                   { return true }
+func (localScope) purgesFinished() bool               { return true }
+func (localScope) snapLocked(*held.Entry, *startSnap) {}
 
 // writeStart writes nothing.
-func (localScope) writeStart(_ *Node, e *entry, p startPlan, _ startSnap) (int64, func(), bool) {
+func (localScope) writeStart(_ *Node, e *held.Entry, p startPlan, _ startSnap) (int64, func(), bool) {
 	return 0, func() { e.Rec = p.Rec }, true
 }
 
 // beginCommit records the result in memory.
-func (localScope) beginCommit(n *Node, _ *entry, f *flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, _, _ int64) *commitState {
+func (localScope) beginCommit(n *Node, _ *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, _, _ int64) *commitState {
 	rec := record.Clone(p.Rec)
 	_, next := applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
 	n.endFlight(f, rec, 0)
@@ -39,30 +39,30 @@ func (localScope) beginCommit(n *Node, _ *entry, f *flight, p startPlan, res run
 	return nil
 }
 
-func (localScope) resultWrite(*Node, *entry, *commitState, *storev1.TaskRecord, *taskdv1.Run) (resultTxn, error) {
+func (localScope) resultWrite(*Node, *held.Entry, *commitState, *storev1.TaskRecord, *taskdv1.Run) (resultTxn, error) {
 	return resultTxn{}, errLocalScope
 }
 
-func (localScope) commitConflict(*Node, *entry, *flight, *commitState, startPlan, runResult, writepath.Refusal, Event, EventType) (bool, error) {
+func (localScope) commitConflict(*Node, *held.Entry, *held.Flight, *commitState, startPlan, runResult, writepath.Refusal, Event, EventType) (bool, error) {
 	return false, errLocalScope
 }
 
-func (localScope) forwardedResult(*Node, *entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (localScope) forwardedResult(*Node, *held.Entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	return nil, false, errLocalScope
 }
 
-func (localScope) settling(_ *Node, _ *entry, commit writepath.Txn) writepath.Txn { return commit }
+func (localScope) settling(_ *Node, _ *held.Entry, commit writepath.Txn) writepath.Txn { return commit }
 
-func (localScope) settleFailed(*Node, *entry, startSnap, writepath.Txn, *clientv3.TxnResponse, error) {
+func (localScope) settleFailed(*Node, *held.Entry, startSnap, writepath.Txn, *clientv3.TxnResponse, error) {
 }
 
 // purge drops the task's calendar references, written under the node's
 // lease, and its entry.
-func (localScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, _, _ int64) {
+func (localScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, _, _ int64) {
 	if rec != nil {
 		n.refs.Drop(rec, rec.GetSpec().GetCalendars())
 	}
 	n.removePurged(e)
 }
 
-func (localScope) table(n *Node) map[string]*identState { return n.local }
+func (localScope) table(n *Node) map[string]*held.Ident { return n.local }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/held"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -22,15 +23,14 @@ import (
 // task's revision.
 type ownedScope struct{}
 
-func (ownedScope) owned() bool          { return true }
 func (ownedScope) ownsRecord() bool     { return true }
 func (ownedScope) purgesFinished() bool { return true }
 
-func (ownedScope) snapLocked(e *entry, s *startSnap) { s.epoch = e.Ident.Epoch }
+func (ownedScope) snapLocked(e *held.Entry, s *startSnap) { s.epoch = e.Ident.Epoch }
 
 // writeStart writes the task key, fenced on the identity's epoch and the
 // task's revision, through the batcher.
-func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
+func (ownedScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
 	st := e.Ident
 	// Besides the epoch and the task, a start is fenced on this node's own
 	// registration, under the lease it had when the start was planned
@@ -80,13 +80,13 @@ func (ownedScope) writeStart(n *Node, e *entry, p startPlan, snap startSnap) (in
 	return out.Rev, func() { e.Rec, e.Raw, e.Rev = p.Rec, "", out.Rev }, true
 }
 
-func (ownedScope) beginCommit(_ *Node, _ *entry, _ *flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
+func (ownedScope) beginCommit(_ *Node, _ *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
 	return &commitState{base: p.Rec, epoch: epoch, rev: rev}
 }
 
 // resultWrite is the task and its history, fenced on the identity's epoch
 // and the task's revision; Else reads the mapping and the task.
-func (ownedScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+func (ownedScope) resultWrite(n *Node, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	st := e.Ident
 
 	// hist nil: an armed run undone leaves no history.
@@ -104,7 +104,7 @@ func (ownedScope) resultWrite(n *Node, e *entry, c *commitState, rec *storev1.Ta
 // away and back, or the node rejoined) the result is committed under the
 // current epoch; if it moved to another node, the result is forwarded to
 // it (markers.go); a changed task (cancel, run-now) is folded in.
-func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p startPlan, res runResult,
+func (ownedScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
 	st := e.Ident
 
@@ -161,18 +161,18 @@ func (ownedScope) commitConflict(n *Node, e *entry, f *flight, c *commitState, p
 	return false, nil
 }
 
-func (ownedScope) forwardedResult(n *Node, e *entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (ownedScope) forwardedResult(n *Node, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	ctx, cancel := n.etcdCtx(n.life.ctx)
 	defer cancel()
 	return n.readForwarded(ctx, e.Ident.Name, e.ID, m)
 }
 
 // settling also deletes the result forwarded for the task, if any.
-func (ownedScope) settling(n *Node, e *entry, commit writepath.Txn) writepath.Txn {
+func (ownedScope) settling(n *Node, e *held.Entry, commit writepath.Txn) writepath.Txn {
 	return n.writes.Shapes.DeletingForwarded(commit, e.Ident.Name, e.ID)
 }
 
-func (ownedScope) settleFailed(n *Node, e *entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error) {
+func (ownedScope) settleFailed(n *Node, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error) {
 	if err == nil {
 		n.conflict(e, snap.epoch, txn.Refusal(resp.Responses))
 		return
@@ -183,7 +183,7 @@ func (ownedScope) settleFailed(n *Node, e *entry, snap startSnap, txn writepath.
 
 // purge deletes the task fenced on the identity's epoch and the task's
 // revision.
-func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch int64) {
+func (ownedScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64) {
 	st := e.Ident
 	if rec == nil {
 		n.removePurged(e)
@@ -210,4 +210,4 @@ func (ownedScope) purge(n *Node, e *entry, rec *storev1.TaskRecord, rev, epoch i
 	}
 }
 
-func (ownedScope) table(n *Node) map[string]*identState { return n.idents }
+func (ownedScope) table(n *Node) map[string]*held.Ident { return n.idents }

@@ -6,6 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -44,7 +45,7 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 // With ahead > 0 the start is written up to ahead before the fire time
 // and planned as of the fire time: the run is armed (arming.go) and
 // returned as such, its handler called when it fires.
-func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
+func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 	n.mu.Lock()
 	st := e.Ident
 	if e.Gone || st.Lost || st.Leaving || n.draining || !n.member.Fresh() {
@@ -129,13 +130,13 @@ func (n *Node) start(e *entry, ahead time.Duration) (func(), *armedRun) {
 	n.mu.Lock()
 	record()
 	e.ReadyAt = 0
-	var a *armedRun
+	var a *held.Armed
 	switch {
 	case !p.Runs:
 		e.Running = false
 		n.reschedLocked(e)
 	case ahead > 0:
-		a = &armedRun{E: e, Flight: f, Rec: p.Rec, Epoch: snap.epoch, Rev: rev, Lease: snap.lease, At: at, Launch: launch}
+		a = &held.Armed{E: e, Flight: f, Rec: p.Rec, Epoch: snap.epoch, Rev: rev, Lease: snap.lease, At: at, Launch: launch}
 		n.registerArmedLocked(a)
 	default:
 		n.armOverlapLocked(e, p.Rec, rev, time.Time{})
@@ -159,10 +160,10 @@ type startSnap struct {
 	manualIn bool             // EVERY_NODE: a run-now request is pending in the record
 }
 
-func (n *Node) snapLocked(e *entry) startSnap {
+func (n *Node) snapLocked(e *held.Entry) startSnap {
 	lease, registered := n.member.Registration()
 	s := startSnap{rev: e.Rev, lease: lease, regRev: registered}
-	e.Ident.Scope.impl().snapLocked(e, &s)
+	scopeImpl(e.Ident.Scope).snapLocked(e, &s)
 	return s
 }
 
@@ -177,15 +178,15 @@ func (n *Node) snapLocked(e *entry) startSnap {
 //   - EVERY_NODE: this node's progress key, fenced on the node's
 //     registration, the shared record's revision and the progress revision.
 //   - non-durable: nothing is written.
-func (n *Node) writeStart(e *entry, p startPlan, snap startSnap) (int64, func(), bool) {
-	return e.Ident.Scope.impl().writeStart(n, e, p, snap)
+func (n *Node) writeStart(e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
+	return scopeImpl(e.Ident.Scope).writeStart(n, e, p, snap)
 }
 
 // abortFlight takes a run of e that did not start out of the registry. e
 // itself is put back by the caller; the task's current entry, if it is
 // another one waiting for this flight (the identity was loaded again while
 // the start was being written), is put back here, or it would wait forever.
-func (n *Node) abortFlight(f *flight, e *entry) {
+func (n *Node) abortFlight(f *held.Flight, e *held.Entry) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f.Cancel(nil)
@@ -204,7 +205,7 @@ func (n *Node) abortFlight(f *flight, e *entry) {
 // calls its handler (FIRED, STARTED, then the call), or nil if the plan
 // runs nothing. It is called from a goroutine Stop waits for, and counts
 // the run for Stop from here on.
-func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func() {
+func (n *Node) launcher(e *held.Entry, f *held.Flight, p startPlan, epoch, rev int64) func() {
 	ev := Event{Identity: e.Ident.Name, TaskID: e.ID, Kind: p.Rec.Spec.Kind}
 	if p.Misfired > 0 {
 		ev.Type, ev.Count = EventMisfired, p.Misfired
@@ -231,7 +232,7 @@ func (n *Node) launcher(e *entry, f *flight, p startPlan, epoch, rev int64) func
 
 // putBack puts back an entry that did not start, at its due time (or
 // parked, if paused).
-func (n *Node) putBack(e *entry) {
+func (n *Node) putBack(e *held.Entry) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	e.Running = false
@@ -239,7 +240,7 @@ func (n *Node) putBack(e *entry) {
 }
 
 // settleNotStarted puts back an entry whose start failed, to try again later.
-func (n *Node) settleNotStarted(e *entry, after time.Duration) {
+func (n *Node) settleNotStarted(e *held.Entry, after time.Duration) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	defer n.touchLocked(e)
@@ -256,7 +257,7 @@ func (n *Node) settleNotStarted(e *entry, after time.Duration) {
 // changed under us (cancelled, run-now, deleted, or a marker written by a
 // start whose reply was lost). A marker found there is resolved by the
 // entry's next start.
-func (n *Node) conflict(e *entry, epoch int64, r writepath.Refusal) {
+func (n *Node) conflict(e *held.Entry, epoch int64, r writepath.Refusal) {
 	st := e.Ident
 	if r.Registration != nil && !n.member.Owns(r.Registration) {
 		// This node's registration is gone or another's (its lease ended):

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -93,7 +94,7 @@ func (n *Node) Stats() Stats {
 			if st.Active == nil {
 				continue
 			}
-			for _, q := range [][]*entry{st.Active.StartQ, st.Active.GrantQ} {
+			for _, q := range [][]*held.Entry{st.Active.StartQ, st.Active.GrantQ} {
 				for _, e := range q {
 					if !e.Purge && e.Ex().OverlapOf == nil {
 						s.Due++

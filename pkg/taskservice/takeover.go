@@ -3,6 +3,7 @@ package taskservice
 import (
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 )
 
@@ -29,14 +30,14 @@ import (
 // record's state machine as record.Timing.TakenAt (entryTimingLocked),
 // which plans each due fire time by it (internal/record).
 
-// takeLocked queues e, whose record (e.rec) this node has just loaded as
+// takeLocked queues e, whose record (e.Rec) this node has just loaded as
 // the identity's new owner, and notes the take-over when one of its
 // triggers' fire times has already come. n.mu held.
-func (n *Node) takeLocked(e *entry) {
+func (n *Node) takeLocked(e *held.Entry) {
 	if rec := e.Rec; rec != nil && !e.Running {
 		now := time.Now()
 		if _, at, ok := record.NextTrigger(rec, n.dispatchStart); ok && !at.After(now) {
-			e.Extra().TakenAt = instantOf(now)
+			e.Extra().TakenAt = held.InstantOf(now)
 		}
 	}
 	n.reschedLocked(e)

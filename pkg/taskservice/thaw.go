@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
@@ -36,7 +38,7 @@ import (
 // many tasks were loaded cold from a glance at their encoding, never
 // decoded (installColdLocked; for tests), and the thawer's wake-up.
 type thawState struct {
-	q       []*entry
+	q       []*held.Entry
 	n       int
 	glanced int
 	wake    chan struct{}
@@ -50,21 +52,10 @@ const thawBatch = 64
 // does not go cold again.
 func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.LookAhead }
 
-// Coldable reports whether e, about to wait in the queue until e.due, may
-// drop its record (coldAfter 0: none may). Caller holds n.mu.
-func (e *entry) Coldable(now time.Time, coldAfter time.Duration) bool {
-	st, rec := e.Ident, e.Rec
-	if coldAfter <= 0 || !st.Scope.Owned() || e.Purge || e.Ex().OverlapOf != nil || e.Ex().Shadow != nil || e.Rev <= 0 ||
-		e.Ex().AwaitSince != 0 || e.Due.Time().Sub(now) <= coldAfter {
-		return false
-	}
-	return rec.Running == nil && !rec.ManualRequested && !rec.GetSpec().GetAllowOverlap()
-}
-
 // thawLocked takes cold entry e out of the queue and hands it to the thaw
 // loop. e.thawing is true exactly while e waits in the thaw queue or in
 // the loop's batch. n.mu held.
-func (n *Node) thawLocked(e *entry) {
+func (n *Node) thawLocked(e *held.Entry) {
 	n.queue.Remove(e)
 	if e.Thawing {
 		return // its read is queued or on its way; it reschedules e
@@ -84,7 +75,7 @@ func (n *Node) thawLocked(e *entry) {
 // and reports true; false (nothing done) when e needs its record now: a
 // run of it is in flight here, or a pause holds it (it is parked), or it
 // is no longer far enough from its due time. n.mu held.
-func (n *Node) installColdLocked(e *entry, s *pending.Stored) bool {
+func (n *Node) installColdLocked(e *held.Entry, s *pending.Stored) bool {
 	st, g := e.Ident, &s.Glance
 	if !st.Scope.Owned() || n.inFlightLocked(e.Ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
@@ -109,7 +100,7 @@ func (n *Node) thawLoop(ctx context.Context) {
 	for {
 		n.mu.Lock()
 		k := min(len(n.thawing.q), thawBatch)
-		batch := append([]*entry(nil), n.thawing.q[:k]...)
+		batch := append([]*held.Entry(nil), n.thawing.q[:k]...)
 		clear(n.thawing.q[:k])
 		n.thawing.q = n.thawing.q[k:]
 		n.mu.Unlock()
@@ -140,7 +131,7 @@ func (n *Node) thawLoop(ctx context.Context) {
 // thaw reads the records of batch and reschedules each entry still cold;
 // an entry whose record is not at its revision has its identity read
 // again.
-func (n *Node) thaw(ctx context.Context, batch []*entry) error {
+func (n *Node) thaw(ctx context.Context, batch []*held.Entry) error {
 	ops := make([]clientv3.Op, len(batch))
 	for i, e := range batch {
 		ops[i] = clientv3.OpGet(n.keys.Task(e.Ident.Name, e.ID))
@@ -170,7 +161,7 @@ func (n *Node) thaw(ctx context.Context, batch []*entry) error {
 			stale = append(stale, e.Ident.Name)
 			continue
 		}
-		e.Raw = frozen(kvs[0].Value)
+		e.Raw = held.Frozen(kvs[0].Value)
 		n.reschedLocked(e)
 	}
 	n.mu.Unlock()

@@ -3,6 +3,7 @@ package taskservice
 import (
 	"time"
 
+	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
@@ -30,7 +31,7 @@ func (n *Node) timing(rec *storev1.TaskRecord, now time.Time) record.Timing {
 // before which e's fire times are caught up (takeover.go), the later of
 // e's take-over and, for a task created before it, this node's dispatch
 // start. n.mu held.
-func (n *Node) entryTimingLocked(e *entry, rec *storev1.TaskRecord, now time.Time) record.Timing {
+func (n *Node) entryTimingLocked(e *held.Entry, rec *storev1.TaskRecord, now time.Time) record.Timing {
 	tm := n.timingLocked(rec, now)
 	tm.TakenAt = e.Ex().TakenAt.Time()
 	if rec.GetCreatedAt().AsTime().Before(n.dispatchStart) {

@@ -1,12 +1,14 @@
 package taskservice
 
+import "github.com/taskd/taskd/internal/held"
+
 // This file connects the node to its status voter (contract §7): which entries
 // count as pending or running, where votes are written, and the unmapping
 // of an identity that stayed inactive with no tasks.
 
 // touchLocked recounts e for its identity's vote: a task counts while it
 // is queued for a run or running. Caller holds n.mu.
-func (n *Node) touchLocked(e *entry) {
+func (n *Node) touchLocked(e *held.Entry) {
 	_, parked := n.parked[e] // a paused task is still pending
 	want := !e.Gone && !e.Ident.Lost && !e.Purge && e.Ex().OverlapOf == nil && (e.Running || e.Idx >= 0 || parked || e.Thawing)
 	if want == e.Counted {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/admission"
+	"github.com/taskd/taskd/internal/held"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -48,31 +49,24 @@ import (
 const WaitingForWorker = "worker"
 
 // workerWait is the worker queues and the episodes of kinds nothing serves
-// (unserved.go); a workerHold is an entry's wait for a worker, or the
-// worker slot it holds until its start (out of line, in entryExtra).
-type (
-	workerWait = admission.Workers[*entry, Reservation]
-	workerHold = admission.WorkerHold[*entry, Reservation]
-)
+// (unserved.go); an entry's wait for a worker, or the worker slot it holds
+// until its start, is its held.WorkerHold (out of line, in held.Extra).
+// The slots are held.Slots: each is a Reservation of Config.Remote
+// (remoteSlots), which the run's call takes back as one (takeReservation).
+type workerWait = admission.Workers[*held.Entry, held.Slot]
 
-// Hold returns e's worker Hold for writing, allocating it.
-func (e *entry) Hold() *workerHold {
-	x := e.Extra()
-	if x.WW == nil {
-		x.WW = &workerHold{}
+// remoteSlots is Config.Remote as internal/admission asks for it.
+type remoteSlots struct{ r Remote }
+
+func (s remoteSlots) Reserve(kind string) (held.Slot, bool) {
+	res, ok := s.r.Reserve(kind)
+	if !ok {
+		return nil, false
 	}
-	return x.WW
+	return res, true
 }
 
-// dueKey is e's place in its kind's worker queue: the timer queue's order,
-// by when e fell due (readyAt), then priority, then task id.
-func dueKey(e *entry) admission.Due {
-	at := e.ReadyAt
-	if at == 0 {
-		at = e.Due
-	}
-	return admission.Due{At: int64(at), Prio: e.Prio, ID: e.ID}
-}
+func (s remoteSlots) Kinds() []string { return s.r.Kinds() }
 
 // workerKindLocked is the kind of due entry e if its run needs a remote
 // worker, or "": purges and overlap shadows (whose overlapping run is a
@@ -80,7 +74,7 @@ func dueKey(e *entry) admission.Due {
 // that carries a run marker: its start settles the marker (markers.go)
 // and calls no handler, and a marker left waiting for a worker would keep
 // the task RUNNING, for nothing, until one came. n.mu held.
-func (n *Node) workerKindLocked(e *entry) string {
+func (n *Node) workerKindLocked(e *held.Entry) string {
 	if n.cfg.Remote == nil || e.Purge || e.Ex().OverlapOf != nil {
 		return ""
 	}
@@ -100,7 +94,7 @@ func (n *Node) workerKindLocked(e *entry) string {
 // worker or holds a worker's slot, reserving one if it is free and no
 // earlier entry of its kind waits; otherwise e joins its kind's worker
 // queue and false is returned. n.mu held.
-func (n *Node) admitWorkerLocked(e *entry) bool {
+func (n *Node) admitWorkerLocked(e *held.Entry) bool {
 	if e.X != nil && e.X.WW.Reserved() {
 		return true
 	}
@@ -108,14 +102,14 @@ func (n *Node) admitWorkerLocked(e *entry) bool {
 	if kind == "" {
 		return true
 	}
-	return n.admit.workers.Admit(e.Hold(), e, kind, dueKey(e), n.log)
+	return n.admit.workers.Admit(e.Hold(), e, kind, held.DueKey(e), n.log)
 }
 
 // grantWorkersLocked hands the free worker slots to the waiting entries
 // (earliest first, across kinds): each goes to its identity's grant queue.
 // n.mu held.
 func (n *Node) grantWorkersLocked() {
-	n.admit.workers.Grant(n.log, func(e *entry) {
+	n.admit.workers.Grant(n.log, func(e *held.Entry) {
 		st := e.Ident
 		r := st.Activate()
 		r.GrantQ = append(r.GrantQ, e)
@@ -126,7 +120,7 @@ func (n *Node) grantWorkersLocked() {
 // dropWorkerWaitLocked takes e out of its worker queue, if it waits in
 // one, and gives back the kind's token it may hold (it waits for a worker
 // after it got its token): e is gone, or its identity left. n.mu held.
-func (n *Node) dropWorkerWaitLocked(e *entry) {
+func (n *Node) dropWorkerWaitLocked(e *held.Entry) {
 	if e.X != nil && n.admit.workers.Drop(e.X.WW, n.log) {
 		n.releaseEntryHoldsLocked(e)
 	}
@@ -139,7 +133,7 @@ func (n *Node) dropWorkerWaitLocked(e *entry) {
 // it is still due. Without this a waiting entry kept its old record until
 // a worker came, and a cancelled or paused task went on counting as
 // waiting. n.mu held.
-func (n *Node) unwaitLocked(e *entry) bool {
+func (n *Node) unwaitLocked(e *held.Entry) bool {
 	if e.X == nil || !e.X.WW.Waiting() {
 		return false
 	}
@@ -152,7 +146,7 @@ func (n *Node) unwaitLocked(e *entry) bool {
 // out of the worker queues: they are parked like any paused entry, and no
 // longer count as waiting for a worker. n.mu held.
 func (n *Node) parkPausedWaitsLocked() {
-	var paused []*entry
+	var paused []*held.Entry
 	for e := range n.admit.workers.All() {
 		if n.pausedByLocked(e.Record(), e.Ident.Name) != nil {
 			paused = append(paused, e)
@@ -167,7 +161,7 @@ func (n *Node) parkPausedWaitsLocked() {
 
 // releaseReservationLocked gives back the worker slot e holds, if any.
 // n.mu held.
-func (n *Node) releaseReservationLocked(e *entry) {
+func (n *Node) releaseReservationLocked(e *held.Entry) {
 	if e.X != nil {
 		e.X.WW.Release()
 	}
@@ -175,13 +169,13 @@ func (n *Node) releaseReservationLocked(e *entry) {
 
 // releaseFlightReservation gives back the worker slot of a run that was
 // not handed to it (its handler was not called, or it was vetoed).
-func (n *Node) releaseFlightReservation(f *flight) {
+func (n *Node) releaseFlightReservation(f *held.Flight) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.releaseFlightReservationLocked(f)
 }
 
-func (n *Node) releaseFlightReservationLocked(f *flight) {
+func (n *Node) releaseFlightReservationLocked(f *held.Flight) {
 	if f.Reserved != nil {
 		f.Reserved.Release()
 		f.Reserved = nil
@@ -190,17 +184,17 @@ func (n *Node) releaseFlightReservationLocked(f *flight) {
 
 // takeReservation hands the run's reserved worker slot to its call; nil if
 // it holds none.
-func (n *Node) takeReservation(f *flight) Reservation {
+func (n *Node) takeReservation(f *held.Flight) Reservation {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	res := f.Reserved
+	res, _ := f.Reserved.(Reservation) // every slot is one (remoteSlots)
 	f.Reserved = nil
 	return res
 }
 
 // forgetWorkerWaitsLocked takes a lost identity's entries out of the worker
 // queues. n.mu held.
-func (n *Node) forgetWorkerWaitsLocked(st *identState) {
+func (n *Node) forgetWorkerWaitsLocked(st *held.Ident) {
 	if !n.admit.workers.Any() {
 		return
 	}
@@ -219,7 +213,7 @@ func (n *Node) releaseQueuedReservations() {
 			if st.Active == nil {
 				continue
 			}
-			for _, q := range [][]*entry{st.Active.GrantQ, st.Active.StartQ} {
+			for _, q := range [][]*held.Entry{st.Active.GrantQ, st.Active.StartQ} {
 				for _, e := range q {
 					n.releaseReservationLocked(e)
 				}
@@ -253,7 +247,7 @@ func (n *Node) waitingForWorkerLocked() map[string]int {
 // a worker, and why (admission.Workers.Reason); ok is false if it does not (or
 // the node holds no such entry). n.mu held.
 func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
-	e := scopeOf(rec).impl().table(n)[rec.GetSpec().GetIdentity()].Task(rec.GetId())
+	e := scopeImpl(scopeOf(rec)).table(n)[rec.GetSpec().GetIdentity()].Task(rec.GetId())
 	if e == nil || e.X == nil || !e.X.WW.Waiting() {
 		return time.Time{}, "", false
 	}

@@ -1,4 +1,4 @@
-package taskservice
+package held
 
 import (
 	"fmt"
@@ -7,16 +7,16 @@ import (
 )
 
 // TestTaskSetAgreesWithAMap runs random puts, replacements and deletes on a
-// taskSet and a Go map side by side and compares them after every step.
+// TaskSet and a Go map side by side and compares them after every step.
 func TestTaskSetAgreesWithAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var s taskSet
-	want := map[string]*entry{}
+	var s TaskSet
+	want := map[string]*Entry{}
 	for step := range 20000 {
 		id := fmt.Sprintf("t%04d", rng.IntN(300))
 		switch rng.IntN(3) {
 		case 0, 1:
-			e := &entry{ID: id}
+			e := &Entry{ID: id}
 			s.Put(e)
 			want[id] = e
 		case 2:
@@ -58,10 +58,10 @@ func TestTaskSetAgreesWithAMap(t *testing.T) {
 func TestTaskSetRangeWhileChanging(t *testing.T) {
 	for _, grow := range []bool{false, true} {
 		t.Run(fmt.Sprintf("rehash=%v", grow), func(t *testing.T) {
-			var s taskSet
-			all := map[string]*entry{}
+			var s TaskSet
+			all := map[string]*Entry{}
 			for i := range 100 {
-				e := &entry{ID: fmt.Sprintf("t%03d", i)}
+				e := &Entry{ID: fmt.Sprintf("t%03d", i)}
 				s.Put(e)
 				all[e.ID] = e
 			}
@@ -86,7 +86,7 @@ func TestTaskSetRangeWhileChanging(t *testing.T) {
 				}
 				if grow && len(produced) == 10 {
 					for i := range 200 {
-						s.Put(&entry{ID: fmt.Sprintf("new%03d", i)})
+						s.Put(&Entry{ID: fmt.Sprintf("new%03d", i)})
 					}
 				}
 			}

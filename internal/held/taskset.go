@@ -1,11 +1,11 @@
-package taskservice
+package held
 
 import (
 	"hash/maphash"
 	"iter"
 )
 
-// taskSet holds an identity's entries by task id: an open-addressed hash
+// TaskSet holds an identity's entries by task id: an open-addressed hash
 // set of *entry keyed by the entry's own id, with linear probing.
 //
 // It exists for memory: a node holds every pending task of its identities,
@@ -19,22 +19,22 @@ import (
 // move while a caller ranges over all() and deletes (as a Go map allows);
 // an entry put while ranging may or may not be seen, also as a Go map.
 // Not safe for concurrent use: the node's mutex guards it.
-type taskSet struct {
-	slots []*entry // nil: never used; tombstone: deleted
+type TaskSet struct {
+	slots []*Entry // nil: never used; tombstone: deleted
 	n     int      // live entries
 	used  int      // live entries and tombstones
 }
 
 // tombstone marks a deleted slot: probes go on past it.
-var tombstone = &entry{}
+var tombstone = &Entry{}
 
-// taskSetSeed is the hash seed of every taskSet in the process.
+// taskSetSeed is the hash seed of every TaskSet in the process.
 var taskSetSeed = maphash.MakeSeed()
 
-func (s *taskSet) Len() int { return s.n }
+func (s *TaskSet) Len() int { return s.n }
 
 // Get returns the entry of task id, nil if there is none.
-func (s *taskSet) Get(id string) *entry {
+func (s *TaskSet) Get(id string) *Entry {
 	if s.n == 0 {
 		return nil
 	}
@@ -50,7 +50,7 @@ func (s *taskSet) Get(id string) *entry {
 }
 
 // Put sets e as the entry of task e.id, replacing the one there was.
-func (s *taskSet) Put(e *entry) {
+func (s *TaskSet) Put(e *Entry) {
 	if (s.used+1)*4 > len(s.slots)*3 {
 		s.rehash(s.n + 1)
 	}
@@ -78,7 +78,7 @@ func (s *taskSet) Put(e *entry) {
 }
 
 // Del removes the entry of task id, if there is one.
-func (s *taskSet) Del(id string) {
+func (s *TaskSet) Del(id string) {
 	if s.n == 0 {
 		return
 	}
@@ -101,13 +101,13 @@ func (s *taskSet) Del(id string) {
 
 // rehash moves the live entries to a table sized for want of them, with
 // no tombstones.
-func (s *taskSet) rehash(want int) {
+func (s *TaskSet) rehash(want int) {
 	size := 2                              // an identity of one task: its pointer and a free slot
 	for want*4 > size*3 || want*2 > size { // at most 1/2 full after a rehash
 		size *= 2
 	}
 	old := s.slots
-	s.slots, s.n, s.used = make([]*entry, size), 0, 0
+	s.slots, s.n, s.used = make([]*Entry, size), 0, 0
 	for _, e := range old {
 		if e != nil && e != tombstone {
 			s.Put(e)
@@ -118,8 +118,8 @@ func (s *taskSet) rehash(want int) {
 // All ranges over the entries in no particular order. The caller may
 // delete (del, or put replacing) while ranging; an entry deleted before
 // it is reached is not produced.
-func (s *taskSet) All() iter.Seq[*entry] {
-	return func(yield func(*entry) bool) {
+func (s *TaskSet) All() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
 		slots := s.slots
 		for i := 0; i < len(slots); i++ {
 			e := slots[i]

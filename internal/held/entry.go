@@ -120,7 +120,7 @@ func (e *Entry) Cold() bool { return e.Rec == nil && e.Raw == "" && e.Rev > 0 }
 // the queue, and not even that (cold) for one due more than coldAfter from
 // now. The engine lock held.
 func (e *Entry) Freeze(now time.Time, coldAfter time.Duration) {
-	if e.Rec == nil || !e.Ident.Scope.Owned() || e.Running {
+	if e.Rec == nil || !e.Ident.Scope.GoesCold() || e.Running {
 		return
 	}
 	if e.Coldable(now, coldAfter) {
@@ -169,7 +169,7 @@ func DueKey(e *Entry) admission.Due {
 // drop its record (coldAfter 0: none may). The engine lock held.
 func (e *Entry) Coldable(now time.Time, coldAfter time.Duration) bool {
 	st, rec := e.Ident, e.Rec
-	if coldAfter <= 0 || !st.Scope.Owned() || e.Purge || e.Ex().OverlapOf != nil || e.Ex().Shadow != nil || e.Rev <= 0 ||
+	if coldAfter <= 0 || !st.Scope.GoesCold() || e.Purge || e.Ex().OverlapOf != nil || e.Ex().Shadow != nil || e.Rev <= 0 ||
 		e.Ex().AwaitSince != 0 || e.Due.Time().Sub(now) <= coldAfter {
 		return false
 	}

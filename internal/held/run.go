@@ -21,10 +21,41 @@ const (
 	ScopeEvery
 )
 
+// scopeRules is what each scope's tasks do differently, in one place:
+// every branch on a task's scope outside the node's scope implementations
+// asks one of these, never which scope it is.
+var scopeRules = [...]struct {
+	owned, armsAhead, overlaps, goesCold, votes bool
+}{
+	ScopeOwned: {owned: true, armsAhead: true, overlaps: true, goesCold: true, votes: true},
+	// An EVERY_NODE task is stored once for all nodes, its progress by
+	// each node; a non-durable one is in this node's memory only. Neither
+	// is owned, armed, overlapped, dropped from memory or voted on.
+	ScopeLocal: {},
+	ScopeEvery: {},
+}
+
 // Owned reports whether the identity is owned here at an epoch
-// (IDENTITY): its epoch fences the starts, and the look-ahead, overlapping
-// runs and cold records apply.
-func (k Scope) Owned() bool { return k == ScopeOwned }
+// (IDENTITY): its epoch fences the starts and commits, its runs end when
+// the node cannot prove its lease, and a move away tells them so.
+func (k Scope) Owned() bool { return scopeRules[k].owned }
+
+// ArmsAhead reports whether a task's start may be written within the
+// look-ahead before its fire time: its record is the node's alone to
+// write, fenced on the epoch, and an armed start can be undone.
+func (k Scope) ArmsAhead() bool { return scopeRules[k].armsAhead }
+
+// Overlaps reports whether a task that allows overlap starts its next
+// fire time while its run is in flight (as a task of its own, stored).
+func (k Scope) Overlaps() bool { return scopeRules[k].overlaps }
+
+// GoesCold reports whether a task waiting far from its fire time keeps
+// its record encoded or not at all: it can be read back from etcd.
+func (k Scope) GoesCold() bool { return scopeRules[k].goesCold }
+
+// Votes reports whether a task counts in its identity's active-status
+// vote (an identity not owned here has no vote).
+func (k Scope) Votes() bool { return scopeRules[k].votes }
 
 // Ref names one task of the node.
 type Ref struct {

@@ -119,7 +119,7 @@ func (h *armedHeap) Pop() any {
 // to start either way. n.mu held.
 func (n *Node) armableLocked(e *held.Entry) bool {
 	st := e.Ident
-	if !st.Scope.Owned() || st.Lost || e.Purge || e.Ex().OverlapOf != nil || e.Gone {
+	if !st.Scope.ArmsAhead() || st.Lost || e.Purge || e.Ex().OverlapOf != nil || e.Gone {
 		return false
 	}
 	rec := e.Record()
@@ -220,7 +220,7 @@ func (n *Node) disarmLocked(a *held.Armed, why string) {
 // taskChangedLocked tells an armed run of e, if there is one, that e's
 // task changed: it is disarmed. n.mu held.
 func (n *Node) taskChangedLocked(e *held.Entry) {
-	if f := n.flights[e.Ref()]; f != nil && f.Armed != nil {
+	if f := n.flights.Of(e.Ref()); f != nil && f.Armed != nil {
 		f.Armed.Stale = true
 		n.disarmLocked(f.Armed, "the task changed")
 	}

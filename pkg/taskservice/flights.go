@@ -9,16 +9,10 @@ import (
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
-// This file is the node's registry of runs in flight.
-//
-// Guarantee: while a run of a task is in flight on this node (from its start
-// write until its result is settled: committed, forwarded to the identity's
-// new owner, or dropped), no second run of that task starts on this node, and
-// the node never takes its own live run marker for a stale one. The registry
-// does not depend on which identities the node owns at the moment: an
-// identity can leave and come back (a move and a move back, a lost lease and
-// a rejoin) while its run goes on, and the returning identity's task waits
-// for that run instead of starting again.
+// This file is the node's side of its registry of runs in flight
+// (held.Flights, which keeps the guarantee: one run of a task in flight on
+// the node, whichever identities it owns meanwhile), and the context
+// helpers a handler reads its run's state through.
 
 // errLeaseLost is the cause of a run's context when its node lost its lease:
 // the node can no longer commit the run, and a new owner may run it again.
@@ -92,30 +86,25 @@ func LeaseProven(ctx context.Context) bool {
 // beginFlightLocked registers a run of ref about to start; ok is false when
 // one is already in flight. Caller holds n.mu.
 func (n *Node) beginFlightLocked(ref held.Ref) (*held.Flight, bool) {
-	if _, busy := n.flights[ref]; busy {
-		return nil, false
-	}
-	f := &held.Flight{Ref: ref, Member: n.member, Left: make(chan struct{})}
-	f.Ctx, f.Cancel = context.WithCancelCause(context.WithValue(n.life.runCtx, flightKey{}, f))
-	n.flights[ref] = f
-	return f, true
+	return n.flights.Begin(ref, n.life.runCtx, n.member, withFlight)
+}
+
+// withFlight is ctx carrying run f, for IdentityLeft, LeaseDeadline and
+// LeaseProven.
+func withFlight(ctx context.Context, f *held.Flight) context.Context {
+	return context.WithValue(ctx, flightKey{}, f)
 }
 
 // inFlightLocked reports whether a run of ref is in flight here. Caller
 // holds n.mu.
-func (n *Node) inFlightLocked(ref held.Ref) bool {
-	_, ok := n.flights[ref]
-	return ok
-}
+func (n *Node) inFlightLocked(ref held.Ref) bool { return n.flights.Of(ref) != nil }
 
 // identityFlightsLocked counts the runs of identity id in flight. Caller
 // holds n.mu.
 func (n *Node) identityFlightsLocked(id string) int {
 	c := 0
-	for ref := range n.flights {
-		if ref.Owned() && ref.Identity == id {
-			c++
-		}
+	for range n.flights.Owned(id) {
+		c++
 	}
 	return c
 }
@@ -123,8 +112,8 @@ func (n *Node) identityFlightsLocked(id string) int {
 // identityLeftFlightsLocked tells the runs in flight of a durable identity
 // that it moved away. Caller holds n.mu.
 func (n *Node) identityLeftFlightsLocked(id string) {
-	for ref, f := range n.flights {
-		if ref.Owned() && ref.Identity == id && !f.LeftDone {
+	for f := range n.flights.Owned(id) {
+		if !f.LeftDone {
 			f.LeftDone = true
 			close(f.Left)
 			if f.Armed != nil {
@@ -137,12 +126,10 @@ func (n *Node) identityLeftFlightsLocked(id string) {
 // fenceFlightsLocked cancels the handlers of every durable run in flight:
 // the node can no longer prove it owns their identities. Caller holds n.mu.
 func (n *Node) fenceFlightsLocked(cause error) {
-	for ref, f := range n.flights {
-		if ref.Owned() {
-			f.Cancel(cause)
-			if f.Armed != nil {
-				n.fireLocked(f.Armed) // settles now, not called
-			}
+	for f := range n.flights.Owned("") {
+		f.Cancel(cause)
+		if f.Armed != nil {
+			n.fireLocked(f.Armed) // settles now, not called
 		}
 	}
 }
@@ -156,9 +143,7 @@ func (n *Node) endFlight(f *held.Flight, rec *storev1.TaskRecord, rev int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	f.Cancel(nil)
-	if n.flights[f.Ref] == f {
-		delete(n.flights, f.Ref)
-	}
+	n.flights.End(f)
 	e := n.entryLocked(f.Ref)
 	if e == nil {
 		return

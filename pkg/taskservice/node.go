@@ -49,10 +49,10 @@ type Node struct {
 	mu            sync.Mutex
 	state         taskdv1.NodeState
 	dispatchStart time.Time
-	idents        map[string]*held.Ident    // durable identities owned here
-	local         map[string]*held.Ident    // non-durable tasks, by identity
-	every         map[string]*held.Ident    // EVERY_NODE tasks, by identity
-	flights       map[held.Ref]*held.Flight // runs in flight (flights.go)
+	idents        map[string]*held.Ident // durable identities owned here
+	local         map[string]*held.Ident // non-durable tasks, by identity
+	every         map[string]*held.Ident // EVERY_NODE tasks, by identity
+	flights       held.Flights           // runs in flight (flights.go)
 	queue         held.Queue
 	arming        armState  // the look-ahead (arming.go)
 	thawing       thawState // cold tasks whose records are read again (thaw.go)
@@ -121,7 +121,7 @@ func New(cfg Config) (*Node, error) {
 		idents:      map[string]*held.Ident{},
 		local:       map[string]*held.Ident{},
 		every:       map[string]*held.Ident{},
-		flights:     map[held.Ref]*held.Flight{},
+		flights:     held.NewFlights(),
 		arming:      armState{runs: map[*held.Armed]struct{}{}},
 		wake:        make(chan struct{}, 1),
 		thawing:     thawState{wake: make(chan struct{}, 1)},

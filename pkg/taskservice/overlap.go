@@ -46,7 +46,7 @@ const overlapRecheck = 100 * time.Millisecond
 // armOverlapLocked queues e's shadow at the next fire time of rec, the
 // record of e's run in flight, if the task allows overlap. n.mu held.
 func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
-	if !rec.GetSpec().GetAllowOverlap() || !e.Ident.Scope.Owned() {
+	if !rec.GetSpec().GetAllowOverlap() || !e.Ident.Scope.Overlaps() {
 		return
 	}
 	if at.IsZero() {

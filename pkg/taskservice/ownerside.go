@@ -137,10 +137,8 @@ func (s *ownerSide) ChooseToMove(limit int, horizon time.Time, resting func(id s
 		return nil
 	}
 	busy := map[string]bool{}
-	for ref := range n.flights {
-		if ref.Owned() {
-			busy[ref.Identity] = true
-		}
+	for f := range n.flights.Owned("") {
+		busy[f.Ref.Identity] = true
 	}
 	var out []string
 	looked := 0

@@ -192,9 +192,7 @@ func (n *Node) abortFlight(f *held.Flight, e *held.Entry) {
 	f.Cancel(nil)
 	n.releaseTokenLocked(&f.Token)
 	n.releaseFlightReservationLocked(f)
-	if n.flights[f.Ref] == f {
-		delete(n.flights, f.Ref)
-	}
+	n.flights.End(f)
 	if cur := n.entryLocked(f.Ref); cur != nil && cur != e && cur.Running {
 		cur.Running = false
 		n.reschedLocked(cur)

@@ -68,7 +68,7 @@ func (n *Node) Stats() Stats {
 		LeaseRenewedAt: renewed,
 		Identities:     len(n.idents),
 		TimerQueue:     len(n.queue),
-		Running:        len(n.flights),
+		Running:        n.flights.Len(),
 	}
 	s.SelfFenced = n.state == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh
 	for _, e := range n.queue {

@@ -77,7 +77,7 @@ func (n *Node) thawLocked(e *held.Entry) {
 // is no longer far enough from its due time. n.mu held.
 func (n *Node) installColdLocked(e *held.Entry, s *pending.Stored) bool {
 	st, g := e.Ident, &s.Glance
-	if !st.Scope.Owned() || n.inFlightLocked(e.Ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
+	if !st.Scope.GoesCold() || n.inFlightLocked(e.Ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
 	}
 	if n.pauses.By(st.Name, string(g.Kind)) != nil {

@@ -15,7 +15,7 @@ func (n *Node) touchLocked(e *held.Entry) {
 		return
 	}
 	e.Counted = want
-	if e.Ident.Scope.Owned() {
+	if e.Ident.Scope.Votes() {
 		d := -1
 		if want {
 			d = 1

@@ -8,6 +8,9 @@
 // not (exit 1): the health check of a container image with no shell.
 //
 // Run `taskd --help` for the options (contract §9).
+//
+// Lock: the run log's counts (runLog.mu, a leaf) only; everything else is
+// the node's.
 package main
 
 import (

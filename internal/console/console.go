@@ -15,6 +15,10 @@
 //
 // Templates, the style sheet and the script are embedded in the binary: no
 // build step, no third-party assets.
+//
+// Lock: none over a request. The chart's counts (chart.mu) and the chart
+// feed's last error (Console.feedMu) each have a leaf lock that guards only
+// them.
 package console
 
 import (

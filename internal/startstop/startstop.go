@@ -9,6 +9,10 @@
 // logged before the panic goes on; while Stop waits longer than the group's
 // slow-stop bound, the names of the loops still running are logged (and
 // Stop goes on waiting).
+//
+// Lock: a Group's mutex guards which loops run (their names and count) and
+// whether the group was cancelled; Stop waits for the loops without holding
+// it.
 package startstop
 
 import (

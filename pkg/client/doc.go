@@ -37,4 +37,7 @@
 // TaskSpec, Trigger or Calendar to send may carry it instead of its
 // fields, and API returns the raw generated client. Watch opens one event
 // stream for a caller that handles a broken stream itself.
+//
+// Lock: a Client has none of its own (its connection is gRPC's). Worker.Run
+// guards its jobs in flight with a leaf lock of its own.
 package client

@@ -8,4 +8,7 @@
 //	<prefix>handoff/<node>/<identity>/<task-id or *>   -> storev1.HandoffEntry
 //
 // The keys are internal/keyspace's (Keys.Area, Keys.Entry).
+//
+// Lock: a Watcher's mutex guards its set of entries being delivered only (a
+// leaf: no handler is called while it is held).
 package handoff

@@ -12,4 +12,7 @@
 // writepath's TaskAt(identity, id, rev) in a Txn makes a commit fail if
 // anyone (a cancel, a RunTaskNow, another node) wrote the task since the
 // caller read it.
+//
+// Lock: an IDSource's mutex guards its last id only; a Store holds no
+// state.
 package pending

@@ -23,4 +23,9 @@
 // as the node applies a change after which its token no longer grants it
 // (revoked, removed from the file, secret, verbs or scopes changed): on
 // the revoking node, before RevokeToken returns.
+//
+// Lock: the Follower's mutex guards the tokens it knows and its change
+// signal, and is released before its hooks run (a hook looks tokens up);
+// the set of revoked tokens and the registry of open streams have leaf
+// locks of their own.
 package tokens

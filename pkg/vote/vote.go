@@ -11,6 +11,9 @@
 // Guarantee: for any sequence of count changes, at most one vote is sent
 // per Delay window and the last vote sent equals the status that held for
 // the whole Delay before it.
+//
+// Lock: a Voter's mutex guards its identities' states and the deadlines
+// queued; the vote and idle callbacks are called without it.
 package vote
 
 import (

@@ -37,4 +37,8 @@
 //     attempt: its start is written only once a worker's slot is reserved
 //     for it; the waiting runs of a kind are handed the freed slots in the
 //     order they fell due.
+//
+// Lock: the Pool's mutex guards its sessions, the kinds they serve and the
+// outcomes awaited; each session's sender and stream end have leaf locks of
+// their own.
 package workers

@@ -14,7 +14,7 @@
 // run admitted costs no allocation of its own.
 //
 // Lock: none of its own. Every type here is guarded by the caller's
-// engine lock (the node's n.mu), held across every call. Under it, this
+// engine lock (internal/dispatch's), held across every call. Under it, this
 // package calls only the Remote's Reserve and Kinds and a reservation's
 // Release, which take the Remote's own lock under the engine lock (as the
 // node always has), the callbacks the caller passes in, and the logger.

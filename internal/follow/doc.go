@@ -39,10 +39,10 @@
 // (and the revision it last listed at), nothing else; Calendars has a
 // second one, taken before it, that orders the changes of its copy. They
 // are leaves: the node may call a follower's queries while holding its own
-// lock (n.mu), and a follower never calls the node while holding either.
+// lock (the engine lock, internal/dispatch), and a follower never calls the node while holding either.
 // EveryNode keeps only the revision of its last list (atomic), Control
 // nothing: they have no lock. The node is called back (OnPause,
 // OnEveryNode, OnControl) with no follower's lock held, from the goroutine
 // that learned the change (Run's, or the caller of Load, Reload, Learn or
-// LearnRefusal), so those are never called with n.mu held.
+// LearnRefusal), so those are never called with the engine lock held.
 package follow

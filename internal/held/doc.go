@@ -4,7 +4,7 @@
 // (Flight, keyed by Ref; Armed while a run waits for its fire time). It is
 // data and the few rules that read only it (when an entry may go cold,
 // when an identity is quiet); what the node does with it is
-// pkg/taskservice's.
+// internal/dispatch's and pkg/taskservice's.
 //
 // The model is sized for memory: a node holds an Entry per pending task of
 // its identities, so a waiting entry keeps its record encoded (Freeze) or
@@ -13,5 +13,5 @@
 // TaskSet instead of a map (docs/performance.md, "Heap per pending task").
 //
 // Lock: none of its own. Every value here is guarded by the node's engine
-// lock (pkg/taskservice's n.mu), which the caller holds.
+// lock (internal/dispatch's Dispatcher.mu), which the caller holds.
 package held

@@ -28,19 +28,27 @@ type Flights struct {
 func NewFlights() Flights { return Flights{m: map[Ref]*Flight{}} }
 
 // Begin registers a run of ref and returns it, or false if a run of ref is
-// in flight already. The run's context is derived from parent by withKey
-// (which lets a handler find its run from its context), cancellable with a
-// cause; member is the node's membership, which the handler's lease checks
-// read.
-func (r *Flights) Begin(ref Ref, parent context.Context, member *membership.Member,
-	withKey func(context.Context, *Flight) context.Context) (*Flight, bool) {
+// in flight already. The run's context is derived from parent, carries the
+// run (FlightOf finds it: a handler reads its run's state through it) and
+// is cancellable with a cause; member is the node's membership, which the
+// handler's lease checks read.
+func (r *Flights) Begin(ref Ref, parent context.Context, member *membership.Member) (*Flight, bool) {
 	if _, busy := r.m[ref]; busy {
 		return nil, false
 	}
 	f := &Flight{Ref: ref, Member: member, Left: make(chan struct{})}
-	f.Ctx, f.Cancel = context.WithCancelCause(withKey(parent, f))
+	f.Ctx, f.Cancel = context.WithCancelCause(context.WithValue(parent, flightKey{}, f))
 	r.m[ref] = f
 	return f, true
+}
+
+type flightKey struct{}
+
+// FlightOf is the run whose context is ctx, or nil for a context that is
+// not a run's.
+func FlightOf(ctx context.Context) *Flight {
+	f, _ := ctx.Value(flightKey{}).(*Flight)
+	return f
 }
 
 // Of is the run of ref in flight, or nil.

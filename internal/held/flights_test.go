@@ -6,12 +6,6 @@ import (
 	"testing"
 )
 
-type testKey struct{}
-
-func withTestKey(ctx context.Context, f *Flight) context.Context {
-	return context.WithValue(ctx, testKey{}, f)
-}
-
 // TestFlightsOneRunPerTask: a second run of a task in flight is refused,
 // whoever asks; a run that ended no longer blocks it; ending a run that
 // is no longer the registered one (a late settle) leaves the registered
@@ -19,24 +13,24 @@ func withTestKey(ctx context.Context, f *Flight) context.Context {
 func TestFlightsOneRunPerTask(t *testing.T) {
 	r := NewFlights()
 	ref := Ref{Scope: ScopeOwned, Identity: "a", Task: "t1"}
-	first, ok := r.Begin(ref, context.Background(), nil, withTestKey)
+	first, ok := r.Begin(ref, context.Background(), nil)
 	if !ok || first == nil {
 		t.Fatal("the first run of t1 was refused")
 	}
-	if got, _ := first.Ctx.Value(testKey{}).(*Flight); got != first {
+	if FlightOf(first.Ctx) != first {
 		t.Error("the run's context does not carry the run")
 	}
-	if _, ok := r.Begin(ref, context.Background(), nil, withTestKey); ok {
+	if _, ok := r.Begin(ref, context.Background(), nil); ok {
 		t.Fatal("a second run of t1 began while the first is in flight")
 	}
 	other := Ref{Scope: ScopeOwned, Identity: "a", Task: "t2"}
-	if _, ok := r.Begin(other, context.Background(), nil, withTestKey); !ok {
+	if _, ok := r.Begin(other, context.Background(), nil); !ok {
 		t.Fatal("a run of another task of the identity was refused")
 	}
 	if !r.End(first) {
 		t.Fatal("End of the registered run reported it was not registered")
 	}
-	second, ok := r.Begin(ref, context.Background(), nil, withTestKey)
+	second, ok := r.Begin(ref, context.Background(), nil)
 	if !ok {
 		t.Fatal("a run of t1 was refused after the first ended")
 	}
@@ -54,7 +48,7 @@ func TestFlightsOneRunPerTask(t *testing.T) {
 func TestFlightsOwnedRangesOnlyOwnedRuns(t *testing.T) {
 	r := NewFlights()
 	begin := func(s Scope, id, task string) {
-		if _, ok := r.Begin(Ref{Scope: s, Identity: id, Task: task}, context.Background(), nil, withTestKey); !ok {
+		if _, ok := r.Begin(Ref{Scope: s, Identity: id, Task: task}, context.Background(), nil); !ok {
 			t.Fatalf("begin %s/%s", id, task)
 		}
 	}

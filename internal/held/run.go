@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskd/taskd/internal/membership"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
+	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // Scope names a scope: what an Ident and a Ref carry (one
@@ -21,18 +22,35 @@ const (
 	ScopeEvery
 )
 
+// Scopes are the three kinds, for what goes over every scope's table.
+var Scopes = [...]Scope{ScopeOwned, ScopeLocal, ScopeEvery}
+
 // scopeRules is what each scope's tasks do differently, in one place:
 // every branch on a task's scope outside the node's scope implementations
 // asks one of these, never which scope it is.
 var scopeRules = [...]struct {
-	owned, armsAhead, overlaps, goesCold, votes bool
+	owned, armsAhead, overlaps, goesCold, votes, purgesFinished bool
 }{
-	ScopeOwned: {owned: true, armsAhead: true, overlaps: true, goesCold: true, votes: true},
+	ScopeOwned: {owned: true, armsAhead: true, overlaps: true, goesCold: true, votes: true, purgesFinished: true},
 	// An EVERY_NODE task is stored once for all nodes, its progress by
 	// each node; a non-durable one is in this node's memory only. Neither
 	// is owned, armed, overlapped, dropped from memory or voted on.
-	ScopeLocal: {},
+	// An EVERY_NODE task is purged by its canceller, not by a node that
+	// runs it.
+	ScopeLocal: {purgesFinished: true},
 	ScopeEvery: {},
+}
+
+// ScopeOf is the scope rec's spec asks for: the one place a spec's
+// fields pick a scope.
+func ScopeOf(rec *storev1.TaskRecord) Scope {
+	switch {
+	case rec.GetSpec().GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE:
+		return ScopeEvery
+	case rec.GetSpec().GetNonDurable():
+		return ScopeLocal
+	}
+	return ScopeOwned
 }
 
 // Owned reports whether the identity is owned here at an epoch
@@ -56,6 +74,10 @@ func (k Scope) GoesCold() bool { return scopeRules[k].goesCold }
 // Votes reports whether a task counts in its identity's active-status
 // vote (an identity not owned here has no vote).
 func (k Scope) Votes() bool { return scopeRules[k].votes }
+
+// PurgesFinished reports whether the node that runs a finished task
+// purges it at the end of its retention.
+func (k Scope) PurgesFinished() bool { return scopeRules[k].purgesFinished }
 
 // Ref names one task of the node.
 type Ref struct {

@@ -23,8 +23,8 @@
 // Lock: a Member's mutex guards the lease, the registration's revision and
 // the time the last acknowledged renewal was sent, nothing else. It is a
 // leaf: the node may call the Member's methods while holding its own lock
-// (n.mu), and the Member never calls the node (Node, its callbacks) while
-// holding its mutex, so never takes n.mu under it. Publish holds a second
+// (the engine lock, internal/dispatch), and the Member never calls the node (Node, its callbacks) while
+// holding its mutex, so never takes the engine lock under it. Publish holds a second
 // mutex (one rewrite of the record at a time) while it asks the node for
-// its record: Publish is never called with n.mu held.
+// its record: Publish is never called with the engine lock held.
 package membership

@@ -20,15 +20,15 @@ import (
 // Stop waits for them, renewing the lease meanwhile. ctx bounds the whole
 // drain.
 func (n *Node) Drain(ctx context.Context) error {
-	n.mu.Lock()
-	if !n.life.live() || n.draining {
-		n.mu.Unlock()
+	n.d.Lock()
+	if !n.life.live() || n.d.Phase.Draining {
+		n.d.Unlock()
 		return nil
 	}
-	n.draining = true
-	n.state = taskdv1.NodeState_NODE_STATE_DRAINING
-	n.mu.Unlock()
-	n.kick()
+	n.d.Phase.Draining = true
+	n.d.Phase.State = taskdv1.NodeState_NODE_STATE_DRAINING
+	n.d.Unlock()
+	n.d.Kick()
 	if err := n.member.Publish(ctx); err != nil {
 		n.log.Warn("publish DRAINING", "error", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/taskd/taskd/internal/dispatch"
 	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/placement"
 	"github.com/taskd/taskd/internal/record"
@@ -24,9 +25,9 @@ func (s *engineSide) node() *Node { return (*Node)(s) }
 // OwnedEpoch is the epoch under which this node holds id.
 func (s *engineSide) OwnedEpoch(id string) (int64, bool) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.idents[id]; st != nil && !st.Lost && st.Epoch > 0 {
+	n.d.Lock()
+	defer n.d.Unlock()
+	if st := n.d.Idents[id]; st != nil && !st.Lost && st.Epoch > 0 {
 		return st.Epoch, true
 	}
 	return 0, false
@@ -40,17 +41,17 @@ func (s *engineSide) AddOwned(id string, epoch int64, recs []*storev1.TaskRecord
 // AddLocal queues a non-durable task.
 func (s *engineSide) AddLocal(r *storev1.TaskRecord) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	id := r.Spec.Identity
-	st := n.local[id]
+	st := n.d.Local[id]
 	if st == nil {
 		st = &held.Ident{Name: id, Scope: held.ScopeLocal}
-		n.local[id] = st
+		n.d.Local[id] = st
 	}
 	e := &held.Entry{Ident: st, ID: r.Id, Rec: r, Idx: -1}
 	st.Tasks.Put(e)
-	n.reschedLocked(e)
+	n.d.ReschedLocked(e)
 }
 
 // Repair reads identity id again after a while (0: at once).
@@ -59,28 +60,28 @@ func (s *engineSide) Repair(id string, after time.Duration) { s.node().own.Repai
 // Knows says whether identity id is in the node's table.
 func (s *engineSide) Knows(id string) bool {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.idents[id] != nil
+	n.d.Lock()
+	defer n.d.Unlock()
+	return n.d.Idents[id] != nil
 }
 
 // IdentityMoved reacts to a failed fence of a request's write.
 func (s *engineSide) IdentityMoved(id string, cur identity.Owner) {
 	n := s.node()
-	n.mu.Lock()
-	st := n.idents[id]
-	n.mu.Unlock()
+	n.d.Lock()
+	st := n.d.Idents[id]
+	n.d.Unlock()
 	if st != nil {
-		n.identityMoved(st, cur)
+		n.d.IdentityMoved(st, cur)
 	}
 }
 
 // LocalTask returns a copy of a non-durable task held by this node.
 func (s *engineSide) LocalTask(id, taskID string) (*storev1.TaskRecord, bool) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if e := n.local[id].Task(taskID); e != nil {
+	n.d.Lock()
+	defer n.d.Unlock()
+	if e := n.d.Local[id].Task(taskID); e != nil {
 		return record.Clone(e.Rec), true
 	}
 	return nil, false
@@ -90,14 +91,14 @@ func (s *engineSide) LocalTask(id, taskID string) (*storev1.TaskRecord, bool) {
 // takes only its state and run-now request (its commit settles the rest).
 func (s *engineSide) LocalChanged(id, taskID string, rec *storev1.TaskRecord) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	// (The identity may have left since LocalTask: task is nil-safe.)
-	switch e := n.local[id].Task(taskID); {
+	switch e := n.d.Local[id].Task(taskID); {
 	case e == nil:
 	case !e.Running:
 		e.Rec = rec
-		n.reschedLocked(e)
+		n.d.ReschedLocked(e)
 	default:
 		e.Rec.State, e.Rec.ManualRequested = rec.State, rec.ManualRequested
 	}
@@ -107,9 +108,9 @@ func (s *engineSide) LocalChanged(id, taskID string, rec *storev1.TaskRecord) {
 // at the revision the change was made over.
 func (s *engineSide) StoredChanged(id, taskID string, readRev int64, rec *storev1.TaskRecord, rev int64) bool {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st := n.idents[id]
+	n.d.Lock()
+	defer n.d.Unlock()
+	st := n.d.Idents[id]
 	if st == nil || st.Lost {
 		return false
 	}
@@ -117,17 +118,17 @@ func (s *engineSide) StoredChanged(id, taskID string, readRev int64, rec *storev
 	if e == nil {
 		return false
 	}
-	waited := n.unwaitLocked(e) // a run waiting for a worker takes the change now
+	waited := n.d.UnwaitLocked(e) // a run waiting for a worker takes the change now
 	switch {
 	case e.Running:
-		n.taskChangedLocked(e) // an armed run is not called
-		return true            // the run's commit folds the change in
+		n.d.TaskChangedLocked(e) // an armed run is not called
+		return true              // the run's commit folds the change in
 	case e.Rev == readRev:
 		e.Rec, e.Raw, e.Rev = rec, "", rev
-		n.reschedLocked(e)
+		n.d.ReschedLocked(e)
 		return true
 	case waited:
-		n.reschedLocked(e) // queued again; the caller's repair reads it anew
+		n.d.ReschedLocked(e) // queued again; the caller's repair reads it anew
 	}
 	return false
 }
@@ -135,10 +136,10 @@ func (s *engineSide) StoredChanged(id, taskID string, readRev int64, rec *storev
 // LocalDeleted drops a deleted non-durable task.
 func (s *engineSide) LocalDeleted(id, taskID string) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if e := n.local[id].Task(taskID); e != nil {
-		n.removeEntryLocked(e)
+	n.d.Lock()
+	defer n.d.Unlock()
+	if e := n.d.Local[id].Task(taskID); e != nil {
+		n.d.RemoveEntryLocked(e)
 	}
 }
 
@@ -146,10 +147,10 @@ func (s *engineSide) LocalDeleted(id, taskID string) {
 // finds it gone when it commits).
 func (s *engineSide) StoredDeleted(id, taskID string) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if e := n.idents[id].Task(taskID); e != nil && !e.Running {
-		n.removeEntryLocked(e)
+	n.d.Lock()
+	defer n.d.Unlock()
+	if e := n.d.Idents[id].Task(taskID); e != nil && !e.Running {
+		n.d.RemoveEntryLocked(e)
 	}
 }
 
@@ -161,11 +162,11 @@ func (s *engineSide) EveryDeleted(id, taskID string) { s.node().removeEvery(id, 
 // if this node holds its entry, a wait for a worker.
 func (s *engineSide) Holds(rec *storev1.TaskRecord) taskapi.Holds {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	h := taskapi.Holds{PausedBy: n.pausedByLocked(rec, rec.GetSpec().GetIdentity())}
-	if since, reason, ok := n.workerWaitOfLocked(rec); ok {
-		h.Waiting, h.WaitingSince, h.WaitingReason = WaitingForWorker, since, reason
+	n.d.Lock()
+	defer n.d.Unlock()
+	h := taskapi.Holds{PausedBy: n.d.PausedByLocked(rec, rec.GetSpec().GetIdentity())}
+	if since, reason, ok := n.d.WorkerWaitOfLocked(rec); ok {
+		h.Waiting, h.WaitingSince, h.WaitingReason = dispatch.WaitingForWorker, since, reason
 	}
 	return h
 }
@@ -173,9 +174,9 @@ func (s *engineSide) Holds(rec *storev1.TaskRecord) taskapi.Holds {
 // Self is this node as a placement target.
 func (s *engineSide) Self() *placement.Candidate {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return &placement.Candidate{Name: n.cfg.Name, Inc: n.incarnation, Lease: int64(n.member.Lease()), State: n.state}
+	n.d.Lock()
+	defer n.d.Unlock()
+	return &placement.Candidate{Name: n.cfg.Name, Inc: n.incarnation, Lease: int64(n.member.Lease()), State: n.d.Phase.State}
 }
 
 // Kinds are the kinds this node handles.
@@ -187,7 +188,7 @@ func (s *engineSide) Kinds() []string { return s.node().Kinds() }
 // than a worker that just connected.
 func (s *engineSide) ServesKind(kind string) bool {
 	n := s.node()
-	return n.cfg.Handlers[kind] != nil || n.admit.declared[kind] ||
+	return n.cfg.Handlers[kind] != nil || n.d.Declared(kind) ||
 		n.cfg.Remote != nil && slices.Contains(n.cfg.Remote.Kinds(), kind)
 }
 
@@ -215,13 +216,13 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 		n.own.Repair(id)
 		return
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st := n.idents[id]
+	n.d.Lock()
+	defer n.d.Unlock()
+	st := n.d.Idents[id]
 	if st == nil || st.Lost || st.Epoch < epoch {
 		if st == nil || st.Lost {
 			st = &held.Ident{Name: id, Scope: held.ScopeOwned}
-			n.idents[id] = st
+			n.d.Idents[id] = st
 		}
 		st.Epoch = epoch
 	}
@@ -237,6 +238,6 @@ func (n *Node) addOwned(id string, epoch int64, recs []*storev1.TaskRecord, rev 
 		}
 		e := &held.Entry{Ident: st, ID: r.Id, Rec: r, Rev: rev, Idx: -1}
 		st.Tasks.Put(e)
-		n.reschedLocked(e)
+		n.d.ReschedLocked(e)
 	}
 }

@@ -2,6 +2,7 @@ package taskservice
 
 import (
 	"errors"
+	"math/rand/v2"
 
 	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/outcome"
@@ -54,3 +55,13 @@ var ErrTooManyStreams = eventhub.ErrTooManyStreams
 // or etcd refused it: nothing was written, and sending it again cannot
 // succeed (INVALID_ARGUMENT). The message says what was too large.
 var ErrTooLarge = writepath.ErrTooLarge
+
+// errLeaseLost is the cause of a run's context when its node lost its lease:
+// the node can no longer commit the run, and a new owner may run it again.
+var errLeaseLost = errors.New("the node lost its lease: it can no longer prove that it owns the identity")
+
+// errNodeStopping is the cause of a run's context when its node stops.
+var errNodeStopping = errors.New("the node is stopping")
+
+// jitter is the random source of retry backoff.
+func jitter() float64 { return rand.Float64() }

@@ -34,16 +34,16 @@ func (n *Node) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.Eve
 // everyListed drops the EVERY_NODE tasks this node knows that a list of
 // them (follow.EveryNode's) did not find stored.
 func (n *Node) everyListed(stored map[string]bool) {
-	n.mu.Lock()
+	n.d.Lock()
 	var gone []*held.Entry
-	for _, st := range n.every {
+	for _, st := range n.d.Every {
 		for e := range st.Tasks.All() {
 			if !stored[e.ID] {
 				gone = append(gone, e)
 			}
 		}
 	}
-	n.mu.Unlock()
+	n.d.Unlock()
 	for _, e := range gone {
 		n.removeEvery(e.Ident.Name, e.ID)
 	}
@@ -54,18 +54,18 @@ func (n *Node) everyListed(stored map[string]bool) {
 // without: the entry keeps the progress it has).
 func (n *Node) installEvery(t follow.EveryTask) {
 	shared, sharedRev := t.Shared, t.Rev
-	n.mu.Lock()
-	st := n.every[t.Identity]
+	n.d.Lock()
+	st := n.d.Every[t.Identity]
 	if st == nil {
 		st = &held.Ident{Name: t.Identity, Scope: held.ScopeEvery}
-		n.every[t.Identity] = st
+		n.d.Every[t.Identity] = st
 	}
 	e := st.Tasks.Get(shared.Id)
 	if e == nil {
 		e = &held.Entry{Ident: st, ID: shared.Id, Idx: -1}
 		st.Tasks.Put(e)
 	} else if e.Running || (!t.WithProgress && e.Rev >= sharedRev) {
-		n.mu.Unlock()
+		n.d.Unlock()
 		return // a run in flight folds the change in at its commit
 	}
 	if t.WithProgress {
@@ -74,27 +74,27 @@ func (n *Node) installEvery(t follow.EveryTask) {
 	e.Rev = sharedRev
 	e.Extra().Shared = shared
 	e.Rec = record.MergeEvery(shared, sharedRev, e.X.Prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
-	if n.inFlightLocked(e.Ref()) {
+	if n.d.InFlightLocked(e.Ref()) {
 		// This node's run is in flight: its commit settles the marker.
 		e.Running = true
-		n.queue.Remove(e)
+		n.d.Queue.Remove(e)
 	} else {
-		n.reschedLocked(e) // a marker is resolved by the entry's next start
+		n.d.ReschedLocked(e) // a marker is resolved by the entry's next start
 	}
-	n.mu.Unlock()
+	n.d.Unlock()
 }
 
 // removeEvery drops an EVERY_NODE task that was deleted, with this node's
 // progress on it.
 func (n *Node) removeEvery(id, taskID string) {
-	n.mu.Lock()
-	if st := n.every[id]; st != nil {
+	n.d.Lock()
+	if st := n.d.Every[id]; st != nil {
 		if e := st.Tasks.Get(taskID); e != nil {
-			n.removeEntryLocked(e)
+			n.d.RemoveEntryLocked(e)
 		}
 	}
-	n.mu.Unlock()
-	ctx, cancel := n.etcdCtx(n.life.ctx)
+	n.d.Unlock()
+	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
 	defer cancel()
 	if _, err := n.cli.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.ctx.Err() == nil {
 		n.log.Warn("delete EVERY_NODE progress", "task", taskID, "error", err)

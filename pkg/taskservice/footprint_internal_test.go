@@ -55,9 +55,9 @@ func TestStartUpGlancesAtFarOffTasks(t *testing.T) {
 
 	n2 := start()
 	defer func() { _ = n2.Stop(ctx) }()
-	n2.mu.Lock()
-	glanced := n2.thawing.glanced
-	n2.mu.Unlock()
+	n2.d.Lock()
+	glanced := n2.d.GlancedLocked()
+	n2.d.Unlock()
 	if glanced != 1 {
 		t.Fatalf("%d tasks loaded from a glance, want 1 (the plainly waiting one due beyond ColdAfter)", glanced)
 	}
@@ -120,16 +120,16 @@ func TestIdleIdentityHoldsNoStartQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	owned := func() (bool, bool) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		st := n.idents["a"]
+		n.d.Lock()
+		defer n.d.Unlock()
+		st := n.d.Idents["a"]
 		return st != nil, st != nil && st.Active != nil
 	}
 	waitFor(t, func() bool { return ran.Load() == 50 }, "the 50 runs to be in their handlers")
 	waitFor(t, func() bool {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		r := n.idents["a"].Active
+		n.d.Lock()
+		defer n.d.Unlock()
+		r := n.d.Idents["a"].Active
 		return r != nil && !r.Starting && r.Held == 50
 	}, "the starter to be gone with the 50 runs holding their slots")
 	close(release)

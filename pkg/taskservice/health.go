@@ -14,10 +14,10 @@ import (
 // reason says why (the state, or when the last renewal was acknowledged);
 // while it serves, reason is "RUNNING".
 func (n *Node) Health() (serving bool, reason string) {
-	n.mu.Lock()
-	state := n.state
+	n.d.Lock()
+	state := n.d.Phase.State
 	renewed, fresh := n.member.Renewal()
-	n.mu.Unlock()
+	n.d.Unlock()
 	name := strings.TrimPrefix(state.String(), "NODE_STATE_")
 	if state != taskdv1.NodeState_NODE_STATE_RUNNING {
 		return false, name

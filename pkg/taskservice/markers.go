@@ -43,16 +43,16 @@ import (
 // waited for, and a marker of no run in flight here is resolved at once.
 func (n *Node) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap) {
 	m := rec.Running
-	n.mu.Lock()
-	if m.Incarnation == n.incarnation && n.inFlightLocked(e.Ref()) {
-		// This node's own run: it settles its marker itself, and endFlight
+	n.d.Lock()
+	if m.Incarnation == n.incarnation && n.d.InFlightLocked(e.Ref()) {
+		// This node's own run: it settles its marker itself, and EndFlight
 		// puts the entry back.
-		n.queue.Remove(e)
-		n.mu.Unlock()
+		n.d.Queue.Remove(e)
+		n.d.Unlock()
 		return
 	}
 	waitingSince := e.Ex().AwaitSince.Time()
-	n.mu.Unlock()
+	n.d.Unlock()
 
 	fr, alive, err := scopeImpl(e.Ident.Scope).forwardedResult(n, e, m)
 	if err != nil {
@@ -72,7 +72,7 @@ func (n *Node) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startS
 		(waitingSince.IsZero() || now.Sub(waitingSince) < n.cfg.DrainTimeout):
 		// The run may still be going on its node, which is alive (a planned
 		// move): wait for the result it forwards, up to DrainTimeout.
-		n.mu.Lock()
+		n.d.Lock()
 		if e.Ex().AwaitSince == 0 {
 			e.Extra().AwaitSince = held.InstantOf(now)
 			n.log.Info("waiting for the result of a run still in flight on the identity's previous owner",
@@ -80,8 +80,8 @@ func (n *Node) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startS
 		}
 		e.Extra().RecheckAt = held.InstantOf(now.Add(n.cfg.HandoffPeriod))
 		e.Running = false
-		n.reschedLocked(e)
-		n.mu.Unlock()
+		n.d.ReschedLocked(e)
+		n.d.Unlock()
 		return
 	default:
 		res = staleResult(m, n.incarnation, alive, n.cfg.DrainTimeout, now)
@@ -157,9 +157,9 @@ func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSn
 	} else {
 		hist, next = applyResult(out, m, res, by, jitter())
 	}
-	n.mu.Lock()
+	n.d.Lock()
 	c := &commitState{epoch: snap.epoch, rev: snap.rev, progRev: snap.progRev, served: snap.served, shared: e.Ex().Shared}
-	n.mu.Unlock()
+	n.d.Unlock()
 	w, err := n.resultWrite(e, c, out, hist)
 	if err != nil {
 		n.log.Error("settle a run marker: encode", "task", e.ID, "error", err)
@@ -167,7 +167,7 @@ func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSn
 		return
 	}
 	txn := scopeImpl(st.Scope).settling(n, e, w.txn)
-	ctx, cancel := n.etcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil || !resp.Succeeded {
@@ -190,13 +190,13 @@ func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSn
 	}
 	rev := resp.Header.Revision
 	committed := w.committed(rev)
-	n.mu.Lock()
+	n.d.Lock()
 	if committed != nil {
 		e.Rec, e.Raw, e.Rev = committed, "", rev
 	}
 	e.Running = false
-	n.reschedLocked(e)
-	n.mu.Unlock()
+	n.d.ReschedLocked(e)
+	n.d.Unlock()
 }
 
 // forwardResult stores the result of this node's run of a task whose
@@ -218,7 +218,7 @@ func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64,
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life.ctx))
+	ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.ctx))
 	defer cancel()
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	if err != nil {

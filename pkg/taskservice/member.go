@@ -50,19 +50,19 @@ type memberSide Node
 // Record encodes the node's registration.
 func (s *memberSide) Record() ([]byte, error) {
 	n := (*Node)(s)
-	n.mu.Lock()
+	n.d.Lock()
 	rec := &storev1.NodeRecord{
 		Name:        n.cfg.Name,
 		Incarnation: n.incarnation,
 		Address:     n.cfg.Address,
-		State:       n.state,
+		State:       n.d.Phase.State,
 		StartedAt:   timestamppb.New(n.life.since()),
 		Kinds:       n.Kinds(),
 	}
-	if !n.dispatchStart.IsZero() {
-		rec.DispatchStart = timestamppb.New(n.dispatchStart)
+	if !n.d.Phase.DispatchStart.IsZero() {
+		rec.DispatchStart = timestamppb.New(n.d.Phase.DispatchStart)
 	}
-	n.mu.Unlock()
+	n.d.Unlock()
 	b, err := proto.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode node record: %w", err)
@@ -76,10 +76,10 @@ func (s *memberSide) Record() ([]byte, error) {
 func (s *memberSide) Registered(ctx context.Context) error {
 	n := (*Node)(s)
 	return n.refs.Restore(ctx, func() []*storev1.TaskRecord {
-		n.mu.Lock()
-		defer n.mu.Unlock()
+		n.d.Lock()
+		defer n.d.Unlock()
 		var held []*storev1.TaskRecord
-		for _, st := range n.local {
+		for _, st := range n.d.Local {
 			for e := range st.Tasks.All() {
 				if rec := e.Record(); rec != nil {
 					held = append(held, rec)
@@ -96,12 +96,12 @@ func (s *memberSide) Registered(ctx context.Context) error {
 // adopted again.
 func (s *memberSide) Fence() {
 	n := (*Node)(s)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, st := range n.idents {
-		n.dropIdentityLocked(st)
+	n.d.Lock()
+	defer n.d.Unlock()
+	for _, st := range n.d.Idents {
+		n.d.DropIdentityLocked(st)
 	}
-	n.fenceFlightsLocked(errLeaseLost)
+	n.d.FenceFlightsLocked(errLeaseLost)
 }
 
 // Rejoined re-adopts the identities still mapped to this name, once the
@@ -112,13 +112,13 @@ func (s *memberSide) Rejoined(ctx context.Context) error {
 		return err
 	}
 	n.log.Info("rejoined after losing the lease", "identities", n.ownedCount())
-	n.kick()
+	n.d.Kick()
 	return nil
 }
 
 // Renewed wakes the dispatcher: runs held back while the lease was not
 // proven may start.
-func (s *memberSide) Renewed() { (*Node)(s).kick() }
+func (s *memberSide) Renewed() { (*Node)(s).d.Kick() }
 
 // Stopping reports whether Stop has begun. The lease keeper runs until Stop
 // has seen the last run's outcome committed (Node.keeper); a lease lost

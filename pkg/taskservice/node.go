@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -15,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/dispatch"
 	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/held"
@@ -43,20 +43,10 @@ type Node struct {
 	incarnation string
 	// life is the node's start/stop shape: the contexts its work runs
 	// under and the groups Stop ends (lifecycle.go).
-	life  *lifecycle
-	slots chan struct{} // one per concurrent run
-
-	mu            sync.Mutex
-	state         taskdv1.NodeState
-	dispatchStart time.Time
-	idents        map[string]*held.Ident // durable identities owned here
-	local         map[string]*held.Ident // non-durable tasks, by identity
-	every         map[string]*held.Ident // EVERY_NODE tasks, by identity
-	flights       held.Flights           // runs in flight (flights.go)
-	queue         held.Queue
-	arming        armState  // the look-ahead (arming.go)
-	thawing       thawState // cold tasks whose records are read again (thaw.go)
-	wake          chan struct{}
+	life *lifecycle
+	// dispatcher is the state the node's lock guards: what it holds, its
+	// timer queue, the runs in flight, the look-ahead (dispatcher.go).
+	d *dispatch.Dispatcher
 
 	// member is the node's registration under its lease, the renewals and
 	// self-fencing (internal/membership). Its lock is taken under n.mu,
@@ -68,8 +58,7 @@ type Node struct {
 	// writes is the write path (internal/writepath): the Txn shapes, the
 	// Writer of lone Txns, and the batchers of the fenced writes and of
 	// the armed runs' checks.
-	writes   writepath.Path
-	draining bool // no run starts; identities are being handed away
+	writes writepath.Path
 	// cluster reads the nodes as placement candidates and moves identities
 	// (internal/placement); leader is the placement leader this node
 	// campaigns as (its loop, "placement").
@@ -84,16 +73,11 @@ type Node struct {
 	pauses    *follow.Pauses
 	cals      *follow.Calendars
 	everyNode *follow.EveryNode
-	parked    map[*held.Entry]struct{} // due entries a pause holds back (pauses.go)
 	// own is the ownership of the node's identities as seen from etcd:
 	// adoption, handoff pick-up, the ownership index, repairs, the votes'
 	// writes, the moves of a drain or a rebalancing request
 	// (internal/ownership; ownerside.go is what it calls here).
 	own *ownership.Holder
-	// admit is what a due run waits for before it starts, besides a slot:
-	// its kind's limit, a remote worker, a kind nothing serves
-	// (internal/admission; the glue in limits.go, workerwait.go, unserved.go).
-	admit admitState
 
 	// api answers the requests (internal/taskapi, requests.go); refs
 	// keeps the calendar references of the non-durable tasks
@@ -117,22 +101,12 @@ func New(cfg Config) (*Node, error) {
 		idmap:       identity.NewMap(cfg.Client, keyspace.New(cfg.Prefix)),
 		ids:         pending.NewIDSource(),
 		incarnation: hex.EncodeToString(inc[:]),
-		state:       taskdv1.NodeState_NODE_STATE_STARTING,
-		idents:      map[string]*held.Ident{},
-		local:       map[string]*held.Ident{},
-		every:       map[string]*held.Ident{},
-		flights:     held.NewFlights(),
-		arming:      armState{runs: map[*held.Armed]struct{}{}},
-		wake:        make(chan struct{}, 1),
-		thawing:     thawState{wake: make(chan struct{}, 1)},
-		slots:       make(chan struct{}, cfg.Workers),
-		parked:      map[*held.Entry]struct{}{},
-		admit:       newAdmission(cfg),
+		d:           dispatch.New(dispatchConfigOf(cfg)),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
 	n.watch = follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
-	n.pauses = follow.NewPauses(n.watch, follow.OnPause{Began: n.pauseBegan, Lifted: n.pauseLifted})
+	n.pauses = follow.NewPauses(n.watch, follow.OnPause{Began: n.d.PauseBegan, Lifted: n.d.PauseLifted})
 	n.cals = follow.NewCalendars(n.watch)
 	n.everyNode = follow.NewEveryNode(n.watch, cfg.Name,
 		follow.OnEveryNode{Put: n.installEvery, Deleted: n.removeEvery, Listed: n.everyListed})
@@ -156,6 +130,10 @@ func New(cfg Config) (*Node, error) {
 		Calendars: n.cals, Pauses: n.pauses, EveryNode: n.everyNode, LocalRefs: n.refs,
 		TraceParent: TraceParent, Engine: (*engineSide)(n), Logger: n.log,
 	})
+	n.d.Deps = dispatch.Deps{Log: n.log, Incarnation: n.incarnation,
+		Life:   dispatch.Life{Ctx: n.life.ctx, RunCtx: n.life.runCtx, Starters: &n.life.starters, Runs: &n.life.runs},
+		Member: n.member, Keys: n.keys, IDMap: n.idmap, Writes: n.writes, Pauses: n.pauses, Cals: n.cals,
+		Own: n.own, Voter: n.voter, Runs: (*nodeRuns)(n)}
 	return n, nil
 }
 
@@ -167,16 +145,16 @@ func (n *Node) Incarnation() string { return n.incarnation }
 
 // State is the node's life-cycle state.
 func (n *Node) State() taskdv1.NodeState {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.state
+	n.d.Lock()
+	defer n.d.Unlock()
+	return n.d.Phase.State
 }
 
 // DispatchStart is when the node began dispatching (zero before RUNNING).
 func (n *Node) DispatchStart() time.Time {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.dispatchStart
+	n.d.Lock()
+	defer n.d.Unlock()
+	return n.d.Phase.DispatchStart
 }
 
 // Kinds lists the kinds this node handles, sorted: its handlers', its
@@ -191,7 +169,7 @@ func (n *Node) Kinds() []string {
 	if n.cfg.Remote != nil {
 		remote := 0
 		for _, k := range n.cfg.Remote.Kinds() {
-			if n.cfg.Handlers[k] == nil && !n.admit.declared[k] && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
+			if n.cfg.Handlers[k] == nil && !n.d.Declared(k) && remote < MaxRemoteKinds && len(k) <= MaxKindLen {
 				kinds = append(kinds, k)
 				remote++
 			}
@@ -199,10 +177,6 @@ func (n *Node) Kinds() []string {
 	}
 	sort.Strings(kinds)
 	return kinds
-}
-
-func (n *Node) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, n.cfg.EtcdTimeout)
 }
 
 // Start registers the node, resolves what its previous incarnation held
@@ -239,21 +213,21 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() error { return n.everyNode.Load(ctx) }); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.state = taskdv1.NodeState_NODE_STATE_RUNNING
-	n.dispatchStart = time.Now()
+	n.d.Lock()
+	n.d.Phase.State = taskdv1.NodeState_NODE_STATE_RUNNING
+	n.d.Phase.DispatchStart = time.Now()
 	// On-start-up triggers come due with the dispatch start: the tasks
 	// loaded before it that wait for nothing else are looked at again.
-	for _, idents := range []map[string]*held.Ident{n.idents, n.every} {
+	for _, idents := range []map[string]*held.Ident{n.d.Idents, n.d.Every} {
 		for _, st := range idents {
 			for e := range st.Tasks.All() {
 				if e.Idx < 0 && !e.Running {
-					n.reschedLocked(e)
+					n.d.ReschedLocked(e)
 				}
 			}
 		}
 	}
-	n.mu.Unlock()
+	n.d.Unlock()
 	if err := n.startStep(ctx, "publish RUNNING", func() error { return n.member.Publish(ctx) }); err != nil {
 		return err
 	}
@@ -264,13 +238,13 @@ func (n *Node) Start(ctx context.Context) error {
 	n.life.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
 		follow.OnControl{Drain: n.drainRequested, Rebalance: n.own.RebalanceRequested}).Run)
 	n.life.loops.Go("voter", n.voter.Run)
-	n.life.loops.Go("dispatch", func(context.Context) { n.dispatchLoop() })
-	n.life.loops.Go("thaw", n.thawLoop)
+	n.life.loops.Go("dispatch", func(context.Context) { n.d.DispatchLoop() })
+	n.life.loops.Go("thaw", n.d.ThawLoop)
 	n.life.loops.Go("handoff", n.own.RunHandoff)
 	n.life.loops.Go("ownership", n.own.RunIndex)
 	if n.cfg.Remote != nil {
 		n.life.loops.Go("remote kinds", n.remoteKindsLoop)
-		n.life.loops.Go("worker waits", n.workerWaitLoop)
+		n.life.loops.Go("worker waits", n.d.WorkerWaitLoop)
 	}
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
@@ -295,9 +269,9 @@ func (n *Node) startStep(ctx context.Context, what string, step func() error) er
 }
 
 func (n *Node) ownedCount() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.idents)
+	n.d.Lock()
+	defer n.d.Unlock()
+	return len(n.d.Idents)
 }
 
 // Stop stops dispatching, waits for runs in flight until ctx is done, then
@@ -316,12 +290,12 @@ func (n *Node) Stop(ctx context.Context) error {
 	// Last: the stop is over, and Done closes once the detached goroutines
 	// (possibly the caller) return.
 	defer n.life.detached.Cancel()
-	n.kick()
+	n.d.Kick()
 	n.life.loops.Stop()
 	// The dispatcher has returned, so no starter starts any more.
 	n.life.starters.Wait()
-	n.releaseQueuedReservations()
-	n.disarmAll(errNodeStopping)
+	n.d.ReleaseQueuedReservations()
+	n.d.DisarmAll(errNodeStopping)
 
 	n.log.Debug("stopping: waiting for the runs in flight")
 	n.life.waitRuns(ctx, errNodeStopping, func() { n.log.Warn("stop: cancelling runs still in flight") })
@@ -331,9 +305,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	if !wasStarted {
 		return nil
 	}
-	n.mu.Lock()
-	n.state = taskdv1.NodeState_NODE_STATE_STOPPED
-	n.mu.Unlock()
+	n.d.Lock()
+	n.d.Phase.State = taskdv1.NodeState_NODE_STATE_STOPPED
+	n.d.Unlock()
 	var errs []error
 	// The final writes are made even if ctx (the wait for runs) is over,
 	// each bounded by EtcdTimeout.
@@ -370,14 +344,6 @@ func (n *Node) stopAsync() {
 		defer cancel()
 		_ = n.Stop(sctx)
 	})
-}
-
-// kick wakes the dispatcher.
-func (n *Node) kick() {
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
 }
 
 func (n *Node) emit(ev Event) {

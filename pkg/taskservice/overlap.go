@@ -51,7 +51,7 @@ func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int6
 	}
 	if at.IsZero() {
 		var ok bool
-		if _, at, ok = record.NextTrigger(rec, n.dispatchStart); !ok {
+		if _, at, ok = record.NextTrigger(rec, n.d.Phase.DispatchStart); !ok {
 			return
 		}
 	}
@@ -61,8 +61,8 @@ func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int6
 		e.Extra().Shadow = s
 	}
 	s.Rec, s.Rev = rec, rev
-	n.queue.Set(s, at)
-	n.kick()
+	n.d.Queue.Set(s, at)
+	n.d.Kick()
 }
 
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
@@ -70,7 +70,7 @@ func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int6
 func (n *Node) dropShadowLocked(e *held.Entry) {
 	if s := e.Ex().Shadow; s != nil {
 		s.Gone = true
-		n.queue.Remove(s)
+		n.d.Queue.Remove(s)
 		e.X.Shadow = nil
 	}
 }
@@ -78,7 +78,7 @@ func (n *Node) dropShadowLocked(e *held.Entry) {
 // startOverlap starts the overlapping run of a due shadow, if its task's
 // run is still in flight.
 func (n *Node) startOverlap(s *held.Entry) {
-	n.mu.Lock()
+	n.d.Lock()
 	s.Running = false
 	parent := s.Ex().OverlapOf
 	st := parent.Ident
@@ -88,24 +88,24 @@ func (n *Node) startOverlap(s *held.Entry) {
 	}
 	if s.Gone || parent.Gone || st.Lost || !parent.Running || cur == nil || cur.Running == nil ||
 		!cur.Spec.GetAllowOverlap() || record.IsFinal(cur.State) {
-		n.mu.Unlock()
+		n.d.Unlock()
 		return
 	}
 	now := time.Now()
-	if n.draining || !n.member.Fresh() || n.pausedByLocked(cur, st.Name) != nil {
+	if n.d.Phase.Draining || !n.member.Fresh() || n.d.PausedByLocked(cur, st.Name) != nil {
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
-		n.mu.Unlock()
+		n.d.Unlock()
 		return
 	}
-	tm := n.timingLocked(cur, now)
+	tm := n.d.TimingLocked(cur, now)
 	i, due, ok := record.NextTrigger(cur, tm.DispatchStart)
 	if !ok {
-		n.mu.Unlock()
+		n.d.Unlock()
 		return
 	}
 	if due.After(now) {
 		n.armOverlapLocked(parent, cur, rev, due)
-		n.mu.Unlock()
+		n.d.Unlock()
 		return
 	}
 	var live []string // overlapping runs not finished
@@ -119,12 +119,12 @@ func (n *Node) startOverlap(s *held.Entry) {
 	}
 	if len(live) >= n.cfg.MaxOverlap {
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
-		n.mu.Unlock()
+		n.d.Unlock()
 		return
 	}
 	snap := n.snapLocked(parent)
 	snap.rev = rev
-	n.mu.Unlock()
+	n.d.Unlock()
 
 	rec := record.Clone(cur)
 	plan := schedule.Due(rec.Spec.Triggers[i], due, now, tm.Threshold, rec.Spec.Misfire, tm.MaxCatchUp, tm.Calendars)
@@ -144,8 +144,8 @@ func (n *Node) startOverlap(s *held.Entry) {
 	ctx, cancel := n.startCtx()
 	out := n.writes.Batch.Do(ctx, txn)
 	cancel()
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	switch {
 	case out.Err != nil:
 		// Maybe applied: the next look finds the task changed, and the
@@ -154,10 +154,10 @@ func (n *Node) startOverlap(s *held.Entry) {
 		n.log.Warn("start an overlapping run: etcd write failed; will look again", "task", parent.ID, "error", out.Err)
 		n.armOverlapLocked(parent, cur, rev, now.Add(overlapRecheck))
 		if !out.NotSent {
-			n.mu.Unlock()
+			n.d.Unlock()
 			n.own.Repair(st.Name)
 			n.own.RepairAfter(st.Name, n.cfg.EtcdTimeout)
-			n.mu.Lock()
+			n.d.Lock()
 		}
 	case !out.OK:
 		// The task changed (a run-now, a pause, its run's commit) or the
@@ -170,9 +170,9 @@ func (n *Node) startOverlap(s *held.Entry) {
 	default:
 		n.armOverlapLocked(parent, rec, out.Rev, time.Time{})
 		if child != nil {
-			n.mu.Unlock()
+			n.d.Unlock()
 			n.addOwned(st.Name, snap.epoch, []*storev1.TaskRecord{child}, out.Rev)
-			n.mu.Lock()
+			n.d.Lock()
 		}
 	}
 }

@@ -56,7 +56,7 @@ func (o *oversize) shrink(n *Node, e *held.Entry, f *held.Flight, res *runResult
 		return true
 	}
 	n.log.Error("run result cannot be stored even at its smallest; the marker stays", "identity", st.Name, "task", e.ID, "error", err)
-	n.endFlight(f, nil, 0)
+	n.d.EndFlight(f, nil, 0)
 	return false
 }
 

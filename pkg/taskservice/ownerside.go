@@ -30,17 +30,17 @@ func (n *Node) newOwnership() *ownership.Holder {
 func (s *ownerSide) node() *Node { return (*Node)(s) }
 
 // Install puts stored tasks of id, owned under epoch, into the queue
-// (installTasks).
+// (InstallTasks).
 func (s *ownerSide) Install(id string, epoch int64, stored []pending.Stored, loadRev int64) {
-	s.node().installTasks(id, epoch, stored, loadRev)
+	s.node().d.InstallTasks(id, epoch, stored, loadRev)
 }
 
 // Held returns the epoch the node holds id under.
 func (s *ownerSide) Held(id string) (int64, bool) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.idents[id]; st != nil && !st.Lost {
+	n.d.Lock()
+	defer n.d.Unlock()
+	if st := n.d.Idents[id]; st != nil && !st.Lost {
 		return st.Epoch, true
 	}
 	return 0, false
@@ -49,10 +49,10 @@ func (s *ownerSide) Held(id string) (int64, bool) {
 // Identities lists the identities the node holds.
 func (s *ownerSide) Identities() []string {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	ids := make([]string, 0, len(n.idents))
-	for id, st := range n.idents {
+	n.d.Lock()
+	defer n.d.Unlock()
+	ids := make([]string, 0, len(n.d.Idents))
+	for id, st := range n.d.Idents {
 		if !st.Lost {
 			ids = append(ids, id)
 		}
@@ -64,14 +64,14 @@ func (s *ownerSide) Identities() []string {
 // adopted again at a later revision than rev.
 func (s *ownerSide) Left(id string, rev int64) {
 	n := s.node()
-	n.mu.Lock()
-	st := n.idents[id]
+	n.d.Lock()
+	st := n.d.Idents[id]
 	if st == nil || st.Lost || st.Epoch > rev {
-		n.mu.Unlock()
+		n.d.Unlock()
 		return
 	}
-	n.dropIdentityLocked(st)
-	n.mu.Unlock()
+	n.d.DropIdentityLocked(st)
+	n.d.Unlock()
 	n.log.Debug("identity moved away", "identity", id)
 	n.emit(Event{Type: EventMoved, Identity: id})
 }
@@ -79,10 +79,10 @@ func (s *ownerSide) Left(id string, rev int64) {
 // Forget drops id, whatever its epoch.
 func (s *ownerSide) Forget(id string) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if st := n.idents[id]; st != nil && !st.Lost {
-		n.dropIdentityLocked(st)
+	n.d.Lock()
+	defer n.d.Unlock()
+	if st := n.d.Idents[id]; st != nil && !st.Lost {
+		n.d.DropIdentityLocked(st)
 	}
 }
 
@@ -90,14 +90,14 @@ func (s *ownerSide) Forget(id string) {
 // it is in flight (a waiting run is let go).
 func (s *ownerSide) TaskGone(id, taskID string) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st := n.idents[id]
+	n.d.Lock()
+	defer n.d.Unlock()
+	st := n.d.Idents[id]
 	if st == nil {
 		return
 	}
-	if x := st.Tasks.Get(taskID); x != nil && (!x.Running || n.unwaitLocked(x)) {
-		n.removeEntryLocked(x)
+	if x := st.Tasks.Get(taskID); x != nil && (!x.Running || n.d.UnwaitLocked(x)) {
+		n.d.RemoveEntryLocked(x)
 	}
 }
 
@@ -110,16 +110,16 @@ func (s *ownerSide) HandedOff(id, taskID, kind, from string) {
 // or all of them once late) and how many are left in all.
 func (s *ownerSide) Movable(late bool) ([]identity.Owner, int) {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	var ready []identity.Owner
-	for id, st := range n.idents {
-		if late || n.identityFlightsLocked(id) == 0 {
+	for id, st := range n.d.Idents {
+		if late || n.d.IdentityFlightsLocked(id) == 0 {
 			ready = append(ready, identity.Owner{Identity: id, Mapped: true, Node: n.cfg.Name,
 				Incarnation: n.incarnation, Epoch: st.Epoch})
 		}
 	}
-	return ready, len(n.idents)
+	return ready, len(n.d.Idents)
 }
 
 // ChooseToMove marks leaving and returns up to limit of this node's
@@ -131,18 +131,18 @@ func (s *ownerSide) Movable(late bool) ([]identity.Owner, int) {
 // round. No run of a leaving identity starts (start.go).
 func (s *ownerSide) ChooseToMove(limit int, horizon time.Time, resting func(id string) bool) []string {
 	n := s.node()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.draining || n.state != taskdv1.NodeState_NODE_STATE_RUNNING {
+	n.d.Lock()
+	defer n.d.Unlock()
+	if n.d.Phase.Draining || n.d.Phase.State != taskdv1.NodeState_NODE_STATE_RUNNING {
 		return nil
 	}
 	busy := map[string]bool{}
-	for f := range n.flights.Owned("") {
+	for f := range n.d.Flights.Owned("") {
 		busy[f.Ref.Identity] = true
 	}
 	var out []string
 	looked := 0
-	for id, st := range n.idents {
+	for id, st := range n.d.Idents {
 		if len(out) == limit || looked == max(1024, 8*limit) {
 			break
 		}
@@ -162,14 +162,14 @@ func (s *ownerSide) StopLeaving(ids []string) {
 		return
 	}
 	n := s.node()
-	n.mu.Lock()
+	n.d.Lock()
 	for _, id := range ids {
-		if st := n.idents[id]; st != nil {
+		if st := n.d.Idents[id]; st != nil {
 			st.Leaving = false
 		}
 	}
-	n.mu.Unlock()
-	n.kick()
+	n.d.Unlock()
+	n.d.Kick()
 }
 
 // Running reports whether the node is RUNNING.

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/dispatch"
+	"github.com/taskd/taskd/internal/held"
 )
 
 // Remote runs the kinds served by processes outside the node: remote
@@ -59,6 +61,36 @@ type Reservation interface {
 	Release()
 }
 
+// remoteSlots is Config.Remote as the dispatcher asks for it
+// (dispatch.Remote): its Reservations are the held.Slots of the runs that
+// wait for a worker, which the run's call takes back as one
+// (TakeReservation).
+type remoteSlots struct{ r Remote }
+
+func (s remoteSlots) Reserve(kind string) (held.Slot, bool) {
+	res, ok := s.r.Reserve(kind)
+	if !ok {
+		return nil, false
+	}
+	return res, true
+}
+
+func (s remoteSlots) Kinds() []string        { return s.r.Kinds() }
+func (s remoteSlots) Freed() <-chan struct{} { return s.r.Freed() }
+
+// dispatchConfigOf is what the dispatcher reads of cfg.
+func dispatchConfigOf(cfg Config) dispatch.Config {
+	d := dispatch.Config{Name: cfg.Name, Workers: cfg.Workers, MaxCatchUp: cfg.MaxCatchUp,
+		LeaseTTL: cfg.LeaseTTL, EtcdTimeout: cfg.EtcdTimeout, LookAhead: cfg.LookAhead, ColdAfter: cfg.ColdAfter,
+		MisfireThreshold: cfg.MisfireThreshold, Retention: cfg.Retention,
+		KindLimits: cfg.KindLimits, DeclaredKinds: cfg.DeclaredKinds,
+		HasHandler: func(kind string) bool { return cfg.Handlers[kind] != nil }}
+	if cfg.Remote != nil {
+		d.Remote = remoteSlots{cfg.Remote}
+	}
+	return d
+}
+
 // remoteKindsLoop republishes the node's registration whenever the remote
 // workers' kinds change, so that scheduling anywhere in the cluster knows
 // them (and refuses a kind that nothing serves).
@@ -71,9 +103,9 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 		}
 		// A worker that came or went may begin or end an episode of a
 		// kind nothing serves here (unserved.go).
-		n.mu.Lock()
-		n.checkUnservedLocked()
-		n.mu.Unlock()
+		n.d.Lock()
+		n.d.CheckUnservedLocked()
+		n.d.Unlock()
 		b := backoff.New(50*time.Millisecond, n.cfg.LeaseTTL/4)
 		for attempt := 1; ; attempt++ {
 			err := n.member.Publish(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskd/taskd/internal/backoff"
+	"github.com/taskd/taskd/internal/dispatch"
 	"github.com/taskd/taskd/internal/held"
 	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/taskspec"
@@ -28,16 +29,16 @@ func (n *Node) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 	// holds goes back too if the run was not handed to the worker.
 	var freed bool
 	free := func() {
-		n.releaseFlightReservation(f)
+		n.d.ReleaseFlightReservation(f)
 		if !freed && !f.Slotless {
-			n.release()
-			n.mu.Lock()
-			n.releaseShareLocked(e.Ident, 1)
-			n.mu.Unlock()
+			n.d.Release()
+			n.d.Lock()
+			n.d.ReleaseShareLocked(e.Ident, 1)
+			n.d.Unlock()
 		}
 		freed = true
 	}
-	defer n.runEnded(f)
+	defer n.d.RunEnded(f)
 	defer free()
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.Rec.Spec
@@ -114,7 +115,7 @@ var errNotCalled = errors.New("handler not called: the node could not prove that
 // notCalledErr is why the run of flight context ctx is not called: an
 // armed run's disarming, or else errNotCalled.
 func notCalledErr(ctx context.Context) error {
-	if c := context.Cause(ctx); errors.Is(c, errDisarmed) {
+	if c := context.Cause(ctx); errors.Is(c, dispatch.ErrDisarmed) {
 		return c
 	}
 	return errNotCalled
@@ -148,7 +149,7 @@ func (n *Node) callHandler(runCtx context.Context, f *held.Flight, run *Run, tim
 	close(entered)
 	if remote {
 		// The worker's slot was reserved before the start (workerwait.go).
-		res := n.takeReservation(f)
+		res, _ := n.d.TakeReservation(f).(Reservation) // every slot is one (remoteSlots)
 		if res == nil {
 			return Retry(fmt.Errorf("node %s: no worker of kind %q was reserved for the run", n.cfg.Name, run.Kind))
 		}
@@ -181,7 +182,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 			res.message = s
 		}
 	}
-	if errors.Is(err, errNotCalled) || errors.Is(err, ErrLeaseNotProven) || errors.Is(err, errDisarmed) {
+	if errors.Is(err, errNotCalled) || errors.Is(err, ErrLeaseNotProven) || errors.Is(err, dispatch.ErrDisarmed) {
 		res.outcome, res.notCalled, res.data, res.dataSet = taskdv1.Outcome_OUTCOME_INTERRUPTED, true, nil, false
 		res.message = err.Error()
 		return
@@ -266,7 +267,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 		if err != nil {
 			if res.encodeFailed {
 				n.log.Error("run result cannot be stored; the marker stays for resolution", "task", e.ID, "error", err)
-				n.endFlight(f, nil, 0)
+				n.d.EndFlight(f, nil, 0)
 				return
 			}
 			// Settle the run as an ERROR rather than leave the task RUNNING.
@@ -279,7 +280,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 		}
 		// A commit outlives Stop's cancel: a run that ends while the node
 		// stops is still recorded (bounded by EtcdTimeout).
-		ctx, cancel := n.etcdCtx(context.WithoutCancel(n.life.ctx))
+		ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.ctx))
 		out := n.writes.Batch.Do(ctx, w.txn)
 		cancel()
 		if errors.Is(out.Err, ErrTooLarge) {
@@ -295,7 +296,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 				// task next resolves the run as INTERRUPTED.
 				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
 					"identity", st.Name, "task", e.ID, "run", p.RunNumber, "error", out.Err)
-				n.endFlight(f, nil, 0)
+				n.d.EndFlight(f, nil, 0)
 				return
 			}
 			n.log.Warn("commit failed; retrying", "identity", st.Name, "task", e.ID, "error", out.Err)
@@ -303,7 +304,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 			continue
 		}
 		if out.OK {
-			n.endFlight(f, w.committed(out.Rev), out.Rev)
+			n.d.EndFlight(f, w.committed(out.Rev), out.Rev)
 			if !undo {
 				n.emitResult(ev, outcomeEvent, next, rec)
 			}
@@ -380,7 +381,7 @@ func (n *Node) commitConflict(e *held.Entry, f *held.Flight, c *commitState, p s
 func (n *Node) droppedRun(f *held.Flight, ev Event, base *storev1.TaskRecord, rev int64) {
 	ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
 	n.emit(ev)
-	n.endFlight(f, base, rev)
+	n.d.EndFlight(f, base, rev)
 }
 
 // outcomeEventOf is the event that reports an outcome.
@@ -425,7 +426,7 @@ func (n *Node) emitNext(ev Event, rec *storev1.TaskRecord) {
 	case EventRetryScheduled:
 		ev.Next = rec.GetRetryAt().AsTime()
 	case EventNextScheduled:
-		if at, _, ok := record.Due(rec, 0, n.timing(rec, time.Now())); ok {
+		if at, _, ok := record.Due(rec, 0, n.d.Timing(rec, time.Now())); ok {
 			ev.Next = at
 		}
 	}

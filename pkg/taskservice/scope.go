@@ -1,6 +1,9 @@
 package taskservice
 
 import (
+	"context"
+	"time"
+
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/held"
@@ -27,8 +30,6 @@ type scope interface {
 	// ownsRecord reports whether the task's record is this node's to
 	// rewrite (an EVERY_NODE task's shared record is not).
 	ownsRecord() bool
-	// table is the node's table of the scope's identities (n.mu held).
-	table(n *Node) map[string]*held.Ident
 	// snapLocked adds to s what a start of e carries under this scope.
 	snapLocked(e *held.Entry, s *startSnap)
 	// writeStart writes the run marker of plan p for e (see
@@ -52,9 +53,6 @@ type scope interface {
 	settling(n *Node, e *held.Entry, commit writepath.Txn) writepath.Txn
 	// settleFailed handles a settling Txn that failed or was refused.
 	settleFailed(n *Node, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error)
-	// purgesFinished reports whether this node purges the scope's
-	// finished tasks at the end of their retention.
-	purgesFinished() bool
 	// purge deletes a finished task at the end of its retention.
 	purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64)
 }
@@ -63,18 +61,23 @@ type scope interface {
 // goes over every table.
 var scopes = [...]scope{held.ScopeOwned: ownedScope{}, held.ScopeLocal: localScope{}, held.ScopeEvery: everyScope{}}
 
-// impl is k's behaviour.
 // scopeImpl is the behaviour of the scope of kind k.
 func scopeImpl(k held.Scope) scope { return scopes[k] }
 
-// scopeOf is the scope rec's spec asks for: the one place a spec's
-// fields pick a scope.
-func scopeOf(rec *storev1.TaskRecord) held.Scope {
-	switch {
-	case rec.GetSpec().GetScope() == taskdv1.Scope_SCOPE_EVERY_NODE:
-		return held.ScopeEvery
-	case rec.GetSpec().GetNonDurable():
-		return held.ScopeLocal
-	}
-	return held.ScopeOwned
+// nodeRuns is the node's run path as the dispatcher calls it
+// (dispatch.Runner): the start of a due entry (start.go), the run of an
+// overlap shadow (overlap.go) and the purge of a finished task, as its
+// scope does it.
+type nodeRuns Node
+
+func (r *nodeRuns) Start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
+	return (*Node)(r).start(e, ahead)
+}
+func (r *nodeRuns) StartOverlap(s *held.Entry)     { (*Node)(r).startOverlap(s) }
+func (r *nodeRuns) DropShadowLocked(e *held.Entry) { (*Node)(r).dropShadowLocked(e) }
+func (r *nodeRuns) StartCtx() (context.Context, context.CancelFunc) {
+	return (*Node)(r).startCtx()
+}
+func (r *nodeRuns) PurgeRecord(k held.Scope, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64) {
+	scopeImpl(k).purge((*Node)(r), e, rec, rev, epoch)
 }

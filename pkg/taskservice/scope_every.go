@@ -20,9 +20,6 @@ type everyScope struct{}
 
 func (everyScope) ownsRecord() bool { return false }
 
-// purgesFinished is false: an EVERY_NODE task is purged by its canceller.
-func (everyScope) purgesFinished() bool { return false }
-
 func (everyScope) snapLocked(e *held.Entry, s *startSnap) {
 	s.progRev, s.served = e.Ex().ProgRev, e.Ex().Prog.GetManualServedRev()
 	s.manualIn = e.Rec != nil && e.Rec.ManualRequested
@@ -61,7 +58,7 @@ func (everyScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 		// again, or the write's outcome is unknown: read the progress
 		// again, so that a marker written after all is resolved.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
+		n.d.Spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 		return 0, nil, false
 	}
 	rev := resp.Header.Revision
@@ -70,9 +67,9 @@ func (everyScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 
 func (everyScope) beginCommit(n *Node, e *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
 	c := &commitState{base: p.Rec, epoch: epoch, rev: rev}
-	n.mu.Lock()
+	n.d.Lock()
 	c.rev, c.progRev, c.served, c.shared = e.Rev, rev, e.Ex().Prog.GetManualServedRev(), e.Ex().Shared
-	n.mu.Unlock()
+	n.d.Unlock()
 	return c
 }
 
@@ -91,10 +88,10 @@ func (everyScope) resultWrite(n *Node, e *held.Entry, c *commitState, rec *store
 		committed: func(rev int64) *storev1.TaskRecord {
 			// The entry's record merges the shared record with this
 			// node's progress; its rev stays the shared record's.
-			n.mu.Lock()
+			n.d.Lock()
 			e.Extra().Prog, e.X.ProgRev = np, rev
 			e.Rec = record.MergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
-			n.mu.Unlock()
+			n.d.Unlock()
 			return nil
 		},
 	}, nil
@@ -117,9 +114,9 @@ func (everyScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 		return false, nil
 	}
 	c.shared, c.rev = fresh, kvs[0].ModRevision
-	n.mu.Lock()
+	n.d.Lock()
 	e.Extra().Shared, e.Rev = fresh, c.rev
-	n.mu.Unlock()
+	n.d.Unlock()
 	c.base = record.MergeEvery(fresh, c.rev, record.SplitEvery(c.base, c.served), time.Now(), n.cals.Exclusions(fresh.GetSpec().GetCalendars()))
 	return true, nil
 }
@@ -138,9 +135,9 @@ func (everyScope) settleFailed(n *Node, e *held.Entry, _ startSnap, _ writepath.
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	}
 	n.settleNotStarted(e, time.Second)
-	n.spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
+	n.d.Spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 }
 
-func (everyScope) purge(n *Node, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) { n.removePurged(e) }
-
-func (everyScope) table(n *Node) map[string]*held.Ident { return n.every }
+func (everyScope) purge(n *Node, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) {
+	n.d.RemovePurged(e)
+}

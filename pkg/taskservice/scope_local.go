@@ -22,7 +22,6 @@ type localScope struct{}
 var errLocalScope = errors.New("a non-durable task has no stored record")
 
 func (localScope) ownsRecord() bool                   { return true }
-func (localScope) purgesFinished() bool               { return true }
 func (localScope) snapLocked(*held.Entry, *startSnap) {}
 
 // writeStart writes nothing.
@@ -34,7 +33,7 @@ func (localScope) writeStart(_ *Node, e *held.Entry, p startPlan, _ startSnap) (
 func (localScope) beginCommit(n *Node, _ *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, _, _ int64) *commitState {
 	rec := record.Clone(p.Rec)
 	_, next := applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
-	n.endFlight(f, rec, 0)
+	n.d.EndFlight(f, rec, 0)
 	n.emitResult(ev, outcomeEvent, next, rec)
 	return nil
 }
@@ -62,7 +61,5 @@ func (localScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, _, _ in
 	if rec != nil {
 		n.refs.Drop(rec, rec.GetSpec().GetCalendars())
 	}
-	n.removePurged(e)
+	n.d.RemovePurged(e)
 }
-
-func (localScope) table(n *Node) map[string]*held.Ident { return n.local }

@@ -23,8 +23,7 @@ import (
 // task's revision.
 type ownedScope struct{}
 
-func (ownedScope) ownsRecord() bool     { return true }
-func (ownedScope) purgesFinished() bool { return true }
+func (ownedScope) ownsRecord() bool { return true }
 
 func (ownedScope) snapLocked(e *held.Entry, s *startSnap) { s.epoch = e.Ident.Epoch }
 
@@ -112,7 +111,7 @@ func (ownedScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 	kvs := r.Task.Kvs
 	if len(kvs) == 0 {
 		// Deleted meanwhile: nothing to commit into.
-		n.endFlight(f, nil, 0)
+		n.d.EndFlight(f, nil, 0)
 		ev.Type = outcomeEvent
 		n.emit(ev)
 		return false, nil
@@ -120,14 +119,14 @@ func (ownedScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 	fresh, derr := pending.Decode(kvs[0].Value)
 	if derr != nil {
 		n.log.Error("decode task after a failed commit", "task", e.ID, "error", derr)
-		n.endFlight(f, nil, 0)
+		n.d.EndFlight(f, nil, 0)
 		return false, nil
 	}
 	freshRev := kvs[0].ModRevision
 	if !sameRun(fresh.Running, p.Marker) {
 		if c.maybeApplied && committedAs(fresh, p.Marker, res.ended) {
 			// An earlier attempt was applied although its reply was lost.
-			n.endFlight(f, fresh, freshRev)
+			n.d.EndFlight(f, fresh, freshRev)
 			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
 			return false, nil
 		}
@@ -157,12 +156,12 @@ func (ownedScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 		"run", p.RunNumber, "owner", owner.Node, "outcome", res.outcome.String())
 	ev.Type = outcomeEvent
 	n.emit(ev)
-	n.endFlight(f, nil, 0)
+	n.d.EndFlight(f, nil, 0)
 	return false, nil
 }
 
 func (ownedScope) forwardedResult(n *Node, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
-	ctx, cancel := n.etcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
 	defer cancel()
 	return n.readForwarded(ctx, e.Ident.Name, e.ID, m)
 }
@@ -186,10 +185,10 @@ func (ownedScope) settleFailed(n *Node, e *held.Entry, snap startSnap, txn write
 func (ownedScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64) {
 	st := e.Ident
 	if rec == nil {
-		n.removePurged(e)
+		n.d.RemovePurged(e)
 		return
 	}
-	ctx, cancel := n.etcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
 	txn := n.writes.Shapes.Purge(writepath.RunFence{Identity: st.Name, Task: e.ID, Epoch: epoch, TaskRev: rev}, rec)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
@@ -201,13 +200,11 @@ func (ownedScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, ep
 		n.conflict(e, epoch, txn.Refusal(resp.Responses))
 		return
 	}
-	n.mu.Lock()
-	n.removeEntryLocked(e)
+	n.d.Lock()
+	n.d.RemoveEntryLocked(e)
 	empty := st.Tasks.Len() == 0
-	n.mu.Unlock()
+	n.d.Unlock()
 	if empty {
 		n.voter.Recheck(st.Name) // its idle unmapping may go ahead now
 	}
 }
-
-func (ownedScope) table(n *Node) map[string]*held.Ident { return n.idents }

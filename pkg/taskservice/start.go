@@ -46,57 +46,57 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 // and planned as of the fire time: the run is armed (arming.go) and
 // returned as such, its handler called when it fires.
 func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
-	n.mu.Lock()
+	n.d.Lock()
 	st := e.Ident
-	if e.Gone || st.Lost || st.Leaving || n.draining || !n.member.Fresh() {
+	if e.Gone || st.Lost || st.Leaving || n.d.Phase.Draining || !n.member.Fresh() {
 		e.Running = false
-		n.reschedLocked(e)
-		n.mu.Unlock()
+		n.d.ReschedLocked(e)
+		n.d.Unlock()
 		return nil, nil
 	}
 	cur, snap := e.Record(), n.snapLocked(e)
 	now := time.Now()
 	var tm record.Timing
 	if cur != nil {
-		tm = n.entryTimingLocked(e, cur, now)
+		tm = n.d.EntryTimingLocked(e, cur, now)
 	}
 	if cur == nil {
 		e.Running = false
-		n.reschedLocked(e)
-		n.mu.Unlock()
+		n.d.ReschedLocked(e)
+		n.d.Unlock()
 		return nil, nil
 	}
 	if cur.Running != nil {
-		n.mu.Unlock()
+		n.d.Unlock()
 		n.resolveMarker(e, cur, snap)
 		return nil, nil
 	}
 	at, purge, ok := record.Due(cur, n.cfg.Retention, tm)
-	if !ok || purge || at.After(now.Add(ahead)) || n.pausedByLocked(cur, st.Name) != nil {
+	if !ok || purge || at.After(now.Add(ahead)) || n.d.PausedByLocked(cur, st.Name) != nil {
 		e.Running = false
 		e.ReadyAt = 0
-		n.reschedLocked(e) // (parks a paused entry)
-		n.mu.Unlock()
+		n.d.ReschedLocked(e) // (parks a paused entry)
+		n.d.Unlock()
 		return nil, nil
 	}
 	if at.After(now) {
-		tm = n.entryTimingLocked(e, cur, at) // armed: planned as of its fire time
+		tm = n.d.EntryTimingLocked(e, cur, at) // armed: planned as of its fire time
 	}
 	if st.Scope.Owned() && snap.epoch < snap.regRev {
 		// Owned under an epoch from before this node's current registration
 		// (loaded while it registered again): re-mapped first, then run.
-		n.mu.Unlock()
+		n.d.Unlock()
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
 		n.own.Repair(st.Name)
 		return nil, nil
 	}
-	f, ok := n.beginFlightLocked(e.Ref())
+	f, ok := n.d.BeginFlightLocked(e.Ref())
 	if !ok {
 		// This node's earlier run of the task is still in flight (its
 		// identity left and came back meanwhile): the entry waits for that
-		// run to settle (endFlight queues it again).
-		n.queue.Remove(e)
-		n.mu.Unlock()
+		// run to settle (EndFlight queues it again).
+		n.d.Queue.Remove(e)
+		n.d.Unlock()
 		return nil, nil
 	}
 	// The run's flight carries its kind's token (limits.go) and its remote
@@ -107,7 +107,7 @@ func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 	}
 	ready := e.ReadyAt.Time()
 	reserved := f.Reserved
-	n.mu.Unlock()
+	n.d.Unlock()
 	if reserved != nil && !reserved.Live() {
 		// The worker went away since it was reserved: the run is put back,
 		// due, not started for nobody.
@@ -127,21 +127,21 @@ func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 		return nil, nil
 	}
 	launch := n.launcher(e, f, p, snap.epoch, rev)
-	n.mu.Lock()
+	n.d.Lock()
 	record()
 	e.ReadyAt = 0
 	var a *held.Armed
 	switch {
 	case !p.Runs:
 		e.Running = false
-		n.reschedLocked(e)
+		n.d.ReschedLocked(e)
 	case ahead > 0:
 		a = &held.Armed{E: e, Flight: f, Rec: p.Rec, Epoch: snap.epoch, Rev: rev, Lease: snap.lease, At: at, Launch: launch}
-		n.registerArmedLocked(a)
+		n.d.RegisterArmedLocked(a)
 	default:
 		n.armOverlapLocked(e, p.Rec, rev, time.Time{})
 	}
-	n.mu.Unlock()
+	n.d.Unlock()
 	if !p.Runs {
 		n.abortFlight(f, e)
 	}
@@ -187,15 +187,15 @@ func (n *Node) writeStart(e *held.Entry, p startPlan, snap startSnap) (int64, fu
 // another one waiting for this flight (the identity was loaded again while
 // the start was being written), is put back here, or it would wait forever.
 func (n *Node) abortFlight(f *held.Flight, e *held.Entry) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	f.Cancel(nil)
-	n.releaseTokenLocked(&f.Token)
-	n.releaseFlightReservationLocked(f)
-	n.flights.End(f)
-	if cur := n.entryLocked(f.Ref); cur != nil && cur != e && cur.Running {
+	n.d.ReleaseTokenLocked(&f.Token)
+	n.d.ReleaseFlightReservationLocked(f)
+	n.d.Flights.End(f)
+	if cur := n.d.EntryLocked(f.Ref); cur != nil && cur != e && cur.Running {
 		cur.Running = false
-		n.reschedLocked(cur)
+		n.d.ReschedLocked(cur)
 	}
 }
 
@@ -231,23 +231,23 @@ func (n *Node) launcher(e *held.Entry, f *held.Flight, p startPlan, epoch, rev i
 // putBack puts back an entry that did not start, at its due time (or
 // parked, if paused).
 func (n *Node) putBack(e *held.Entry) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	e.Running = false
-	n.reschedLocked(e)
+	n.d.ReschedLocked(e)
 }
 
 // settleNotStarted puts back an entry whose start failed, to try again later.
 func (n *Node) settleNotStarted(e *held.Entry, after time.Duration) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	defer n.touchLocked(e)
+	n.d.Lock()
+	defer n.d.Unlock()
+	defer n.d.TouchLocked(e)
 	e.Running = false
 	if e.Gone || e.Ident.Lost {
 		return
 	}
-	n.queue.Set(e, time.Now().Add(after))
-	n.kick()
+	n.d.Queue.Set(e, time.Now().Add(after))
+	n.d.Kick()
 }
 
 // conflict handles a fenced write that failed: either the identity's epoch
@@ -270,26 +270,26 @@ func (n *Node) conflict(e *held.Entry, epoch int64, r writepath.Refusal) {
 		n.log.Error("decode mapping after a failed write", "identity", st.Name, "error", err)
 	}
 	if err != nil || owner.Epoch != epoch {
-		n.mu.Lock()
+		n.d.Lock()
 		e.Running = false
-		n.mu.Unlock()
-		n.identityMoved(st, owner)
+		n.d.Unlock()
+		n.d.IdentityMoved(st, owner)
 		return
 	}
 	kvs := r.Task.Kvs
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	e.Running = false
 	if len(kvs) == 0 {
-		n.removeEntryLocked(e)
+		n.d.RemoveEntryLocked(e)
 		return
 	}
 	rec, err := pending.Decode(kvs[0].Value)
 	if err != nil {
 		n.log.Error("decode task after a failed write", "task", e.ID, "error", err)
-		n.queue.Set(e, time.Now().Add(time.Second))
+		n.d.Queue.Set(e, time.Now().Add(time.Second))
 		return
 	}
 	e.Rec, e.Raw, e.Rev = rec, "", kvs[0].ModRevision
-	n.reschedLocked(e)
+	n.d.ReschedLocked(e)
 }

@@ -60,18 +60,18 @@ type Stats struct {
 // call it at the pace of a metrics scrape, not per event.
 func (n *Node) Stats() Stats {
 	now := time.Now()
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.d.Lock()
+	defer n.d.Unlock()
 	renewed, fresh := n.member.Renewal()
 	s := Stats{
-		State:          n.state,
+		State:          n.d.Phase.State,
 		LeaseRenewedAt: renewed,
-		Identities:     len(n.idents),
-		TimerQueue:     len(n.queue),
-		Running:        n.flights.Len(),
+		Identities:     len(n.d.Idents),
+		TimerQueue:     len(n.d.Queue),
+		Running:        n.d.Flights.Len(),
 	}
-	s.SelfFenced = n.state == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh
-	for _, e := range n.queue {
+	s.SelfFenced = n.d.Phase.State == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh
+	for _, e := range n.d.Queue {
 		switch {
 		case e.Purge:
 			s.Retained++
@@ -85,12 +85,12 @@ func (n *Node) Stats() Stats {
 		}
 	}
 	// Cold tasks being read again before they are due.
-	s.Scheduled += n.thawing.n
-	s.Cold += n.thawing.n
+	s.Scheduled += n.d.ThawingLocked()
+	s.Cold += n.d.ThawingLocked()
 	// Due entries taken off the timer queue but not started yet: waiting
 	// for a worker or for their kind's limit.
-	for _, sc := range scopes {
-		for _, st := range sc.table(n) {
+	for _, k := range held.Scopes {
+		for _, st := range n.d.TableOf(k) {
 			if st.Active == nil {
 				continue
 			}
@@ -103,12 +103,12 @@ func (n *Node) Stats() Stats {
 			}
 		}
 	}
-	s.WaitingForLimit = n.waitingForLimitLocked()
+	s.WaitingForLimit = n.d.WaitingForLimitLocked()
 	for _, w := range s.WaitingForLimit {
 		s.Due += w
 	}
-	s.WaitingUnserved = n.waitingUnservedLocked()
-	s.WaitingForWorker = n.waitingForWorkerLocked()
+	s.WaitingUnserved = n.d.WaitingUnservedLocked()
+	s.WaitingForWorker = n.d.WaitingForWorkerLocked()
 	for _, w := range s.WaitingForWorker {
 		s.Due += w
 	}

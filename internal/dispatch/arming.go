@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import (
 	"container/heap"
@@ -67,11 +67,11 @@ type armState struct {
 // until it fires).
 const maxArmed = 1 << 14
 
-// errDisarmed is the cause of an armed run's context when it is not to be
+// ErrDisarmed is the cause of an armed run's context when it is not to be
 // called: what the node learnt before its fire time.
-var errDisarmed = errors.New("handler not called")
+var ErrDisarmed = errors.New("handler not called")
 
-func disarmed(why string) error { return fmt.Errorf("%w: %s before its fire time", errDisarmed, why) }
+func disarmed(why string) error { return fmt.Errorf("%w: %s before its fire time", ErrDisarmed, why) }
 
 // confirmFor is how long a confirmation stands while the run waits for a
 // run slot: past it, the run is confirmed again before it is called.
@@ -117,7 +117,7 @@ func (h *armedHeap) Pop() any {
 // armableLocked reports whether due entry e may be armed ahead of its due
 // time (see the guarantees above). It keeps e's record decoded: e is about
 // to start either way. n.mu held.
-func (n *Node) armableLocked(e *held.Entry) bool {
+func (n *Dispatcher) armableLocked(e *held.Entry) bool {
 	st := e.Ident
 	if !st.Scope.ArmsAhead() || st.Lost || e.Purge || e.Ex().OverlapOf != nil || e.Gone {
 		return false
@@ -140,10 +140,10 @@ func (n *Node) armableLocked(e *held.Entry) bool {
 // that may be armed into their identities' arm queues, and returns how
 // long the dispatcher may sleep before the head is due or armable. n.mu
 // held.
-func (n *Node) popArmableLocked(now time.Time) time.Duration {
+func (n *Dispatcher) popArmableLocked(now time.Time) time.Duration {
 	ahead := n.cfg.LookAhead
-	for len(n.queue) > 0 {
-		e := n.queue[0]
+	for len(n.Queue) > 0 {
+		e := n.Queue[0]
 		if !e.Due.Time().After(now) {
 			return 0 // due: the caller starts it
 		}
@@ -153,12 +153,12 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 		if e.Due.Time().After(now.Add(ahead)) {
 			return e.Due.Time().Sub(now) - ahead
 		}
-		heap.Pop(&n.queue)
+		heap.Pop(&n.Queue)
 		e.Running = true
 		if e.ReadyAt == 0 {
 			e.ReadyAt = e.Due
 		}
-		n.touchLocked(e)
+		n.TouchLocked(e)
 		n.arming.n++
 		st := e.Ident
 		r := st.Activate()
@@ -168,9 +168,9 @@ func (n *Node) popArmableLocked(now time.Time) time.Duration {
 	return time.Hour
 }
 
-// registerArmedLocked records a run whose start was just written ahead of
+// RegisterArmedLocked records a run whose start was just written ahead of
 // its fire time. n.mu held.
-func (n *Node) registerArmedLocked(a *held.Armed) {
+func (n *Dispatcher) RegisterArmedLocked(a *held.Armed) {
 	n.arming.seq++
 	a.Seq = n.arming.seq
 	a.Flight.Armed = a
@@ -181,7 +181,7 @@ func (n *Node) registerArmedLocked(a *held.Armed) {
 // fireDueLocked moves the armed runs whose fire time has come to their
 // identities' fire queues, and returns how long until the next one. n.mu
 // held.
-func (n *Node) fireDueLocked(now time.Time) time.Duration {
+func (n *Dispatcher) fireDueLocked(now time.Time) time.Duration {
 	for len(n.arming.heap) > 0 {
 		a := n.arming.heap[0]
 		if a.At.After(now) {
@@ -194,7 +194,7 @@ func (n *Node) fireDueLocked(now time.Time) time.Duration {
 }
 
 // fireLocked hands armed run a to its identity's starter. n.mu held.
-func (n *Node) fireLocked(a *held.Armed) {
+func (n *Dispatcher) fireLocked(a *held.Armed) {
 	if a.Idx >= 0 {
 		heap.Remove(&n.arming.heap, a.Idx)
 	}
@@ -212,15 +212,15 @@ func (n *Node) fireLocked(a *held.Armed) {
 // disarmLocked cancels armed run a for the reason why and fires it at once,
 // so that it settles (not called) without waiting for its fire time. n.mu
 // held.
-func (n *Node) disarmLocked(a *held.Armed, why string) {
+func (n *Dispatcher) disarmLocked(a *held.Armed, why string) {
 	a.Flight.Cancel(disarmed(why))
 	n.fireLocked(a)
 }
 
-// taskChangedLocked tells an armed run of e, if there is one, that e's
+// TaskChangedLocked tells an armed run of e, if there is one, that e's
 // task changed: it is disarmed. n.mu held.
-func (n *Node) taskChangedLocked(e *held.Entry) {
-	if f := n.flights.Of(e.Ref()); f != nil && f.Armed != nil {
+func (n *Dispatcher) TaskChangedLocked(e *held.Entry) {
+	if f := n.Flights.Of(e.Ref()); f != nil && f.Armed != nil {
 		f.Armed.Stale = true
 		n.disarmLocked(f.Armed, "the task changed")
 	}
@@ -229,14 +229,14 @@ func (n *Node) taskChangedLocked(e *held.Entry) {
 // checkFiringLocked disarms armed run a if what this node knows now forbids
 // its call (see the guarantees above); its lease is checked at the call.
 // n.mu held.
-func (n *Node) checkFiringLocked(a *held.Armed) {
+func (n *Dispatcher) checkFiringLocked(a *held.Armed) {
 	st := a.E.Ident
-	lease, registered := n.member.Registration()
+	lease, registered := n.Member.Registration()
 	var why string
 	switch {
 	case a.Flight.Ctx.Err() != nil:
 		return
-	case st.Lost || a.E.Gone || a.Flight.LeftDone || n.idents[st.Name] != st:
+	case st.Lost || a.E.Gone || a.Flight.LeftDone || n.Idents[st.Name] != st:
 		why = "its identity left this node"
 	case st.Epoch != a.Epoch:
 		why = "its identity was mapped again"
@@ -244,7 +244,7 @@ func (n *Node) checkFiringLocked(a *held.Armed) {
 		why = "this node registered again"
 	case a.Stale:
 		why = "the task changed"
-	case n.pausedByLocked(a.Rec, st.Name) != nil:
+	case n.PausedByLocked(a.Rec, st.Name) != nil:
 		why = "it was paused"
 	default:
 		return
@@ -262,18 +262,18 @@ func (n *Node) checkFiringLocked(a *held.Armed) {
 // read (itself after the fire time) tells which runs still pass; the
 // others, or all if etcd does not answer, are disarmed. Bounded by the
 // lease margin, as a start is.
-func (n *Node) confirmArmed(st *held.Ident, batch []*held.Armed) {
+func (n *Dispatcher) confirmArmed(st *held.Ident, batch []*held.Armed) {
 	checks := make([]writepath.ArmedCheck, len(batch))
 	for i, a := range batch {
 		checks[i] = writepath.ArmedCheck{Lease: writepath.Lease(a.Lease), Epoch: a.Epoch, Kind: a.Rec.GetSpec().GetKind(), Task: a.E.ID, TaskRev: a.Rev}
 	}
-	ctx, cancel := n.startCtx()
-	out := n.writes.Checks.Do(ctx, n.writes.Shapes.Confirm(st.Name, checks))
+	ctx, cancel := n.Runs.StartCtx()
+	out := n.Writes.Checks.Do(ctx, n.Writes.Shapes.Confirm(st.Name, checks))
 	cancel()
 	var failed map[*held.Armed]string
 	switch {
 	case out.Err != nil:
-		n.log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.Name,
+		n.Log.Warn("armed runs not confirmed at their fire time; not called", "identity", st.Name,
 			"runs", len(batch), "error", out.Err)
 		failed = map[*held.Armed]string{}
 		for _, a := range batch {
@@ -297,25 +297,25 @@ func (n *Node) confirmArmed(st *held.Ident, batch []*held.Armed) {
 
 // whichArmedFail reads what confirmArmed compares and returns the runs of
 // batch that fail, with the reason; every run if the read fails.
-func (n *Node) whichArmedFail(st *held.Ident, batch []*held.Armed) map[*held.Armed]string {
+func (n *Dispatcher) whichArmedFail(st *held.Ident, batch []*held.Armed) map[*held.Armed]string {
 	ops := []clientv3.Op{
-		clientv3.OpGet(n.keys.Node(n.cfg.Name)),
-		clientv3.OpGet(n.idmap.Keys().Mapping(st.Name), clientv3.WithKeysOnly()),
-		clientv3.OpGet(n.keys.PauseIdentity(st.Name), clientv3.WithKeysOnly()),
+		clientv3.OpGet(n.Keys.Node(n.cfg.Name)),
+		clientv3.OpGet(n.IDMap.Keys().Mapping(st.Name), clientv3.WithKeysOnly()),
+		clientv3.OpGet(n.Keys.PauseIdentity(st.Name), clientv3.WithKeysOnly()),
 	}
 	kinds := map[string]int{}
 	for _, a := range batch {
 		if k := a.Rec.GetSpec().GetKind(); kinds[k] == 0 {
 			kinds[k] = len(ops)
-			ops = append(ops, clientv3.OpGet(n.keys.PauseKind(k), clientv3.WithKeysOnly()))
+			ops = append(ops, clientv3.OpGet(n.Keys.PauseKind(k), clientv3.WithKeysOnly()))
 		}
 	}
 	first := len(ops)
 	for _, a := range batch {
-		ops = append(ops, clientv3.OpGet(n.keys.Task(st.Name, a.E.ID), clientv3.WithKeysOnly()))
+		ops = append(ops, clientv3.OpGet(n.Keys.Task(st.Name, a.E.ID), clientv3.WithKeysOnly()))
 	}
-	ctx, cancel := n.startCtx()
-	resp, err := n.writes.Writer.Read(ctx, ops...)
+	ctx, cancel := n.Runs.StartCtx()
+	resp, err := n.Writes.Writer.Read(ctx, ops...)
 	cancel()
 	failed := map[*held.Armed]string{}
 	if err != nil {
@@ -346,7 +346,7 @@ func (n *Node) whichArmedFail(st *held.Ident, batch []*held.Armed) map[*held.Arm
 // launchArmed launches the armed runs of batch, each holding one of the
 // run slots taken for them (slotless: none; a run not to be called needs
 // none).
-func (n *Node) launchArmed(batch []*held.Armed, slotless bool) {
+func (n *Dispatcher) launchArmed(batch []*held.Armed, slotless bool) {
 	n.mu.Lock()
 	for _, a := range batch {
 		n.checkFiringLocked(a)
@@ -359,10 +359,10 @@ func (n *Node) launchArmed(batch []*held.Armed, slotless bool) {
 	}
 }
 
-// disarmAll launches every armed run not launched yet, not to be called:
+// DisarmAll launches every armed run not launched yet, not to be called:
 // the node stops. Called by Stop once the dispatcher and the starters are
 // gone.
-func (n *Node) disarmAll(cause error) {
+func (n *Dispatcher) DisarmAll(cause error) {
 	n.mu.Lock()
 	batch := make([]*held.Armed, 0, len(n.arming.runs))
 	for a := range n.arming.runs {

@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 // This file is the node's side of the episodes of kinds that nothing on
 // this node serves: no handler of its own and no connected remote worker
@@ -18,16 +18,16 @@ package taskservice
 // (dropWorkerWaitLocked). While one lasts, Stats.WaitingUnserved counts
 // its runs.
 
-// checkUnservedLocked begins the episodes of kinds whose runs wait and
+// CheckUnservedLocked begins the episodes of kinds whose runs wait and
 // that no connected worker serves, and ends those of kinds a worker now
 // serves or of which no run waits: the workers' kinds changed. n.mu held
 // (the Remote's own lock is taken under it, as Reserve's is).
-func (n *Node) checkUnservedLocked() {
-	n.admit.workers.Check(n.log)
+func (n *Dispatcher) CheckUnservedLocked() {
+	n.Admit.workers.Check(n.Log)
 }
 
-// waitingUnservedLocked counts the runs waiting in an episode, by kind,
+// WaitingUnservedLocked counts the runs waiting in an episode, by kind,
 // with 0 for a declared kind that has none. n.mu held.
-func (n *Node) waitingUnservedLocked() map[string]int {
-	return n.admit.workers.Unserved()
+func (n *Dispatcher) WaitingUnservedLocked() map[string]int {
+	return n.Admit.workers.Unserved()
 }

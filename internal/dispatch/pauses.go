@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import (
 	"time"
@@ -16,25 +16,25 @@ import (
 //
 // Every node follows the pause keys (follow.Pauses, n.pauses); a due entry
 // that a pause covers is parked (out of the timer queue, into n.parked) and
-// put back when a pause is lifted (pauseLifted). The watch is not what
+// put back when a pause is lifted (PauseLifted). The watch is not what
 // makes a pause hold: every start Txn compares that the identity's and the
 // kind's pause keys are absent, so no run starts after a PauseIdentity or
 // PauseKind call returned, whatever the watch's lag. A task pause bumps the
 // record's revision, which every start compares already.
 
-// pausedByLocked says which pauses hold back rec of identity id: "task",
+// PausedByLocked says which pauses hold back rec of identity id: "task",
 // "identity", "kind" (nil: none). n.mu held.
-func (n *Node) pausedByLocked(rec *storev1.TaskRecord, id string) []string {
+func (n *Dispatcher) PausedByLocked(rec *storev1.TaskRecord, id string) []string {
 	var by []string
 	if rec.GetPausedAt() != nil {
 		by = append(by, "task")
 	}
-	return append(by, n.pauses.By(id, rec.GetSpec().GetKind())...)
+	return append(by, n.Pauses.By(id, rec.GetSpec().GetKind())...)
 }
 
 // parkLocked takes a paused entry out of the queue until a pause is lifted.
-func (n *Node) parkLocked(e *held.Entry) {
-	n.queue.Remove(e)
+func (n *Dispatcher) parkLocked(e *held.Entry) {
+	n.Queue.Remove(e)
 	n.parked[e] = struct{}{}
 }
 
@@ -42,11 +42,11 @@ func (n *Node) parkLocked(e *held.Entry) {
 // says at is the end of its retention, not a fire time. An entry a pause
 // held back past its fire time is taken again (takeover.go): what came due
 // while it was paused is caught up by its misfire policy. n.mu held.
-func (n *Node) queueAtLocked(e *held.Entry, at time.Time, purge bool) {
+func (n *Dispatcher) queueAtLocked(e *held.Entry, at time.Time, purge bool) {
 	_, parked := n.parked[e]
 	delete(n.parked, e)
 	e.Purge = purge
-	n.queue.Set(e, at)
+	n.Queue.Set(e, at)
 	if now := time.Now(); parked && !purge && !at.After(now) {
 		e.Extra().TakenAt = held.InstantOf(now)
 	}
@@ -54,27 +54,27 @@ func (n *Node) queueAtLocked(e *held.Entry, at time.Time, purge bool) {
 
 // unparkLocked puts every parked entry back: each checks again which
 // pauses still hold it.
-func (n *Node) unparkLocked() {
+func (n *Dispatcher) unparkLocked() {
 	parked := n.parked
 	n.parked = map[*held.Entry]struct{}{}
 	for e := range parked {
 		if !e.Running {
-			n.reschedLocked(e)
+			n.ReschedLocked(e)
 		}
 	}
 }
 
-// pauseLifted is told by n.pauses that a pause ended or the pauses were
+// PauseLifted is told by n.pauses that a pause ended or the pauses were
 // listed again: every parked entry checks again which pauses hold it.
-func (n *Node) pauseLifted() {
+func (n *Dispatcher) PauseLifted() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.unparkLocked()
 }
 
-// pauseBegan is told by n.pauses that a pause began: the runs waiting for
+// PauseBegan is told by n.pauses that a pause began: the runs waiting for
 // a worker that it holds back are parked too.
-func (n *Node) pauseBegan() {
+func (n *Dispatcher) PauseBegan() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.parkPausedWaitsLocked()

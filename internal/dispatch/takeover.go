@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import (
 	"time"
@@ -20,25 +20,25 @@ import (
 // here: before the node began dispatching (a restart; for tasks created
 // before it), or before the instant the node noted in the task's entry
 // when it took the task with a fire time already past. The node notes it
-// where an identity's tasks come to a new owner (installTasks with a newer
+// where an identity's tasks come to a new owner (InstallTasks with a newer
 // epoch, calling takeLocked: the load at its start, an adoption, a move's
 // pick-up) and where a pause lets an entry held back past its fire time go
 // (queueAtLocked). A task scheduled here or handed over while the identity
 // stays here is not taken over: its past fire times (a start given in the
 // past) are late by the threshold's rule. Only entries with a past fire
 // time pay for the note, in their out-of-line fields. The note reaches the
-// record's state machine as record.Timing.TakenAt (entryTimingLocked),
+// record's state machine as record.Timing.TakenAt (EntryTimingLocked),
 // which plans each due fire time by it (internal/record).
 
 // takeLocked queues e, whose record (e.Rec) this node has just loaded as
 // the identity's new owner, and notes the take-over when one of its
 // triggers' fire times has already come. n.mu held.
-func (n *Node) takeLocked(e *held.Entry) {
+func (n *Dispatcher) takeLocked(e *held.Entry) {
 	if rec := e.Rec; rec != nil && !e.Running {
 		now := time.Now()
-		if _, at, ok := record.NextTrigger(rec, n.dispatchStart); ok && !at.After(now) {
+		if _, at, ok := record.NextTrigger(rec, n.Phase.DispatchStart); ok && !at.After(now) {
 			e.Extra().TakenAt = held.InstantOf(now)
 		}
 	}
-	n.reschedLocked(e)
+	n.ReschedLocked(e)
 }

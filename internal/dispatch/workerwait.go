@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import (
 	"context"
@@ -52,21 +52,8 @@ const WaitingForWorker = "worker"
 // (unserved.go); an entry's wait for a worker, or the worker slot it holds
 // until its start, is its held.WorkerHold (out of line, in held.Extra).
 // The slots are held.Slots: each is a Reservation of Config.Remote
-// (remoteSlots), which the run's call takes back as one (takeReservation).
+// (remoteSlots), which the run's call takes back as one (TakeReservation).
 type workerWait = admission.Workers[*held.Entry, held.Slot]
-
-// remoteSlots is Config.Remote as internal/admission asks for it.
-type remoteSlots struct{ r Remote }
-
-func (s remoteSlots) Reserve(kind string) (held.Slot, bool) {
-	res, ok := s.r.Reserve(kind)
-	if !ok {
-		return nil, false
-	}
-	return res, true
-}
-
-func (s remoteSlots) Kinds() []string { return s.r.Kinds() }
 
 // workerKindLocked is the kind of due entry e if its run needs a remote
 // worker, or "": purges and overlap shadows (whose overlapping run is a
@@ -74,7 +61,7 @@ func (s remoteSlots) Kinds() []string { return s.r.Kinds() }
 // that carries a run marker: its start settles the marker (markers.go)
 // and calls no handler, and a marker left waiting for a worker would keep
 // the task RUNNING, for nothing, until one came. n.mu held.
-func (n *Node) workerKindLocked(e *held.Entry) string {
+func (n *Dispatcher) workerKindLocked(e *held.Entry) string {
 	if n.cfg.Remote == nil || e.Purge || e.Ex().OverlapOf != nil {
 		return ""
 	}
@@ -84,7 +71,7 @@ func (n *Node) workerKindLocked(e *held.Entry) string {
 		e.Rec, e.Raw = rec, ""
 	}
 	kind := rec.GetSpec().GetKind()
-	if n.cfg.Handlers[kind] != nil || rec.GetRunning() != nil {
+	if n.cfg.HasHandler(kind) || rec.GetRunning() != nil {
 		return ""
 	}
 	return kind
@@ -94,7 +81,7 @@ func (n *Node) workerKindLocked(e *held.Entry) string {
 // worker or holds a worker's slot, reserving one if it is free and no
 // earlier entry of its kind waits; otherwise e joins its kind's worker
 // queue and false is returned. n.mu held.
-func (n *Node) admitWorkerLocked(e *held.Entry) bool {
+func (n *Dispatcher) admitWorkerLocked(e *held.Entry) bool {
 	if e.X != nil && e.X.WW.Reserved() {
 		return true
 	}
@@ -102,14 +89,14 @@ func (n *Node) admitWorkerLocked(e *held.Entry) bool {
 	if kind == "" {
 		return true
 	}
-	return n.admit.workers.Admit(e.Hold(), e, kind, held.DueKey(e), n.log)
+	return n.Admit.workers.Admit(e.Hold(), e, kind, held.DueKey(e), n.Log)
 }
 
 // grantWorkersLocked hands the free worker slots to the waiting entries
 // (earliest first, across kinds): each goes to its identity's grant queue.
 // n.mu held.
-func (n *Node) grantWorkersLocked() {
-	n.admit.workers.Grant(n.log, func(e *held.Entry) {
+func (n *Dispatcher) grantWorkersLocked() {
+	n.Admit.workers.Grant(n.Log, func(e *held.Entry) {
 		st := e.Ident
 		r := st.Activate()
 		r.GrantQ = append(r.GrantQ, e)
@@ -120,20 +107,20 @@ func (n *Node) grantWorkersLocked() {
 // dropWorkerWaitLocked takes e out of its worker queue, if it waits in
 // one, and gives back the kind's token it may hold (it waits for a worker
 // after it got its token): e is gone, or its identity left. n.mu held.
-func (n *Node) dropWorkerWaitLocked(e *held.Entry) {
-	if e.X != nil && n.admit.workers.Drop(e.X.WW, n.log) {
+func (n *Dispatcher) dropWorkerWaitLocked(e *held.Entry) {
+	if e.X != nil && n.Admit.workers.Drop(e.X.WW, n.Log) {
 		n.releaseEntryHoldsLocked(e)
 	}
 }
 
-// unwaitLocked takes e out of its worker queue, if it waits in one, and
+// UnwaitLocked takes e out of its worker queue, if it waits in one, and
 // makes it an idle entry again: a change to its task (a cancel, an update,
 // a task pause, a reload), or a pause of its identity or kind, then
 // applies to it as to any entry not started, and it is admitted again if
 // it is still due. Without this a waiting entry kept its old record until
 // a worker came, and a cancelled or paused task went on counting as
 // waiting. n.mu held.
-func (n *Node) unwaitLocked(e *held.Entry) bool {
+func (n *Dispatcher) UnwaitLocked(e *held.Entry) bool {
 	if e.X == nil || !e.X.WW.Waiting() {
 		return false
 	}
@@ -145,57 +132,57 @@ func (n *Node) unwaitLocked(e *held.Entry) bool {
 // parkPausedWaitsLocked takes the waiting entries that a pause now holds
 // out of the worker queues: they are parked like any paused entry, and no
 // longer count as waiting for a worker. n.mu held.
-func (n *Node) parkPausedWaitsLocked() {
+func (n *Dispatcher) parkPausedWaitsLocked() {
 	var paused []*held.Entry
-	for e := range n.admit.workers.All() {
-		if n.pausedByLocked(e.Record(), e.Ident.Name) != nil {
+	for e := range n.Admit.workers.All() {
+		if n.PausedByLocked(e.Record(), e.Ident.Name) != nil {
 			paused = append(paused, e)
 		}
 	}
 	for _, e := range paused {
-		if n.unwaitLocked(e) {
-			n.reschedLocked(e) // parks it
+		if n.UnwaitLocked(e) {
+			n.ReschedLocked(e) // parks it
 		}
 	}
 }
 
 // releaseReservationLocked gives back the worker slot e holds, if any.
 // n.mu held.
-func (n *Node) releaseReservationLocked(e *held.Entry) {
+func (n *Dispatcher) releaseReservationLocked(e *held.Entry) {
 	if e.X != nil {
 		e.X.WW.Release()
 	}
 }
 
-// releaseFlightReservation gives back the worker slot of a run that was
+// ReleaseFlightReservation gives back the worker slot of a run that was
 // not handed to it (its handler was not called, or it was vetoed).
-func (n *Node) releaseFlightReservation(f *held.Flight) {
+func (n *Dispatcher) ReleaseFlightReservation(f *held.Flight) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.releaseFlightReservationLocked(f)
+	n.ReleaseFlightReservationLocked(f)
 }
 
-func (n *Node) releaseFlightReservationLocked(f *held.Flight) {
+func (n *Dispatcher) ReleaseFlightReservationLocked(f *held.Flight) {
 	if f.Reserved != nil {
 		f.Reserved.Release()
 		f.Reserved = nil
 	}
 }
 
-// takeReservation hands the run's reserved worker slot to its call; nil if
+// TakeReservation hands the run's reserved worker slot to its call; nil if
 // it holds none.
-func (n *Node) takeReservation(f *held.Flight) Reservation {
+func (n *Dispatcher) TakeReservation(f *held.Flight) held.Slot {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	res, _ := f.Reserved.(Reservation) // every slot is one (remoteSlots)
+	res := f.Reserved
 	f.Reserved = nil
 	return res
 }
 
 // forgetWorkerWaitsLocked takes a lost identity's entries out of the worker
 // queues. n.mu held.
-func (n *Node) forgetWorkerWaitsLocked(st *held.Ident) {
-	if !n.admit.workers.Any() {
+func (n *Dispatcher) forgetWorkerWaitsLocked(st *held.Ident) {
+	if !n.Admit.workers.Any() {
 		return
 	}
 	for e := range st.Tasks.All() {
@@ -203,13 +190,13 @@ func (n *Node) forgetWorkerWaitsLocked(st *held.Ident) {
 	}
 }
 
-// releaseQueuedReservations gives back, at Stop (the starters are gone),
+// ReleaseQueuedReservations gives back, at Stop (the starters are gone),
 // the worker slots of entries left in start queues.
-func (n *Node) releaseQueuedReservations() {
+func (n *Dispatcher) ReleaseQueuedReservations() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, sc := range scopes {
-		for _, st := range sc.table(n) {
+	for _, k := range held.Scopes {
+		for _, st := range n.TableOf(k) {
 			if st.Active == nil {
 				continue
 			}
@@ -222,8 +209,8 @@ func (n *Node) releaseQueuedReservations() {
 	}
 }
 
-// workerWaitLoop hands freed worker slots to the waiting entries.
-func (n *Node) workerWaitLoop(ctx context.Context) {
+// WorkerWaitLoop hands freed worker slots to the waiting entries.
+func (n *Dispatcher) WorkerWaitLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -236,22 +223,22 @@ func (n *Node) workerWaitLoop(ctx context.Context) {
 	}
 }
 
-// waitingForWorkerLocked counts the entries waiting for a worker, by kind:
+// WaitingForWorkerLocked counts the entries waiting for a worker, by kind:
 // the kinds with waiting entries and those the connected workers serve
 // (0 if none waits). n.mu held.
-func (n *Node) waitingForWorkerLocked() map[string]int {
-	return n.admit.workers.Waiting(func(kind string) bool { return n.cfg.Handlers[kind] != nil })
+func (n *Dispatcher) WaitingForWorkerLocked() map[string]int {
+	return n.Admit.workers.Waiting(n.cfg.HasHandler)
 }
 
-// workerWaitOfLocked returns since when the node's entry of rec waits for
+// WorkerWaitOfLocked returns since when the node's entry of rec waits for
 // a worker, and why (admission.Workers.Reason); ok is false if it does not (or
 // the node holds no such entry). n.mu held.
-func (n *Node) workerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
-	e := scopeImpl(scopeOf(rec)).table(n)[rec.GetSpec().GetIdentity()].Task(rec.GetId())
+func (n *Dispatcher) WorkerWaitOfLocked(rec *storev1.TaskRecord) (since time.Time, reason string, ok bool) {
+	e := n.TableOf(held.ScopeOf(rec))[rec.GetSpec().GetIdentity()].Task(rec.GetId())
 	if e == nil || e.X == nil || !e.X.WW.Waiting() {
 		return time.Time{}, "", false
 	}
 	h := e.X.WW
 	since = h.Since()
-	return since, n.admit.workers.Reason(h.Kind(), since), true
+	return since, n.Admit.workers.Reason(h.Kind(), since), true
 }

@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 //     was deleted) means a change the node missed, and the identity is read
 //     again (repair), as for any entry found out of date.
 //   - A change that needs a cold task's record (a pause lifted, a calendar
-//     changed, the dispatch start) thaws it first: reschedLocked does.
+//     changed, the dispatch start) thaws it first: ReschedLocked does.
 //   - A task is never lost to a failed read: the entry waits, counted as
 //     pending, and the read is made again with backoff.
 //   - Only entries the node can read back as they are go cold: durable
@@ -50,19 +50,19 @@ const thawBatch = 64
 // thawAhead is how long before its due time a cold task is thawed: before
 // the look-ahead arms it, and well inside ColdAfter, so that a thawed task
 // does not go cold again.
-func (n *Node) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.LookAhead }
+func (n *Dispatcher) thawAhead() time.Duration { return n.cfg.ColdAfter/2 + n.cfg.LookAhead }
 
 // thawLocked takes cold entry e out of the queue and hands it to the thaw
 // loop. e.thawing is true exactly while e waits in the thaw queue or in
 // the loop's batch. n.mu held.
-func (n *Node) thawLocked(e *held.Entry) {
-	n.queue.Remove(e)
+func (n *Dispatcher) thawLocked(e *held.Entry) {
+	n.Queue.Remove(e)
 	if e.Thawing {
 		return // its read is queued or on its way; it reschedules e
 	}
 	e.Thawing = true
 	n.thawing.n++
-	n.touchLocked(e) // still pending
+	n.TouchLocked(e) // still pending
 	n.thawing.q = append(n.thawing.q, e)
 	select {
 	case n.thawing.wake <- struct{}{}:
@@ -71,31 +71,31 @@ func (n *Node) thawLocked(e *held.Entry) {
 }
 
 // installColdLocked queues e cold at the due time s was glanced at, as
-// reschedLocked would have queued it and then freeze dropped its record,
+// ReschedLocked would have queued it and then freeze dropped its record,
 // and reports true; false (nothing done) when e needs its record now: a
 // run of it is in flight here, or a pause holds it (it is parked), or it
 // is no longer far enough from its due time. n.mu held.
-func (n *Node) installColdLocked(e *held.Entry, s *pending.Stored) bool {
+func (n *Dispatcher) installColdLocked(e *held.Entry, s *pending.Stored) bool {
 	st, g := e.Ident, &s.Glance
-	if !st.Scope.GoesCold() || n.inFlightLocked(e.Ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
+	if !st.Scope.GoesCold() || n.InFlightLocked(e.Ref()) || time.Until(g.Due) <= n.cfg.ColdAfter {
 		return false
 	}
-	if n.pauses.By(st.Name, string(g.Kind)) != nil {
+	if n.Pauses.By(st.Name, string(g.Kind)) != nil {
 		return false
 	}
-	n.dropShadowLocked(e)
+	n.Runs.DropShadowLocked(e)
 	e.Rec, e.Raw, e.Rev, e.Prio = nil, "", s.Rev, g.Priority
 	e.ClearAwait()
 	n.queueAtLocked(e, g.Due, false)
-	n.touchLocked(e)
+	n.TouchLocked(e)
 	n.thawing.glanced++
-	n.kick()
+	n.Kick()
 	return true
 }
 
-// thawLoop reads the records of the entries handed to it, thawBatch at a
+// ThawLoop reads the records of the entries handed to it, thawBatch at a
 // time in one Txn, and reschedules them.
-func (n *Node) thawLoop(ctx context.Context) {
+func (n *Dispatcher) ThawLoop(ctx context.Context) {
 	bo := backoff.New(50*time.Millisecond, 2*time.Second)
 	for {
 		n.mu.Lock()
@@ -117,7 +117,7 @@ func (n *Node) thawLoop(ctx context.Context) {
 			n.thawing.q = append(batch, n.thawing.q...)
 			n.mu.Unlock()
 			if ctx.Err() == nil {
-				n.log.Warn("could not read cold tasks' records; retrying", "tasks", len(batch), "error", err)
+				n.Log.Warn("could not read cold tasks' records; retrying", "tasks", len(batch), "error", err)
 			}
 			if !bo.Wait(ctx) {
 				return
@@ -131,13 +131,13 @@ func (n *Node) thawLoop(ctx context.Context) {
 // thaw reads the records of batch and reschedules each entry still cold;
 // an entry whose record is not at its revision has its identity read
 // again.
-func (n *Node) thaw(ctx context.Context, batch []*held.Entry) error {
+func (n *Dispatcher) thaw(ctx context.Context, batch []*held.Entry) error {
 	ops := make([]clientv3.Op, len(batch))
 	for i, e := range batch {
-		ops[i] = clientv3.OpGet(n.keys.Task(e.Ident.Name, e.ID))
+		ops[i] = clientv3.OpGet(n.Keys.Task(e.Ident.Name, e.ID))
 	}
-	cctx, cancel := n.etcdCtx(ctx)
-	resp, err := n.writes.Writer.Read(cctx, ops...)
+	cctx, cancel := n.EtcdCtx(ctx)
+	resp, err := n.Writes.Writer.Read(cctx, ops...)
 	cancel()
 	if err != nil {
 		return err
@@ -150,23 +150,31 @@ func (n *Node) thaw(ctx context.Context, batch []*held.Entry) error {
 		if e.Gone || e.Ident.Lost || e.Running || !e.Cold() {
 			// Gone, or given its record by a change meanwhile (which
 			// rescheduled it).
-			n.touchLocked(e)
+			n.TouchLocked(e)
 			continue
 		}
 		kvs := resp.Responses[i].GetResponseRange().GetKvs()
 		if len(kvs) == 0 || kvs[0].ModRevision != e.Rev {
 			// Changed or deleted without this node seeing it: the repair's
 			// read installs what is there.
-			n.touchLocked(e)
+			n.TouchLocked(e)
 			stale = append(stale, e.Ident.Name)
 			continue
 		}
 		e.Raw = held.Frozen(kvs[0].Value)
-		n.reschedLocked(e)
+		n.ReschedLocked(e)
 	}
 	n.mu.Unlock()
 	for _, id := range stale {
-		n.own.Repair(id)
+		n.Own.Repair(id)
 	}
 	return nil
 }
+
+// ThawingLocked counts the cold entries whose records are being read
+// again (mu held).
+func (n *Dispatcher) ThawingLocked() int { return n.thawing.n }
+
+// GlancedLocked counts the entries loaded from a glance at their record,
+// cold, without decoding it (mu held).
+func (n *Dispatcher) GlancedLocked() int { return n.thawing.glanced }

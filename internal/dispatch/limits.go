@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import (
 	"github.com/taskd/taskd/internal/admission"
@@ -30,14 +30,6 @@ type admitState struct {
 	declared map[string]bool
 }
 
-// remoteOf is r as internal/admission asks for it; nil for none.
-func remoteOf(r Remote) admission.Remote[held.Slot] {
-	if r == nil {
-		return nil
-	}
-	return remoteSlots{r}
-}
-
 func newAdmission(cfg Config) admitState {
 	declared := map[string]bool{}
 	for _, k := range cfg.DeclaredKinds {
@@ -45,26 +37,26 @@ func newAdmission(cfg Config) admitState {
 	}
 	return admitState{
 		limits:   admission.NewLimits[*held.Entry, *held.Ident](cfg.KindLimits),
-		workers:  admission.NewWorkers[*held.Entry, held.Slot](remoteOf(cfg.Remote), cfg.Name, declared),
+		workers:  admission.NewWorkers[*held.Entry, held.Slot](remoteOrNil(cfg.Remote), cfg.Name, declared),
 		declared: declared,
 	}
 }
 
 // limitOfLocked is the limit a due entry is under, or nil: purges and
 // overlap shadows (whose overlapping run is a task of its own) take none.
-func (n *Node) limitOfLocked(e *held.Entry) *held.KindLimit {
-	if !n.admit.limits.Any() || e.Purge || e.Ex().OverlapOf != nil {
+func (n *Dispatcher) limitOfLocked(e *held.Entry) *held.KindLimit {
+	if !n.Admit.limits.Any() || e.Purge || e.Ex().OverlapOf != nil {
 		return nil
 	}
-	return n.admit.limits.Of(e.Record().GetSpec().GetKind())
+	return n.Admit.limits.Of(e.Record().GetSpec().GetKind())
 }
 
 // admitLocked filters a batch just taken off st's start queue: an entry of
 // a limited kind goes on only with a token of its kind, and then one of a
 // kind only remote workers serve only with a worker's slot reserved
 // (workerwait.go); otherwise it waits, holding nothing more. n.mu held.
-func (n *Node) admitLocked(st *held.Ident, batch []*held.Entry) []*held.Entry {
-	if !n.admit.limits.Any() && n.cfg.Remote == nil {
+func (n *Dispatcher) admitLocked(st *held.Ident, batch []*held.Entry) []*held.Entry {
+	if !n.Admit.limits.Any() && n.cfg.Remote == nil {
 		return batch
 	}
 	out := batch[:0]
@@ -81,7 +73,7 @@ func (n *Node) admitLocked(st *held.Ident, batch []*held.Entry) []*held.Entry {
 // kind's token, taking one if it is free and no earlier run of its kind and
 // identity waits; otherwise e joins the kind's wait list and false is
 // returned. n.mu held.
-func (n *Node) admitLimitLocked(st *held.Ident, e *held.Entry) bool {
+func (n *Dispatcher) admitLimitLocked(st *held.Ident, e *held.Entry) bool {
 	if e.Ex().Token != nil {
 		return true
 	}
@@ -99,7 +91,7 @@ func (n *Node) admitLimitLocked(st *held.Ident, e *held.Entry) bool {
 // grantLocked hands the free tokens of lim to waiting entries, one
 // identity after another: each goes to the front of its identity's start
 // queue. n.mu held.
-func (n *Node) grantLocked(lim *held.KindLimit) {
+func (n *Dispatcher) grantLocked(lim *held.KindLimit) {
 	lim.Grant(func(st *held.Ident, e *held.Entry) {
 		e.Extra().Token = lim
 		r := st.Activate()
@@ -108,9 +100,9 @@ func (n *Node) grantLocked(lim *held.KindLimit) {
 	})
 }
 
-// releaseTokenLocked gives back the token *tok holds, if any, and hands it
+// ReleaseTokenLocked gives back the token *tok holds, if any, and hands it
 // on. n.mu held.
-func (n *Node) releaseTokenLocked(tok **held.KindLimit) {
+func (n *Dispatcher) ReleaseTokenLocked(tok **held.KindLimit) {
 	lim := *tok
 	if lim == nil {
 		return
@@ -123,9 +115,9 @@ func (n *Node) releaseTokenLocked(tok **held.KindLimit) {
 // forgetWaitingLocked takes a lost identity's entries out of the wait lists
 // (its kinds' and the remote workers') and gives back the tokens and worker
 // slots its queued entries held. n.mu held.
-func (n *Node) forgetWaitingLocked(st *held.Ident) {
+func (n *Dispatcher) forgetWaitingLocked(st *held.Ident) {
 	n.forgetWorkerWaitsLocked(st)
-	n.admit.limits.Forget(st)
+	n.Admit.limits.Forget(st)
 	if st.Active == nil {
 		return
 	}
@@ -136,25 +128,37 @@ func (n *Node) forgetWaitingLocked(st *held.Ident) {
 	}
 }
 
-// waitingForLimitLocked counts the runs waiting for a token, by limited
+// WaitingForLimitLocked counts the runs waiting for a token, by limited
 // kind. n.mu held.
-func (n *Node) waitingForLimitLocked() map[string]int {
-	return n.admit.limits.Waiting()
+func (n *Dispatcher) WaitingForLimitLocked() map[string]int {
+	return n.Admit.limits.Waiting()
 }
 
 // releaseEntryHoldsLocked gives back the kind's token and the remote
 // worker's slot e holds, if any. n.mu held.
-func (n *Node) releaseEntryHoldsLocked(e *held.Entry) {
+func (n *Dispatcher) releaseEntryHoldsLocked(e *held.Entry) {
 	if e.X != nil {
-		n.releaseTokenLocked(&e.X.Token)
+		n.ReleaseTokenLocked(&e.X.Token)
 		n.releaseReservationLocked(e)
 	}
 }
 
-// runEnded gives back the kind's token of a run whose commit is done (its
+// RunEnded gives back the kind's token of a run whose commit is done (its
 // worker slot and identity share went back when its handler returned).
-func (n *Node) runEnded(f *held.Flight) {
+func (n *Dispatcher) RunEnded(f *held.Flight) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.releaseTokenLocked(&f.Token)
+	n.ReleaseTokenLocked(&f.Token)
 }
+
+// remoteOrNil is r as internal/admission asks for it: a nil interface,
+// not a nil Remote inside one, when the node has no remote workers.
+func remoteOrNil(r Remote) admission.Remote[held.Slot] {
+	if r == nil {
+		return nil
+	}
+	return r
+}
+
+// Declared reports whether kind is one of Config.DeclaredKinds.
+func (n *Dispatcher) Declared(kind string) bool { return n.Admit.declared[kind] }

@@ -1,8 +1,7 @@
-package taskservice
+package dispatch
 
 import (
 	"container/heap"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -10,18 +9,18 @@ import (
 	"github.com/taskd/taskd/internal/record"
 )
 
-// dispatchLoop pops due entries in order and hands them to their identity's
+// DispatchLoop pops due entries in order and hands them to their identity's
 // starter. It starts nothing while the lease is not fresh (self-fencing).
-func (n *Node) dispatchLoop() {
+func (n *Dispatcher) DispatchLoop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		wait := time.Hour
 		n.mu.Lock()
-		fresh := n.member.Fresh() && !n.draining
+		fresh := n.Member.Fresh() && !n.Phase.Draining
 		now := time.Now()
-		for fresh && len(n.queue) > 0 {
-			e := n.queue[0]
+		for fresh && len(n.Queue) > 0 {
+			e := n.Queue[0]
 			if e.Cold() && e.Due.Time().Before(now.Add(n.thawAhead())) {
 				// Its record is read again before it is due (thaw.go).
 				n.thawLocked(e)
@@ -34,12 +33,12 @@ func (n *Node) dispatchLoop() {
 				}
 				continue
 			}
-			heap.Pop(&n.queue)
+			heap.Pop(&n.Queue)
 			e.Running = true
 			if e.ReadyAt == 0 {
 				e.ReadyAt = e.Due
 			}
-			n.touchLocked(e)
+			n.TouchLocked(e)
 			// Purges go through the starters too, so that they are bounded
 			// by the run slots like everything else.
 			st := e.Ident
@@ -57,18 +56,18 @@ func (n *Node) dispatchLoop() {
 		select {
 		case <-timer.C:
 		case <-n.wake:
-		case <-n.life.ctx.Done():
+		case <-n.Life.Ctx.Done():
 			return
 		}
 	}
 }
 
 // ensureStarterLocked starts st's starter unless it runs. n.mu held.
-func (n *Node) ensureStarterLocked(st *held.Ident) {
+func (n *Dispatcher) ensureStarterLocked(st *held.Ident) {
 	r := st.Activate()
-	if !r.Starting && n.life.ctx.Err() == nil {
+	if !r.Starting && n.Life.Ctx.Err() == nil {
 		r.Starting = true
-		n.life.starters.Add(1)
+		n.Life.Starters.Add(1)
 		go n.starter(st)
 	}
 }
@@ -77,12 +76,12 @@ func (n *Node) ensureStarterLocked(st *held.Ident) {
 // runs whose fire time has come (fireQ), then the runs given a token of
 // their kind's limit (grantQ), then the start queue, and last the entries
 // to arm ahead of their fire time (armQ).
-func (n *Node) starter(st *held.Ident) {
-	defer n.life.starters.Done()
+func (n *Dispatcher) starter(st *held.Ident) {
+	defer n.Life.Starters.Done()
 	for {
 		n.mu.Lock()
 		r := st.Activate() // stays while this starter runs (DropIfIdle)
-		if n.life.ctx.Err() != nil {
+		if n.Life.Ctx.Err() != nil {
 			r.Starting = false
 			st.DropIfIdle()
 			n.mu.Unlock()
@@ -141,7 +140,7 @@ func (n *Node) starter(st *held.Ident) {
 		if gotSlots < len(batch) {
 			n.mu.Lock()
 			*q = append(batch[gotSlots:len(batch):len(batch)], *q...)
-			n.releaseShareLocked(st, len(batch)-gotSlots)
+			n.ReleaseShareLocked(st, len(batch)-gotSlots)
 			n.mu.Unlock()
 			batch = batch[:gotSlots]
 		}
@@ -168,7 +167,7 @@ func (n *Node) starter(st *held.Ident) {
 				// and the worker's slot go back (a run that started gives
 				// them back when it ends).
 				n.mu.Lock()
-				n.releaseShareLocked(st, 1)
+				n.ReleaseShareLocked(st, 1)
 				n.releaseEntryHoldsLocked(batch[i])
 				n.mu.Unlock()
 			}
@@ -180,7 +179,7 @@ func (n *Node) starter(st *held.Ident) {
 // of identityShare), waiting, with n.mu released, while that is too few for
 // a good batch and st's runs hold some; ok is false after such a wait (n.mu
 // then is not held: the caller looks at its queues again).
-func (n *Node) shareRoomLocked(st *held.Ident) (room int, ok bool) {
+func (n *Dispatcher) shareRoomLocked(st *held.Ident) (room int, ok bool) {
 	r := st.Activate()
 	share := n.identityShare()
 	room = share - r.Held
@@ -190,7 +189,7 @@ func (n *Node) shareRoomLocked(st *held.Ident) (room int, ok bool) {
 		n.mu.Unlock()
 		select {
 		case <-wait:
-		case <-n.life.ctx.Done():
+		case <-n.Life.Ctx.Done():
 		}
 		return 0, false
 	}
@@ -200,10 +199,10 @@ func (n *Node) shareRoomLocked(st *held.Ident) (room int, ok bool) {
 // takeSlots takes up to k run slots: the first is waited for, the others
 // are taken only if free. It returns how many it took (0 when the node
 // stops while it waits).
-func (n *Node) takeSlots(k int) int {
+func (n *Dispatcher) takeSlots(k int) int {
 	select {
 	case n.slots <- struct{}{}:
-	case <-n.life.ctx.Done():
+	case <-n.Life.Ctx.Done():
 		return 0
 	}
 	gotSlots := 1
@@ -225,7 +224,7 @@ func (n *Node) takeSlots(k int) int {
 // share of st's. A run not to be called (disarmed, or not confirmed) is
 // launched at once, holding neither. Called with n.mu held; returns with it
 // released.
-func (n *Node) fireBatch(st *held.Ident) {
+func (n *Dispatcher) fireBatch(st *held.Ident) {
 	r := st.Activate()
 	var dead []*held.Armed
 	live := r.FireQ[:0]
@@ -272,12 +271,12 @@ func (n *Node) fireBatch(st *held.Ident) {
 	if gotSlots < k {
 		n.mu.Lock()
 		r.FireQ = append(batch[gotSlots:k:k], r.FireQ...)
-		n.releaseShareLocked(st, k-gotSlots)
+		n.ReleaseShareLocked(st, k-gotSlots)
 		n.mu.Unlock()
 		batch = batch[:gotSlots]
 	}
 	if gotSlots == 0 {
-		return // stopping: Stop launches them (disarmAll)
+		return // stopping: Stop launches them (DisarmAll)
 	}
 	n.launchArmed(batch, false)
 }
@@ -286,7 +285,7 @@ func (n *Node) fireBatch(st *held.Ident) {
 // queue ahead of their fire times (together, sharing a Txn), and registers
 // the runs armed. It holds no run slot: the runs take theirs when they
 // fire. Called with n.mu held; returns with it released.
-func (n *Node) armBatch(st *held.Ident) {
+func (n *Dispatcher) armBatch(st *held.Ident) {
 	r := st.Activate()
 	k := min(len(r.ArmQ), startBatch)
 	batch := append([]*held.Entry(nil), r.ArmQ[:k]...)
@@ -310,7 +309,7 @@ func (n *Node) armBatch(st *held.Ident) {
 		}
 	}
 	n.mu.Unlock()
-	n.kick()
+	n.Kick()
 }
 
 // startBatch is how many due runs of one identity start together.
@@ -319,13 +318,13 @@ const startBatch = 32
 // identityShare is how many run slots one identity may hold at once:
 // three quarters of Workers (at least one), so that an identity with a
 // large backlog of long runs leaves slots to the others.
-func (n *Node) identityShare() int {
+func (n *Dispatcher) identityShare() int {
 	return max(1, n.cfg.Workers-max(1, n.cfg.Workers/4))
 }
 
-// releaseShareLocked gives back k of st's slots and wakes its starter if
+// ReleaseShareLocked gives back k of st's slots and wakes its starter if
 // it waits for them. n.mu held.
-func (n *Node) releaseShareLocked(st *held.Ident, k int) {
+func (n *Dispatcher) ReleaseShareLocked(st *held.Ident, k int) {
 	r := st.Activate()
 	r.Held -= k
 	if r.ShareWait != nil {
@@ -338,9 +337,9 @@ func (n *Node) releaseShareLocked(st *held.Ident, k int) {
 // startAny does what a due entry of either scope needs: a purge, the
 // resolution of a run marker, or a run start. It returns the function that
 // launches a run, or nil if none starts.
-func (n *Node) startAny(st *held.Ident, e *held.Entry) func() {
+func (n *Dispatcher) startAny(st *held.Ident, e *held.Entry) func() {
 	if e.Ex().OverlapOf != nil {
-		n.startOverlap(e)
+		n.Runs.StartOverlap(e)
 		return nil
 	}
 	n.mu.Lock()
@@ -350,15 +349,15 @@ func (n *Node) startAny(st *held.Ident, e *held.Entry) func() {
 		n.purge(e)
 		return nil
 	}
-	launch, _ := n.start(e, 0)
+	launch, _ := n.Runs.Start(e, 0)
 	return launch
 }
 
 // arm writes the start of e, due within the look-ahead, and registers its
 // run as armed; false if no run was armed (e was put back or settled as a
 // start that fails would be).
-func (n *Node) arm(e *held.Entry) bool {
-	launch, a := n.start(e, n.cfg.LookAhead)
+func (n *Dispatcher) arm(e *held.Entry) bool {
+	launch, a := n.Runs.Start(e, n.cfg.LookAhead)
 	if a == nil {
 		if launch != nil {
 			launch() // cannot happen: a run started ahead is always armed
@@ -368,34 +367,34 @@ func (n *Node) arm(e *held.Entry) bool {
 	return true
 }
 
-// spawn runs f in a goroutine that Stop waits for. It is called only from
+// Spawn runs f in a goroutine that Stop waits for. It is called only from
 // goroutines Stop also waits for (dispatch, starters, runs), so the count is
 // never raised after Stop's final wait; once the node stops it runs nothing.
-func (n *Node) spawn(f func()) {
-	if n.life.ctx.Err() != nil {
+func (n *Dispatcher) Spawn(f func()) {
+	if n.Life.Ctx.Err() != nil {
 		return
 	}
-	n.life.runs.Add(1)
+	n.Life.Runs.Add(1)
 	go func() {
-		defer n.life.runs.Done()
+		defer n.Life.Runs.Done()
 		f()
 	}()
 }
 
-// release frees a run slot.
-func (n *Node) release() { <-n.slots }
+// Release frees a run slot.
+func (n *Dispatcher) Release() { <-n.slots }
 
 // resched queues e at its next due time, or takes it out of the queue when
 // it has none. A record that carries a run marker (of no run in flight
 // here) is queued at once, or at its recheck time while its result is
 // awaited: its next start resolves the marker. Caller holds n.mu.
-func (n *Node) reschedLocked(e *held.Entry) {
-	defer n.touchLocked(e)
+func (n *Dispatcher) ReschedLocked(e *held.Entry) {
+	defer n.TouchLocked(e)
 	if !e.Running {
-		n.dropShadowLocked(e) // no run in flight: nothing to overlap
+		n.Runs.DropShadowLocked(e) // no run in flight: nothing to overlap
 	}
 	if e.Gone || e.Ident.Lost {
-		n.queue.Remove(e)
+		n.Queue.Remove(e)
 		return
 	}
 	if e.Cold() {
@@ -405,31 +404,31 @@ func (n *Node) reschedLocked(e *held.Entry) {
 	}
 	rec := e.Record()
 	if rec == nil {
-		n.queue.Remove(e)
+		n.Queue.Remove(e)
 		return
 	}
 	e.Prio = rec.GetSpec().GetPriority()
 	now := time.Now()
 	if rec.Running != nil {
 		e.Purge = false
-		n.queue.Set(e, maxTime(now, e.Ex().RecheckAt.Time()))
+		n.Queue.Set(e, maxTime(now, e.Ex().RecheckAt.Time()))
 		e.Freeze(now, n.cfg.ColdAfter)
-		n.kick()
+		n.Kick()
 		return
 	}
 	e.ClearAwait()
-	at, purge, ok := record.Due(rec, n.cfg.Retention, n.timingLocked(rec, now))
-	if !ok || (purge && !scopeImpl(e.Ident.Scope).purgesFinished()) {
-		n.queue.Remove(e)
+	at, purge, ok := record.Due(rec, n.cfg.Retention, n.TimingLocked(rec, now))
+	if !ok || (purge && !e.Ident.Scope.PurgesFinished()) {
+		n.Queue.Remove(e)
 		return
 	}
-	if !purge && n.pausedByLocked(rec, e.Ident.Name) != nil {
+	if !purge && n.PausedByLocked(rec, e.Ident.Name) != nil {
 		n.parkLocked(e)
 		return
 	}
 	n.queueAtLocked(e, at, purge)
 	e.Freeze(now, n.cfg.ColdAfter)
-	n.kick()
+	n.Kick()
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -440,19 +439,16 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // purge deletes a finished task at the end of its retention.
-func (n *Node) purge(e *held.Entry) {
+func (n *Dispatcher) purge(e *held.Entry) {
 	n.mu.Lock()
 	st, rec, rev, epoch := e.Ident, e.Record(), e.Rev, e.Ident.Epoch
 	n.mu.Unlock()
-	scopeImpl(st.Scope).purge(n, e, rec, rev, epoch)
+	n.Runs.PurgeRecord(st.Scope, e, rec, rev, epoch)
 }
 
-// removePurged takes a purged task's entry out of the node.
-func (n *Node) removePurged(e *held.Entry) {
+// RemovePurged takes a purged task's entry out of the node.
+func (n *Dispatcher) RemovePurged(e *held.Entry) {
 	n.mu.Lock()
-	n.removeEntryLocked(e)
+	n.RemoveEntryLocked(e)
 	n.mu.Unlock()
 }
-
-// jitter is the random source of retry backoff.
-func jitter() float64 { return rand.Float64() }

@@ -1,4 +1,4 @@
-package taskservice
+package dispatch
 
 import "github.com/taskd/taskd/internal/held"
 
@@ -6,9 +6,9 @@ import "github.com/taskd/taskd/internal/held"
 // count as pending or running, where votes are written, and the unmapping
 // of an identity that stayed inactive with no tasks.
 
-// touchLocked recounts e for its identity's vote: a task counts while it
+// TouchLocked recounts e for its identity's vote: a task counts while it
 // is queued for a run or running. Caller holds n.mu.
-func (n *Node) touchLocked(e *held.Entry) {
+func (n *Dispatcher) TouchLocked(e *held.Entry) {
 	_, parked := n.parked[e] // a paused task is still pending
 	want := !e.Gone && !e.Ident.Lost && !e.Purge && e.Ex().OverlapOf == nil && (e.Running || e.Idx >= 0 || parked || e.Thawing)
 	if want == e.Counted {
@@ -20,6 +20,6 @@ func (n *Node) touchLocked(e *held.Entry) {
 		if want {
 			d = 1
 		}
-		n.voter.Add(e.Ident.Name, d)
+		n.Voter.Add(e.Ident.Name, d)
 	}
 }

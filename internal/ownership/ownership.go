@@ -29,6 +29,7 @@ import (
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
+	"github.com/taskd/taskd/pkg/vote"
 )
 
 // Engine is the node's engine as its ownership sees it: what holds the
@@ -85,6 +86,10 @@ type Config struct {
 	// DrainTimeout and RebalanceInterval set how long an identity this
 	// node moved away serving a rebalancing request is not chosen again.
 	DrainTimeout, RebalanceInterval time.Duration
+	// VoteDelay and RemoveDelay are the status vote's (pkg/vote): how long
+	// an identity's activity must hold before its vote is sent, and how
+	// long it stays idle before it is unmapped.
+	VoteDelay, RemoveDelay time.Duration
 
 	Client  *clientv3.Client
 	Keys    keyspace.Keys
@@ -112,6 +117,9 @@ type Holder struct {
 	log     hclog.Logger
 	engine  Engine
 	repairs repairQueue
+	// voter decides when an identity's status vote is sent and when an
+	// idle one is unmapped; its writes are SendVote and UnmapIdle (vote.go).
+	voter *vote.Voter
 	// rebalancedAway holds the identities this node moved away serving
 	// rebalancing requests, until when they stay if they come back. Used
 	// by the control loop only.
@@ -120,14 +128,20 @@ type Holder struct {
 
 // New returns the ownership of a node; nothing runs until its loops do.
 func New(cfg Config) *Holder {
-	return &Holder{
+	h := &Holder{
 		cfg:            cfg,
 		log:            cfg.Logger,
 		engine:         cfg.Engine,
 		repairs:        repairQueue{wake: make(chan struct{}, 1)},
 		rebalancedAway: map[string]time.Time{},
 	}
+	h.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, h.SendVote, h.UnmapIdle)
+	return h
 }
+
+// Voter is the status vote of the node's identities (pkg/vote): the
+// engine tells it each identity's activity; its Run is the node's loop.
+func (h *Holder) Voter() *vote.Voter { return h.voter }
 
 func (h *Holder) etcdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, h.cfg.EtcdTimeout)

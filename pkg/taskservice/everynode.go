@@ -73,7 +73,7 @@ func (n *Node) installEvery(t follow.EveryTask) {
 	}
 	e.Rev = sharedRev
 	e.Extra().Shared = shared
-	e.Rec = record.MergeEvery(shared, sharedRev, e.X.Prog, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
+	e.Rec = record.MergeEvery(shared, sharedRev, e.X.Prog, time.Now(), n.followers.cals.Exclusions(shared.GetSpec().GetCalendars()))
 	if n.d.InFlightLocked(e.Ref()) {
 		// This node's run is in flight: its commit settles the marker.
 		e.Running = true
@@ -96,7 +96,7 @@ func (n *Node) removeEvery(id, taskID string) {
 	n.d.Unlock()
 	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
 	defer cancel()
-	if _, err := n.cli.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.ctx.Err() == nil {
+	if _, err := n.cfg.Client.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.ctx.Err() == nil {
 		n.log.Warn("delete EVERY_NODE progress", "task", taskID, "error", err)
 	}
 }

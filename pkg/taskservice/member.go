@@ -30,7 +30,7 @@ func IncarnationHealthService(incarnation string) string {
 // newMember returns the membership of n (its registration under its lease).
 func (n *Node) newMember() *membership.Member {
 	return membership.New(membership.Config{
-		Client:      n.cli,
+		Client:      n.cfg.Client,
 		Prefix:      n.cfg.Prefix,
 		Name:        n.cfg.Name,
 		Incarnation: n.incarnation,

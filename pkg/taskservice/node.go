@@ -11,7 +11,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/dispatch"
@@ -27,7 +26,6 @@ import (
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
 	"github.com/taskd/taskd/pkg/pending"
-	"github.com/taskd/taskd/pkg/vote"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -35,47 +33,34 @@ import (
 type Node struct {
 	cfg         Config
 	log         hclog.Logger
-	cli         *clientv3.Client
-	store       *pending.Store
 	keys        keyspace.Keys
-	idmap       *identity.Map
 	ids         *pending.IDSource
 	incarnation string
 	// life is the node's start/stop shape: the contexts its work runs
 	// under and the groups Stop ends (lifecycle.go).
 	life *lifecycle
-	// dispatcher is the state the node's lock guards: what it holds, its
-	// timer queue, the runs in flight, the look-ahead (dispatcher.go).
+	// d is the node's engine and its one lock (internal/dispatch): what
+	// it holds, its timer queue, the runs in flight, the look-ahead.
 	d *dispatch.Dispatcher
 
 	// member is the node's registration under its lease, the renewals and
-	// self-fencing (internal/membership). Its lock is taken under n.mu,
-	// never the other way.
+	// self-fencing (internal/membership). Its lock is taken under the
+	// engine lock, never the other way.
 	member *membership.Member
 
-	voter *vote.Voter
-	hub   *eventhub.Hub // the one watch of the event streams
+	hub *eventhub.Hub // the one watch of the event streams
 	// writes is the write path (internal/writepath): the Txn shapes, the
 	// Writer of lone Txns, and the batchers of the fenced writes and of
 	// the armed runs' checks.
 	writes writepath.Path
-	// cluster reads the nodes as placement candidates and moves identities
-	// (internal/placement); leader is the placement leader this node
-	// campaigns as (its loop, "placement").
-	cluster placement.Cluster
-	leader  *placement.Leader
-	// watch runs every watch of the node on internal/follow's loop (the
-	// followers', the ownership index's, the registrations'): pauses and
-	// cals follow the pauses in force and the calendars (their locks are
-	// leaves under n.mu), everyNode the EVERY_NODE tasks, which it hands
-	// to n.every.
-	watch     follow.Watch
-	pauses    *follow.Pauses
-	cals      *follow.Calendars
-	everyNode *follow.EveryNode
+	// leader is the placement leader this node campaigns as
+	// (internal/placement; its loop, "placement").
+	leader *placement.Leader
+	// followers are what the node follows rather than owns.
+	followers followers
 	// own is the ownership of the node's identities as seen from etcd:
-	// adoption, handoff pick-up, the ownership index, repairs, the votes'
-	// writes, the moves of a drain or a rebalancing request
+	// adoption, handoff pick-up, the ownership index, repairs, the status
+	// vote and its writes, the moves of a drain or a rebalancing request
 	// (internal/ownership; ownerside.go is what it calls here).
 	own *ownership.Holder
 
@@ -84,6 +69,28 @@ type Node struct {
 	// (internal/localrefs).
 	api  *taskapi.Service
 	refs *localrefs.Refs
+}
+
+// followers are what a node follows rather than owns (internal/follow):
+// watch runs every watch of the node on the one loop (the followers', the
+// ownership index's, the registrations'); pauses and cals follow the
+// pauses in force and the calendars (their locks are leaves under the
+// engine lock), every the EVERY_NODE tasks, which it hands to the
+// dispatcher's EVERY_NODE table (everynode.go).
+type followers struct {
+	watch  follow.Watch
+	pauses *follow.Pauses
+	cals   *follow.Calendars
+	every  *follow.EveryNode
+}
+
+// parts are what New builds the node's services from and does not keep:
+// the reads of stored tasks, the identities' mappings, and the cluster as
+// placement sees it (its candidates, its move Txns).
+type parts struct {
+	store   *pending.Store
+	idmap   *identity.Map
+	cluster placement.Cluster
 }
 
 // New checks cfg and returns a node that has not started.
@@ -95,45 +102,44 @@ func New(cfg Config) (*Node, error) {
 	_, _ = rand.Read(inc[:])
 	n := &Node{
 		cfg:         cfg,
-		cli:         cfg.Client,
 		keys:        keyspace.New(cfg.Prefix),
-		store:       pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, keyspace.New(cfg.Prefix)),
-		idmap:       identity.NewMap(cfg.Client, keyspace.New(cfg.Prefix)),
 		ids:         pending.NewIDSource(),
 		incarnation: hex.EncodeToString(inc[:]),
 		d:           dispatch.New(dispatchConfigOf(cfg)),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
-	n.watch = follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
-	n.pauses = follow.NewPauses(n.watch, follow.OnPause{Began: n.d.PauseBegan, Lifted: n.d.PauseLifted})
-	n.cals = follow.NewCalendars(n.watch)
-	n.everyNode = follow.NewEveryNode(n.watch, cfg.Name,
+	p := parts{store: pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, n.keys),
+		idmap: identity.NewMap(cfg.Client, n.keys)}
+	f := &n.followers
+	f.watch = follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
+	f.pauses = follow.NewPauses(f.watch, follow.OnPause{Began: n.d.PauseBegan, Lifted: n.d.PauseLifted})
+	f.cals = follow.NewCalendars(f.watch)
+	f.every = follow.NewEveryNode(f.watch, cfg.Name,
 		follow.OnEveryNode{Put: n.installEvery, Deleted: n.removeEvery, Listed: n.everyListed})
 	n.writes = writepath.NewPath(writepath.PathConfig{Client: cfg.Client, Prefix: cfg.Prefix, Node: cfg.Name,
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxRequestBytes: cfg.MaxRequestBytes,
 		Observe: cfg.Observer.observeTxn})
-	n.cluster = n.newCluster()
-	n.leader = n.newLeader()
+	p.cluster = n.newCluster(p.idmap)
+	n.leader = n.newLeader(p.cluster)
 	// A loop still running this long after Stop began is named in the log.
 	n.life = newLifecycle(n.log, 2*cfg.EtcdTimeout)
-	n.own = n.newOwnership()
-	n.voter = vote.New(cfg.VoteDelay, cfg.RemoveDelay, n.own.SendVote, n.own.UnmapIdle)
+	n.own = n.newOwnership(p)
 	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
 		Life: n.life.ctx, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
 	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life.ctx, Logger: n.log})
 	n.api = taskapi.New(taskapi.Config{
 		Name: cfg.Name, Incarnation: n.incarnation, EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxPayload: cfg.MaxPayload,
-		Client: cfg.Client, Keys: n.keys, Store: n.store, Map: n.idmap, IDs: n.ids,
-		Shapes: n.writes.Shapes, Writer: n.writes.Writer, Batch: n.writes.Batch, Cluster: n.cluster,
-		Calendars: n.cals, Pauses: n.pauses, EveryNode: n.everyNode, LocalRefs: n.refs,
+		Client: cfg.Client, Keys: n.keys, Store: p.store, Map: p.idmap, IDs: n.ids,
+		Shapes: n.writes.Shapes, Writer: n.writes.Writer, Batch: n.writes.Batch, Cluster: p.cluster,
+		Calendars: f.cals, Pauses: f.pauses, EveryNode: f.every, LocalRefs: n.refs,
 		TraceParent: TraceParent, Engine: (*engineSide)(n), Logger: n.log,
 	})
 	n.d.Deps = dispatch.Deps{Log: n.log, Incarnation: n.incarnation,
 		Life:   dispatch.Life{Ctx: n.life.ctx, RunCtx: n.life.runCtx, Starters: &n.life.starters, Runs: &n.life.runs},
-		Member: n.member, Keys: n.keys, IDMap: n.idmap, Writes: n.writes, Pauses: n.pauses, Cals: n.cals,
-		Own: n.own, Voter: n.voter, Runs: (*nodeRuns)(n)}
+		Member: n.member, Keys: n.keys, IDMap: p.idmap, Writes: n.writes, Pauses: f.pauses, Cals: f.cals,
+		Own: n.own, Voter: n.own.Voter(), Runs: (*nodeRuns)(n)}
 	return n, nil
 }
 
@@ -199,18 +205,18 @@ func (n *Node) Start(ctx context.Context) error {
 	// take longer than the lease lasts.
 	n.life.keeper.Go("lease", n.member.Run)
 	// Calendars and pauses are known before any task is queued.
-	if err := n.startStep(ctx, "load calendars", func() error { return n.cals.Load(ctx) }); err != nil {
+	if err := n.startStep(ctx, "load calendars", func() error { return n.followers.cals.Load(ctx) }); err != nil {
 		return err
 	}
-	n.life.loops.Go("calendars", n.cals.Run)
-	if err := n.startStep(ctx, "load pauses", func() error { return n.pauses.Load(ctx) }); err != nil {
+	n.life.loops.Go("calendars", n.followers.cals.Run)
+	if err := n.startStep(ctx, "load pauses", func() error { return n.followers.pauses.Load(ctx) }); err != nil {
 		return err
 	}
-	n.life.loops.Go("pauses", n.pauses.Run)
+	n.life.loops.Go("pauses", n.followers.pauses.Run)
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.own.AdoptOwned(ctx) }); err != nil {
 		return err
 	}
-	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() error { return n.everyNode.Load(ctx) }); err != nil {
+	if err := n.startStep(ctx, "load EVERY_NODE tasks", func() error { return n.followers.every.Load(ctx) }); err != nil {
 		return err
 	}
 	n.d.Lock()
@@ -233,11 +239,11 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	// Loops started after a concurrent Stop do not run (startstop).
 	n.life.loops.Go("repair", n.own.RunRepairs)
-	n.life.loops.Go("every", n.everyNode.Run)
+	n.life.loops.Go("every", n.followers.every.Run)
 	n.life.loops.Go("placement", n.leader.Run)
-	n.life.loops.Go("control", follow.NewControl(n.watch, n.cfg.Name,
+	n.life.loops.Go("control", follow.NewControl(n.followers.watch, n.cfg.Name,
 		follow.OnControl{Drain: n.drainRequested, Rebalance: n.own.RebalanceRequested}).Run)
-	n.life.loops.Go("voter", n.voter.Run)
+	n.life.loops.Go("voter", n.own.Voter().Run)
 	n.life.loops.Go("dispatch", func(context.Context) { n.d.DispatchLoop() })
 	n.life.loops.Go("thaw", n.d.ThawLoop)
 	n.life.loops.Go("handoff", n.own.RunHandoff)

@@ -15,14 +15,15 @@ import (
 type ownerSide Node
 
 // newOwnership returns the ownership of n's identities.
-func (n *Node) newOwnership() *ownership.Holder {
+func (n *Node) newOwnership(p parts) *ownership.Holder {
 	return ownership.New(ownership.Config{
 		Name: n.cfg.Name, Incarnation: n.incarnation, EtcdTimeout: n.cfg.EtcdTimeout, MaxTxnOps: n.cfg.MaxTxnOps,
 		ColdAfter:     n.cfg.ColdAfter,
 		HandoffPeriod: n.cfg.HandoffPeriod, HandoffStart: n.cfg.HandoffStart, DisableHandoffWatch: n.cfg.DisableHandoffWatch,
 		DrainTimeout: n.cfg.DrainTimeout, RebalanceInterval: n.cfg.RebalanceInterval,
-		Client: n.cli, Keys: n.keys, Map: n.idmap, Store: n.store, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
-		Member: n.member, Cluster: n.cluster, Watch: n.watch, Engine: (*ownerSide)(n), Logger: n.log, Life: n.life.ctx,
+		VoteDelay: n.cfg.VoteDelay, RemoveDelay: n.cfg.RemoveDelay,
+		Client: n.cfg.Client, Keys: n.keys, Map: p.idmap, Store: p.store, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
+		Member: n.member, Cluster: p.cluster, Watch: n.followers.watch, Engine: (*ownerSide)(n), Logger: n.log, Life: n.life.ctx,
 		HandoffTaken: n.cfg.Observer.HandoffTaken, RebalanceMoves: n.cfg.Observer.RebalanceMoves,
 	})
 }

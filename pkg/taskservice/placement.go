@@ -6,6 +6,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/taskd/taskd/internal/placement"
+	"github.com/taskd/taskd/pkg/identity"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 )
 
@@ -17,15 +18,15 @@ import (
 // Cluster.
 
 // newCluster is the cluster as this node's placement sees it.
-func (n *Node) newCluster() placement.Cluster {
-	return placement.Cluster{Client: n.cli, Keys: n.keys, Map: n.idmap, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
+func (n *Node) newCluster(idmap *identity.Map) placement.Cluster {
+	return placement.Cluster{Client: n.cfg.Client, Keys: n.keys, Map: idmap, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
 		EtcdTimeout: n.cfg.EtcdTimeout, MaxTxnOps: n.cfg.MaxTxnOps}
 }
 
 // newLeader returns the placement leader this node campaigns as.
-func (n *Node) newLeader() *placement.Leader {
+func (n *Node) newLeader(cluster placement.Cluster) *placement.Leader {
 	return placement.New(placement.Config{
-		Cluster:            n.cluster,
+		Cluster:            cluster,
 		Name:               n.cfg.Name,
 		Incarnation:        n.incarnation,
 		Lease:              n.member,

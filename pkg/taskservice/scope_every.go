@@ -45,7 +45,7 @@ func (everyScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err == nil && !resp.Succeeded {
-		if r := txn.Refusal(resp.Responses); n.pauses.LearnRefusal(st.Name, kind, r.PauseIdentity, r.PauseKind) {
+		if r := txn.Refusal(resp.Responses); n.followers.pauses.LearnRefusal(st.Name, kind, r.PauseIdentity, r.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}
@@ -58,7 +58,7 @@ func (everyScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 		// again, or the write's outcome is unknown: read the progress
 		// again, so that a marker written after all is resolved.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.d.Spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
+		n.d.Spawn(func() { n.followers.every.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 		return 0, nil, false
 	}
 	rev := resp.Header.Revision
@@ -90,7 +90,7 @@ func (everyScope) resultWrite(n *Node, e *held.Entry, c *commitState, rec *store
 			// node's progress; its rev stays the shared record's.
 			n.d.Lock()
 			e.Extra().Prog, e.X.ProgRev = np, rev
-			e.Rec = record.MergeEvery(shared, sharedRev, np, time.Now(), n.cals.Exclusions(shared.GetSpec().GetCalendars()))
+			e.Rec = record.MergeEvery(shared, sharedRev, np, time.Now(), n.followers.cals.Exclusions(shared.GetSpec().GetCalendars()))
 			n.d.Unlock()
 			return nil
 		},
@@ -117,7 +117,7 @@ func (everyScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 	n.d.Lock()
 	e.Extra().Shared, e.Rev = fresh, c.rev
 	n.d.Unlock()
-	c.base = record.MergeEvery(fresh, c.rev, record.SplitEvery(c.base, c.served), time.Now(), n.cals.Exclusions(fresh.GetSpec().GetCalendars()))
+	c.base = record.MergeEvery(fresh, c.rev, record.SplitEvery(c.base, c.served), time.Now(), n.followers.cals.Exclusions(fresh.GetSpec().GetCalendars()))
 	return true, nil
 }
 
@@ -135,7 +135,7 @@ func (everyScope) settleFailed(n *Node, e *held.Entry, _ startSnap, _ writepath.
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	}
 	n.settleNotStarted(e, time.Second)
-	n.d.Spawn(func() { n.everyNode.Reload(n.life.ctx, e.Ident.Name, e.ID) })
+	n.d.Spawn(func() { n.followers.every.Reload(n.life.ctx, e.Ident.Name, e.ID) })
 }
 
 func (everyScope) purge(n *Node, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) {

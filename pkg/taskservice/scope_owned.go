@@ -69,7 +69,7 @@ func (ownedScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 		return 0, nil, false
 	}
 	if !out.OK {
-		if n.pauses.LearnRefusal(st.Name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
+		if n.followers.pauses.LearnRefusal(st.Name, kind, out.Refusal.PauseIdentity, out.Refusal.PauseKind) {
 			n.putBack(e) // parks it: the pause is known now
 			return 0, nil, false
 		}
@@ -205,6 +205,6 @@ func (ownedScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, ep
 	empty := st.Tasks.Len() == 0
 	n.d.Unlock()
 	if empty {
-		n.voter.Recheck(st.Name) // its idle unmapping may go ahead now
+		n.own.Voter().Recheck(st.Name) // its idle unmapping may go ahead now
 	}
 }

@@ -1,11 +1,7 @@
 package taskservice
 
 import (
-	"time"
-
-	"github.com/taskd/taskd/internal/follow"
 	"github.com/taskd/taskd/internal/held"
-	"github.com/taskd/taskd/internal/record"
 	"github.com/taskd/taskd/internal/writepath"
 )
 
@@ -14,7 +10,7 @@ import (
 // node keeping its own progress (trigger positions, run numbers, last run,
 // run marker) at keyspace.Keys.EveryProgress. A node sees such tasks through
 // follow.EveryNode (a watch on their prefix), which hands them to
-// installEvery, removeEvery and everyListed.
+// the dispatcher (internal/dispatch/every.go), removeEvery and everyListed.
 //
 // The run machinery is the one of identity tasks: a node merges the shared
 // record with its progress into one TaskRecord (record.MergeEvery), plans
@@ -34,66 +30,15 @@ func (n *Node) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.Eve
 // everyListed drops the EVERY_NODE tasks this node knows that a list of
 // them (follow.EveryNode's) did not find stored.
 func (n *Node) everyListed(stored map[string]bool) {
-	n.d.Lock()
-	var gone []*held.Entry
-	for _, st := range n.d.Every {
-		for e := range st.Tasks.All() {
-			if !stored[e.ID] {
-				gone = append(gone, e)
-			}
-		}
-	}
-	n.d.Unlock()
-	for _, e := range gone {
+	for _, e := range n.d.EveryNotIn(stored) {
 		n.removeEvery(e.Ident.Name, e.ID)
 	}
-}
-
-// installEvery queues (or updates) this node's entry of an EVERY_NODE task,
-// as follow.EveryNode read it (with this node's stored progress, or
-// without: the entry keeps the progress it has).
-func (n *Node) installEvery(t follow.EveryTask) {
-	shared, sharedRev := t.Shared, t.Rev
-	n.d.Lock()
-	st := n.d.Every[t.Identity]
-	if st == nil {
-		st = &held.Ident{Name: t.Identity, Scope: held.ScopeEvery}
-		n.d.Every[t.Identity] = st
-	}
-	e := st.Tasks.Get(shared.Id)
-	if e == nil {
-		e = &held.Entry{Ident: st, ID: shared.Id, Idx: -1}
-		st.Tasks.Put(e)
-	} else if e.Running || (!t.WithProgress && e.Rev >= sharedRev) {
-		n.d.Unlock()
-		return // a run in flight folds the change in at its commit
-	}
-	if t.WithProgress {
-		e.Extra().Prog, e.X.ProgRev = t.Progress, t.ProgressRev
-	}
-	e.Rev = sharedRev
-	e.Extra().Shared = shared
-	e.Rec = record.MergeEvery(shared, sharedRev, e.X.Prog, time.Now(), n.followers.cals.Exclusions(shared.GetSpec().GetCalendars()))
-	if n.d.InFlightLocked(e.Ref()) {
-		// This node's run is in flight: its commit settles the marker.
-		e.Running = true
-		n.d.Queue.Remove(e)
-	} else {
-		n.d.ReschedLocked(e) // a marker is resolved by the entry's next start
-	}
-	n.d.Unlock()
 }
 
 // removeEvery drops an EVERY_NODE task that was deleted, with this node's
 // progress on it.
 func (n *Node) removeEvery(id, taskID string) {
-	n.d.Lock()
-	if st := n.d.Every[id]; st != nil {
-		if e := st.Tasks.Get(taskID); e != nil {
-			n.d.RemoveEntryLocked(e)
-		}
-	}
-	n.d.Unlock()
+	n.d.DropEvery(id, taskID)
 	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
 	defer cancel()
 	if _, err := n.cfg.Client.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.ctx.Err() == nil {

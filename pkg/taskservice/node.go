@@ -116,7 +116,7 @@ func New(cfg Config) (*Node, error) {
 	f.pauses = follow.NewPauses(f.watch, follow.OnPause{Began: n.d.PauseBegan, Lifted: n.d.PauseLifted})
 	f.cals = follow.NewCalendars(f.watch)
 	f.every = follow.NewEveryNode(f.watch, cfg.Name,
-		follow.OnEveryNode{Put: n.installEvery, Deleted: n.removeEvery, Listed: n.everyListed})
+		follow.OnEveryNode{Put: n.d.InstallEvery, Deleted: n.removeEvery, Listed: n.everyListed})
 	n.writes = writepath.NewPath(writepath.PathConfig{Client: cfg.Client, Prefix: cfg.Prefix, Node: cfg.Name,
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxRequestBytes: cfg.MaxRequestBytes,
 		Observe: cfg.Observer.observeTxn})
@@ -134,7 +134,7 @@ func New(cfg Config) (*Node, error) {
 		Client: cfg.Client, Keys: n.keys, Store: p.store, Map: p.idmap, IDs: n.ids,
 		Shapes: n.writes.Shapes, Writer: n.writes.Writer, Batch: n.writes.Batch, Cluster: p.cluster,
 		Calendars: f.cals, Pauses: f.pauses, EveryNode: f.every, LocalRefs: n.refs,
-		TraceParent: TraceParent, Engine: (*engineSide)(n), Logger: n.log,
+		TraceParent: TraceParent, Engine: engineSide{n.d, n}, Logger: n.log,
 	})
 	n.d.Deps = dispatch.Deps{Log: n.log, Incarnation: n.incarnation,
 		Life:   dispatch.Life{Ctx: n.life.ctx, RunCtx: n.life.runCtx, Starters: &n.life.starters, Runs: &n.life.runs},

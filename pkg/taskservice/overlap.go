@@ -171,7 +171,7 @@ func (n *Node) startOverlap(s *held.Entry) {
 		n.armOverlapLocked(parent, rec, out.Rev, time.Time{})
 		if child != nil {
 			n.d.Unlock()
-			n.addOwned(st.Name, snap.epoch, []*storev1.TaskRecord{child}, out.Rev)
+			n.d.AddOwned(st.Name, snap.epoch, []*storev1.TaskRecord{child}, out.Rev)
 			n.d.Lock()
 		}
 	}

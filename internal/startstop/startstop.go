@@ -1,5 +1,6 @@
 // Package startstop owns long-lived goroutines: a Group starts named loops,
-// each a func(ctx), and stops them all at once.
+// each a func(ctx), and stops them all at once; a Lifecycle is a node's
+// groups and contexts in the order its Stop ends them (lifecycle.go).
 //
 // Guarantee: Stop cancels the context every loop of the group was given and
 // returns only once every loop started in the group has returned; after
@@ -12,7 +13,7 @@
 //
 // Lock: a Group's mutex guards which loops run (their names and count) and
 // whether the group was cancelled; Stop waits for the loops without holding
-// it.
+// it. A Lifecycle's guards whether the node started and stopped, a leaf.
 package startstop
 
 import (

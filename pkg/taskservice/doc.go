@@ -15,10 +15,10 @@
 // RUNNING; a node that cannot renew its lease stops starting runs before the
 // lease can expire.
 //
-// Lock: the engine lock (Node.mu) guards what the node holds
-// (internal/held: its identities, task entries, timer queue and runs in
-// flight) and the dispatch state around it (internal/admission's queues
-// too). The locks of the membership, the pauses and calendars followers,
+// Lock: none of its own. The engine lock (internal/dispatch's
+// Dispatcher.mu) guards what the node holds (internal/held: its
+// identities, task entries, timer queue and runs in flight) and the
+// dispatch state around it (internal/admission's queues too). The locks of the membership, the pauses and calendars followers,
 // the repair queue and the lifecycle are leaves taken under it, never the
 // other way, and it is never held across an etcd call.
 package taskservice

@@ -21,7 +21,7 @@ import (
 // drain.
 func (n *Node) Drain(ctx context.Context) error {
 	n.d.Lock()
-	if !n.life.live() || n.d.Phase.Draining {
+	if !n.life.Live() || n.d.Phase.Draining {
 		n.d.Unlock()
 		return nil
 	}
@@ -57,7 +57,7 @@ func (n *Node) drainRequested(ctx context.Context, incarnation string, rev int64
 	n.log.Info("drain requested")
 	// Detached, not a loop: Drain ends by stopping the node, and Stop waits
 	// for the loops. The drain's context ends when the stop is over.
-	n.life.detached.Go("drain", func(ctx context.Context) {
+	n.life.Detached.Go("drain", func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout+time.Minute)
 		defer cancel()
 		if err := n.Drain(ctx); err != nil {

@@ -39,9 +39,9 @@ func (n *Node) everyListed(stored map[string]bool) {
 // progress on it.
 func (n *Node) removeEvery(id, taskID string) {
 	n.d.DropEvery(id, taskID)
-	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	defer cancel()
-	if _, err := n.cfg.Client.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.ctx.Err() == nil {
+	if _, err := n.cfg.Client.Delete(ctx, n.keys.EveryProgress(n.cfg.Name, taskID)); err != nil && n.life.Ctx.Err() == nil {
 		n.log.Warn("delete EVERY_NODE progress", "task", taskID, "error", err)
 	}
 }

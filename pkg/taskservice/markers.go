@@ -167,7 +167,7 @@ func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSn
 		return
 	}
 	txn := scopeImpl(st.Scope).settling(n, e, w.txn)
-	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()
 	if err != nil || !resp.Succeeded {
@@ -218,7 +218,7 @@ func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64,
 	if err != nil {
 		return false, err
 	}
-	ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.ctx))
+	ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.Ctx))
 	defer cancel()
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	if err != nil {

@@ -56,7 +56,7 @@ func (s *memberSide) Record() ([]byte, error) {
 		Incarnation: n.incarnation,
 		Address:     n.cfg.Address,
 		State:       n.d.Phase.State,
-		StartedAt:   timestamppb.New(n.life.since()),
+		StartedAt:   timestamppb.New(n.life.Since()),
 		Kinds:       n.Kinds(),
 	}
 	if !n.d.Phase.DispatchStart.IsZero() {
@@ -123,7 +123,7 @@ func (s *memberSide) Renewed() { (*Node)(s).d.Kick() }
 // Stopping reports whether Stop has begun. The lease keeper runs until Stop
 // has seen the last run's outcome committed (Node.keeper); a lease lost
 // while the node stops is not taken again.
-func (s *memberSide) Stopping() bool { return (*Node)(s).life.ctx.Err() != nil }
+func (s *memberSide) Stopping() bool { return (*Node)(s).life.Ctx.Err() != nil }
 
 // Replaced stops the node: a newer incarnation of its name took over.
 func (s *memberSide) Replaced(error) { (*Node)(s).stopAsync() }

@@ -22,6 +22,7 @@ import (
 	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/ownership"
 	"github.com/taskd/taskd/internal/placement"
+	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/taskapi"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/identity"
@@ -37,8 +38,8 @@ type Node struct {
 	ids         *pending.IDSource
 	incarnation string
 	// life is the node's start/stop shape: the contexts its work runs
-	// under and the groups Stop ends (lifecycle.go).
-	life *lifecycle
+	// under and the groups Stop ends (internal/startstop/lifecycle.go).
+	life *startstop.Lifecycle
 	// d is the node's engine and its one lock (internal/dispatch): what
 	// it holds, its timer queue, the runs in flight, the look-ahead.
 	d *dispatch.Dispatcher
@@ -123,12 +124,12 @@ func New(cfg Config) (*Node, error) {
 	p.cluster = n.newCluster(p.idmap)
 	n.leader = n.newLeader(p.cluster)
 	// A loop still running this long after Stop began is named in the log.
-	n.life = newLifecycle(n.log, 2*cfg.EtcdTimeout)
+	n.life = startstop.NewLifecycle(n.log, 2*cfg.EtcdTimeout)
 	n.own = n.newOwnership(p)
 	n.hub = eventhub.New(eventhub.Config{Client: cfg.Client, Prefix: cfg.Prefix, Logger: n.log, EtcdTimeout: cfg.EtcdTimeout,
-		Life: n.life.ctx, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
+		Life: n.life.Ctx, Buffer: cfg.EventBuffer, MaxStreams: cfg.MaxEventStreams})
 	n.refs = localrefs.New(localrefs.Config{Client: cfg.Client, Keys: n.keys, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
-		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life.ctx, Logger: n.log})
+		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life.Ctx, Logger: n.log})
 	n.api = taskapi.New(taskapi.Config{
 		Name: cfg.Name, Incarnation: n.incarnation, EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxPayload: cfg.MaxPayload,
 		Client: cfg.Client, Keys: n.keys, Store: p.store, Map: p.idmap, IDs: n.ids,
@@ -137,7 +138,7 @@ func New(cfg Config) (*Node, error) {
 		TraceParent: TraceParent, Engine: engineSide{n.d, n}, Logger: n.log,
 	})
 	n.d.Deps = dispatch.Deps{Log: n.log, Incarnation: n.incarnation,
-		Life:   dispatch.Life{Ctx: n.life.ctx, RunCtx: n.life.runCtx, Starters: &n.life.starters, Runs: &n.life.runs},
+		Life:   dispatch.Life{Ctx: n.life.Ctx, RunCtx: n.life.RunCtx, Starters: &n.life.Starters, Runs: &n.life.Runs},
 		Member: n.member, Keys: n.keys, IDMap: p.idmap, Writes: n.writes, Pauses: f.pauses, Cals: f.cals,
 		Own: n.own, Voter: n.own.Voter(), Runs: (*nodeRuns)(n)}
 	return n, nil
@@ -189,12 +190,12 @@ func (n *Node) Kinds() []string {
 // (contract §5.4), and only then starts dispatching and becomes RUNNING. ctx
 // bounds the start-up; the node runs until Stop.
 func (n *Node) Start(ctx context.Context) error {
-	if !n.life.begin() {
+	if !n.life.Begin() {
 		return errors.New("taskservice: node already started")
 	}
 
 	// The event streams are served from the start (the API is).
-	n.life.loops.Go("events", n.hub.Run)
+	n.life.Loops.Go("events", n.hub.Run)
 	// Each step is retried while etcd fails (a lost reply, a leader
 	// election), until ctx ends: a start must not die of one failed call.
 	// A refusal (a live node holds the name) is final.
@@ -203,16 +204,16 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	// Renew the lease from now on: adopting a large node's identities can
 	// take longer than the lease lasts.
-	n.life.keeper.Go("lease", n.member.Run)
+	n.life.Keeper.Go("lease", n.member.Run)
 	// Calendars and pauses are known before any task is queued.
 	if err := n.startStep(ctx, "load calendars", func() error { return n.followers.cals.Load(ctx) }); err != nil {
 		return err
 	}
-	n.life.loops.Go("calendars", n.followers.cals.Run)
+	n.life.Loops.Go("calendars", n.followers.cals.Run)
 	if err := n.startStep(ctx, "load pauses", func() error { return n.followers.pauses.Load(ctx) }); err != nil {
 		return err
 	}
-	n.life.loops.Go("pauses", n.followers.pauses.Run)
+	n.life.Loops.Go("pauses", n.followers.pauses.Run)
 	if err := n.startStep(ctx, "adopt identities", func() error { return n.own.AdoptOwned(ctx) }); err != nil {
 		return err
 	}
@@ -238,19 +239,19 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	// Loops started after a concurrent Stop do not run (startstop).
-	n.life.loops.Go("repair", n.own.RunRepairs)
-	n.life.loops.Go("every", n.followers.every.Run)
-	n.life.loops.Go("placement", n.leader.Run)
-	n.life.loops.Go("control", follow.NewControl(n.followers.watch, n.cfg.Name,
+	n.life.Loops.Go("repair", n.own.RunRepairs)
+	n.life.Loops.Go("every", n.followers.every.Run)
+	n.life.Loops.Go("placement", n.leader.Run)
+	n.life.Loops.Go("control", follow.NewControl(n.followers.watch, n.cfg.Name,
 		follow.OnControl{Drain: n.drainRequested, Rebalance: n.own.RebalanceRequested}).Run)
-	n.life.loops.Go("voter", n.own.Voter().Run)
-	n.life.loops.Go("dispatch", func(context.Context) { n.d.DispatchLoop() })
-	n.life.loops.Go("thaw", n.d.ThawLoop)
-	n.life.loops.Go("handoff", n.own.RunHandoff)
-	n.life.loops.Go("ownership", n.own.RunIndex)
+	n.life.Loops.Go("voter", n.own.Voter().Run)
+	n.life.Loops.Go("dispatch", func(context.Context) { n.d.DispatchLoop() })
+	n.life.Loops.Go("thaw", n.d.ThawLoop)
+	n.life.Loops.Go("handoff", n.own.RunHandoff)
+	n.life.Loops.Go("ownership", n.own.RunIndex)
 	if n.cfg.Remote != nil {
-		n.life.loops.Go("remote kinds", n.remoteKindsLoop)
-		n.life.loops.Go("worker waits", n.d.WorkerWaitLoop)
+		n.life.Loops.Go("remote kinds", n.remoteKindsLoop)
+		n.life.Loops.Go("worker waits", n.d.WorkerWaitLoop)
 	}
 	n.log.Info("node running", "dispatch_start", n.DispatchStart().Format(time.RFC3339Nano),
 		"identities", n.ownedCount(), "kinds", n.Kinds())
@@ -289,25 +290,25 @@ func (n *Node) ownedCount() int {
 // lapsed, or a newer incarnation took the name) is not an error: the
 // record and the lease that Stop would remove are gone already.
 func (n *Node) Stop(ctx context.Context) error {
-	first, wasStarted := n.life.end()
+	first, wasStarted := n.life.End()
 	if !first {
 		return nil
 	}
 	// Last: the stop is over, and Done closes once the detached goroutines
 	// (possibly the caller) return.
-	defer n.life.detached.Cancel()
+	defer n.life.Detached.Cancel()
 	n.d.Kick()
-	n.life.loops.Stop()
+	n.life.Loops.Stop()
 	// The dispatcher has returned, so no starter starts any more.
-	n.life.starters.Wait()
+	n.life.Starters.Wait()
 	n.d.ReleaseQueuedReservations()
 	n.d.DisarmAll(errNodeStopping)
 
 	n.log.Debug("stopping: waiting for the runs in flight")
-	n.life.waitRuns(ctx, errNodeStopping, func() { n.log.Warn("stop: cancelling runs still in flight") })
+	n.life.WaitRuns(ctx, errNodeStopping, func() { n.log.Warn("stop: cancelling runs still in flight") })
 	n.writes.Wait()
 	// Nothing commits any more: the lease may go.
-	n.life.keeper.Stop()
+	n.life.Keeper.Stop()
 	if !wasStarted {
 		return nil
 	}
@@ -339,12 +340,12 @@ func (n *Node) Stop(ctx context.Context) error {
 // Done is closed once the node has stopped, whether by Stop or by itself
 // (it was replaced by a newer incarnation of its name, or it drained), and
 // the goroutine that stopped it from inside has returned.
-func (n *Node) Done() <-chan struct{} { return n.life.detached.Done() }
+func (n *Node) Done() <-chan struct{} { return n.life.Detached.Done() }
 
 // stopAsync stops the node from one of its loops (which Stop waits for, so
 // a loop cannot call Stop itself), in a detached goroutine.
 func (n *Node) stopAsync() {
-	n.life.detached.Go("stop", func(ctx context.Context) {
+	n.life.Detached.Go("stop", func(ctx context.Context) {
 		// ctx ends only when Stop is over.
 		sctx, cancel := context.WithTimeout(ctx, n.cfg.DrainTimeout)
 		defer cancel()

@@ -27,7 +27,7 @@ func (n *Node) newOwnership(p parts) *ownership.Holder {
 		DrainTimeout: n.cfg.DrainTimeout, RebalanceInterval: n.cfg.RebalanceInterval,
 		VoteDelay: n.cfg.VoteDelay, RemoveDelay: n.cfg.RemoveDelay,
 		Client: n.cfg.Client, Keys: n.keys, Map: p.idmap, Store: p.store, Shapes: n.writes.Shapes, Writer: n.writes.Writer,
-		Member: n.member, Cluster: p.cluster, Watch: n.followers.watch, Engine: ownerSide{n.d, n}, Logger: n.log, Life: n.life.ctx,
+		Member: n.member, Cluster: p.cluster, Watch: n.followers.watch, Engine: ownerSide{n.d, n}, Logger: n.log, Life: n.life.Ctx,
 		HandoffTaken: n.cfg.Observer.HandoffTaken, RebalanceMoves: n.cfg.Observer.RebalanceMoves,
 	})
 }

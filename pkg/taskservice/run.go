@@ -20,7 +20,7 @@ import (
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
 func (n *Node) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, entered chan<- struct{}) {
-	defer n.life.runs.Done()
+	defer n.life.Runs.Done()
 	// The run's worker slot and its identity's share are freed once its
 	// handler has returned: the commit that follows is batched with others
 	// and needs no slot, so a burst of short runs is bounded by handler
@@ -280,7 +280,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 		}
 		// A commit outlives Stop's cancel: a run that ends while the node
 		// stops is still recorded (bounded by EtcdTimeout).
-		ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.ctx))
+		ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.Ctx))
 		out := n.writes.Batch.Do(ctx, w.txn)
 		cancel()
 		if errors.Is(out.Err, ErrTooLarge) {
@@ -291,7 +291,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 		}
 		if out.Err != nil {
 			c.maybeApplied = c.maybeApplied || !out.NotSent
-			if n.life.ctx.Err() != nil {
+			if n.life.Ctx.Err() != nil {
 				// Stopping with etcd away: the marker stays and whoever owns the
 				// task next resolves the run as INTERRUPTED.
 				n.log.Warn("commit abandoned at stop; the run will be resolved by the task's next owner",
@@ -300,7 +300,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 				return
 			}
 			n.log.Warn("commit failed; retrying", "identity", st.Name, "task", e.ID, "error", out.Err)
-			bo.Wait(n.life.ctx)
+			bo.Wait(n.life.Ctx)
 			continue
 		}
 		if out.OK {

@@ -58,7 +58,7 @@ func (everyScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 		// again, or the write's outcome is unknown: read the progress
 		// again, so that a marker written after all is resolved.
 		n.settleNotStarted(e, n.cfg.HandoffPeriod)
-		n.d.Spawn(func() { n.followers.every.Reload(n.life.ctx, e.Ident.Name, e.ID) })
+		n.d.Spawn(func() { n.followers.every.Reload(n.life.Ctx, e.Ident.Name, e.ID) })
 		return 0, nil, false
 	}
 	rev := resp.Header.Revision
@@ -135,7 +135,7 @@ func (everyScope) settleFailed(n *Node, e *held.Entry, _ startSnap, _ writepath.
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	}
 	n.settleNotStarted(e, time.Second)
-	n.d.Spawn(func() { n.followers.every.Reload(n.life.ctx, e.Ident.Name, e.ID) })
+	n.d.Spawn(func() { n.followers.every.Reload(n.life.Ctx, e.Ident.Name, e.ID) })
 }
 
 func (everyScope) purge(n *Node, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) {

@@ -43,9 +43,9 @@ func (ownedScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 		n.settleNotStarted(e, time.Second)
 		return 0, nil, false
 	}
-	parent := n.life.ctx
+	parent := n.life.Ctx
 	if p.before != nil {
-		parent = context.WithoutCancel(n.life.ctx) // armed ahead
+		parent = context.WithoutCancel(n.life.Ctx) // armed ahead
 	}
 	ctx, cancel := n.startCtxFrom(parent)
 	out := n.writes.Batch.Do(ctx, txn)
@@ -146,7 +146,7 @@ func (ownedScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 	if err != nil {
 		c.maybeApplied = true
 		n.log.Warn("forward a run's result: etcd failed; retrying", "task", e.ID, "error", err)
-		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life.ctx)
+		backoff.New(50*time.Millisecond, 50*time.Millisecond).Wait(n.life.Ctx)
 		return true, nil
 	}
 	if !ok {
@@ -161,7 +161,7 @@ func (ownedScope) commitConflict(n *Node, e *held.Entry, f *held.Flight, c *comm
 }
 
 func (ownedScope) forwardedResult(n *Node, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
-	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	defer cancel()
 	return n.readForwarded(ctx, e.Ident.Name, e.ID, m)
 }
@@ -188,7 +188,7 @@ func (ownedScope) purge(n *Node, e *held.Entry, rec *storev1.TaskRecord, rev, ep
 		n.d.RemovePurged(e)
 		return
 	}
-	ctx, cancel := n.d.EtcdCtx(n.life.ctx)
+	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	txn := n.writes.Shapes.Purge(writepath.RunFence{Identity: st.Name, Task: e.ID, Epoch: epoch, TaskRev: rev}, rec)
 	resp, err := n.writes.Writer.Commit(ctx, txn)
 	cancel()

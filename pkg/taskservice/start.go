@@ -23,7 +23,7 @@ import (
 // start that etcd applies after the node could last prove its lease live
 // is never followed by a handler call (the run is resolved instead).
 func (n *Node) startCtx() (context.Context, context.CancelFunc) {
-	return n.startCtxFrom(n.life.ctx)
+	return n.startCtxFrom(n.life.Ctx)
 }
 
 // startCtxFrom is startCtx under parent. The start of a run armed ahead of
@@ -214,7 +214,7 @@ func (n *Node) launcher(e *held.Entry, f *held.Flight, p startPlan, epoch, rev i
 	}
 	ev.RunNumber, ev.Attempt, ev.Fence, ev.Count = p.RunNumber, p.Attempt, Fence{Epoch: epoch, Revision: rev}, 0
 	ev.FireTime, ev.Ready = p.Fire, p.ready
-	n.life.runs.Add(1)
+	n.life.Runs.Add(1)
 	return func() {
 		if p.before == nil || f.Ctx.Err() == nil { // an armed run not called never fired
 			ev.Type = EventFired

@@ -49,7 +49,7 @@ type Config struct {
 	// ahead of their first worker (taskd --kinds): the node advertises them
 	// in its registration with the kinds it serves, so scheduling accepts
 	// them before any worker of them connects, and their runs wait on the
-	// identity's owner, visibly (unserved.go), until one does. At most
+	// identity's owner, visibly (internal/dispatch/unserved.go), until one does. At most
 	// MaxWorkerKinds, each a valid kind with no handler in Handlers;
 	// they need Remote.
 	DeclaredKinds []string

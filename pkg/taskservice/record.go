@@ -22,7 +22,7 @@ type startPlan struct {
 	record.Start
 	ready time.Time // when the run became due on this node (Event.Ready)
 	// before is, for a run armed ahead of its fire time, the record before
-	// its start: written back if its handler is not called (arming.go).
+	// its start: written back if its handler is not called (internal/dispatch/arming.go).
 	before *storev1.TaskRecord
 }
 

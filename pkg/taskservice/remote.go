@@ -14,7 +14,7 @@ import (
 // in Config.Handlers.
 //
 // A run of such a kind first waits, holding nothing, for a worker with a
-// free slot (workerwait.go): the node asks Reserve for one before the run
+// free slot (internal/dispatch/workerwait.go): the node asks Reserve for one before the run
 // takes a run slot or writes its start, so a run no worker can take yet
 // spends no slot, no attempt and no run number. When Reserve says no, the
 // run waits on the node until Freed signals; the waiting runs of a kind are
@@ -102,7 +102,7 @@ func (n *Node) remoteKindsLoop(ctx context.Context) {
 		case <-n.cfg.Remote.KindsChanged():
 		}
 		// A worker that came or went may begin or end an episode of a
-		// kind nothing serves here (unserved.go).
+		// kind nothing serves here (internal/dispatch/unserved.go).
 		n.d.Lock()
 		n.d.CheckUnservedLocked()
 		n.d.Unlock()

@@ -148,7 +148,7 @@ func (n *Node) callHandler(runCtx context.Context, f *held.Flight, run *Run, tim
 	}
 	close(entered)
 	if remote {
-		// The worker's slot was reserved before the start (workerwait.go).
+		// The worker's slot was reserved before the start (internal/dispatch/workerwait.go).
 		res, _ := n.d.TakeReservation(f).(Reservation) // every slot is one (remoteSlots)
 		if res == nil {
 			return Retry(fmt.Errorf("node %s: no worker of kind %q was reserved for the run", n.cfg.Name, run.Kind))
@@ -248,7 +248,7 @@ func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 	var big oversize
 	for {
 		// An armed run not called is undone: what its start changed in the
-		// task goes back to before the start (arming.go).
+		// task goes back to before the start (internal/dispatch/arming.go).
 		undo := res.notCalled && p.before != nil
 		var rec *storev1.TaskRecord
 		var hist *taskdv1.Run

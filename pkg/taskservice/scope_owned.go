@@ -34,7 +34,7 @@ func (ownedScope) writeStart(n *Node, e *held.Entry, p startPlan, snap startSnap
 	// Besides the epoch and the task, a start is fenced on this node's own
 	// registration, under the lease it had when the start was planned
 	// (writepath.Lease), and on the pauses of its identity and kind
-	// (pauses.go).
+	// (internal/dispatch/pauses.go).
 	kind := p.Rec.GetSpec().GetKind()
 	txn, err := n.writes.Shapes.Start(writepath.RunFence{Identity: st.Name, Task: e.ID, Epoch: snap.epoch, TaskRev: snap.rev},
 		writepath.Lease(snap.lease), writepath.Pauses{Identity: st.Name, Kind: kind}, p.Rec)

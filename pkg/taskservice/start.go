@@ -28,7 +28,7 @@ func (n *Node) startCtx() (context.Context, context.CancelFunc) {
 
 // startCtxFrom is startCtx under parent. The start of a run armed ahead of
 // its fire time is not cancelled when the node stops: Stop waits for it,
-// and then undoes it (arming.go), where a start cut short might have been
+// and then undoes it (internal/dispatch/arming.go), where a start cut short might have been
 // applied and be left for the task's next owner to resolve as interrupted.
 func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(parent, n.member.Deadline())
@@ -43,7 +43,7 @@ func (n *Node) startCtxFrom(parent context.Context) (context.Context, context.Ca
 // fire time; one task has at most one run in flight on this node.
 //
 // With ahead > 0 the start is written up to ahead before the fire time
-// and planned as of the fire time: the run is armed (arming.go) and
+// and planned as of the fire time: the run is armed (internal/dispatch/arming.go) and
 // returned as such, its handler called when it fires.
 func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 	n.d.Lock()
@@ -99,8 +99,8 @@ func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 		n.d.Unlock()
 		return nil, nil
 	}
-	// The run's flight carries its kind's token (limits.go) and its remote
-	// worker's slot (workerwait.go) from here on.
+	// The run's flight carries its kind's token (internal/dispatch/limits.go) and its remote
+	// worker's slot (internal/dispatch/workerwait.go) from here on.
 	if e.X != nil {
 		f.Token, e.X.Token = e.X.Token, nil
 		f.Reserved = e.X.WW.Take()
@@ -119,7 +119,7 @@ func (n *Node) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 	p := startPlan{Start: record.PlanStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)}
 	p.ready = ready
 	if ahead > 0 {
-		p.before = cur // an armed run not called is undone (arming.go)
+		p.before = cur // an armed run not called is undone (internal/dispatch/arming.go)
 	}
 	rev, record, ok := n.writeStart(e, p, snap)
 	if !ok {

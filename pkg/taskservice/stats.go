@@ -50,7 +50,7 @@ type Stats struct {
 	WaitingForWorker map[string]int
 	// WaitingUnserved counts, by kind, those of WaitingForWorker's runs
 	// whose kind nothing on this node serves now: no handler, no connected
-	// worker (unserved.go). A kind of Config.DeclaredKinds is listed with 0
+	// worker (internal/dispatch/unserved.go). A kind of Config.DeclaredKinds is listed with 0
 	// while none of its runs waits.
 	WaitingUnserved map[string]int
 }

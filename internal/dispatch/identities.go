@@ -10,8 +10,10 @@ import (
 // internal/ownership has read or moved them: the loading of an identity's
 // tasks under an epoch (InstallTasks), the reaction to a failed fence
 // (IdentityMoved), and the forgetting of an identity (DropIdentityLocked).
-// ownerside.go is what the ownership calls.
+// owned.go is what the ownership calls.
 
+// RemoveEntryLocked takes e out of its identity and the timer queue for
+// good (mu held).
 func (n *Dispatcher) RemoveEntryLocked(e *held.Entry) {
 	e.Gone = true
 	n.Queue.Remove(e)

@@ -22,14 +22,14 @@ import (
 // revision).
 
 // everyFence is the fence of a write of this node's progress on task.
-func (n *Node) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.EveryFence {
+func (n *runPath) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.EveryFence {
 	lease := n.member.Lease()
 	return writepath.EveryFence{Identity: e.Ident.Name, Task: e.ID, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 
 // everyListed drops the EVERY_NODE tasks this node knows that a list of
 // them (follow.EveryNode's) did not find stored.
-func (n *Node) everyListed(stored map[string]bool) {
+func (n *runPath) everyListed(stored map[string]bool) {
 	for _, e := range n.d.EveryNotIn(stored) {
 		n.removeEvery(e.Ident.Name, e.ID)
 	}
@@ -37,7 +37,7 @@ func (n *Node) everyListed(stored map[string]bool) {
 
 // removeEvery drops an EVERY_NODE task that was deleted, with this node's
 // progress on it.
-func (n *Node) removeEvery(id, taskID string) {
+func (n *runPath) removeEvery(id, taskID string) {
 	n.d.DropEvery(id, taskID)
 	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	defer cancel()

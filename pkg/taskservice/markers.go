@@ -41,7 +41,7 @@ import (
 //
 // EVERY_NODE markers are this node's own progress: nothing is forwarded or
 // waited for, and a marker of no run in flight here is resolved at once.
-func (n *Node) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap) {
+func (n *runPath) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap) {
 	m := rec.Running
 	n.d.Lock()
 	if m.Incarnation == n.incarnation && n.d.InFlightLocked(e.Ref()) {
@@ -116,7 +116,7 @@ func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Dura
 // readForwarded reads, in one Txn, the result forwarded for the run of
 // marker m (nil if none) and whether the run's node is still registered
 // under the marker's incarnation.
-func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (n *runPath) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	resp, err := n.writes.Writer.Read(ctx,
 		clientv3.OpGet(n.keys.Result(id, taskID)),
 		clientv3.OpGet(n.keys.Node(m.Node)),
@@ -146,7 +146,7 @@ func (n *Node) readForwarded(ctx context.Context, id, taskID string, m *storev1.
 // in one Txn fenced as the task's scope requires (resultWrite) that also
 // deletes a forwarded result. If it fails the marker stays, and the entry's
 // next start comes back here.
-func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
+func (n *runPath) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
 	st := e.Ident
 	m := rec.Running
 	out := record.Clone(rec)
@@ -205,7 +205,7 @@ func (n *Node) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSn
 // Txn holds only while the task is at rev, that is while this run's marker
 // still stands, and it writes the new owner a handoff entry for the task
 // so that it looks at once.
-func (n *Node) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
+func (n *runPath) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
 	var extra []clientv3.Op
 	if owner.Mapped && owner.Node != n.cfg.Name {
 		op, err := n.writes.Shapes.Handoff(owner.Node, id, taskID)

@@ -35,7 +35,6 @@ type Node struct {
 	cfg         Config
 	log         hclog.Logger
 	keys        keyspace.Keys
-	ids         *pending.IDSource
 	incarnation string
 	// life is the node's start/stop shape: the contexts its work runs
 	// under and the groups Stop ends (internal/startstop/lifecycle.go).
@@ -70,6 +69,9 @@ type Node struct {
 	// (internal/localrefs).
 	api  *taskapi.Service
 	refs *localrefs.Refs
+	// runs is the run path (runpath.go): the start, call, commit and
+	// settling of every run, whatever its scope.
+	runs *runPath
 }
 
 // followers are what a node follows rather than owns (internal/follow):
@@ -86,9 +88,11 @@ type followers struct {
 }
 
 // parts are what New builds the node's services from and does not keep:
-// the reads of stored tasks, the identities' mappings, and the cluster as
-// placement sees it (its candidates, its move Txns).
+// the task ids (shared by the requests and the run path's overlap
+// shadows), the reads of stored tasks, the identities' mappings, and the
+// cluster as placement sees it (its candidates, its move Txns).
 type parts struct {
+	ids     *pending.IDSource
 	store   *pending.Store
 	idmap   *identity.Map
 	cluster placement.Cluster
@@ -104,20 +108,20 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:         cfg,
 		keys:        keyspace.New(cfg.Prefix),
-		ids:         pending.NewIDSource(),
+		runs:        &runPath{},
 		incarnation: hex.EncodeToString(inc[:]),
 		d:           dispatch.New(dispatchConfigOf(cfg)),
 	}
 	n.log = cfg.Logger.With("node", cfg.Name, "incarnation", n.incarnation)
 	n.member = n.newMember()
-	p := parts{store: pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, n.keys),
+	p := parts{ids: pending.NewIDSource(), store: pending.NewStore(cfg.Client, writepath.NewWriter(cfg.Client).Read, n.keys),
 		idmap: identity.NewMap(cfg.Client, n.keys)}
 	f := &n.followers
 	f.watch = follow.Watch{Client: cfg.Client, Keys: n.keys, EtcdTimeout: cfg.EtcdTimeout, MaxWait: cfg.HandoffPeriod, Logger: n.log}
 	f.pauses = follow.NewPauses(f.watch, follow.OnPause{Began: n.d.PauseBegan, Lifted: n.d.PauseLifted})
 	f.cals = follow.NewCalendars(f.watch)
 	f.every = follow.NewEveryNode(f.watch, cfg.Name,
-		follow.OnEveryNode{Put: n.d.InstallEvery, Deleted: n.removeEvery, Listed: n.everyListed})
+		follow.OnEveryNode{Put: n.d.InstallEvery, Deleted: n.runs.removeEvery, Listed: n.runs.everyListed})
 	n.writes = writepath.NewPath(writepath.PathConfig{Client: cfg.Client, Prefix: cfg.Prefix, Node: cfg.Name,
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxRequestBytes: cfg.MaxRequestBytes,
 		Observe: cfg.Observer.observeTxn})
@@ -132,7 +136,7 @@ func New(cfg Config) (*Node, error) {
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, Lease: n.member.Lease, Life: n.life.Ctx, Logger: n.log})
 	n.api = taskapi.New(taskapi.Config{
 		Name: cfg.Name, Incarnation: n.incarnation, EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxPayload: cfg.MaxPayload,
-		Client: cfg.Client, Keys: n.keys, Store: p.store, Map: p.idmap, IDs: n.ids,
+		Client: cfg.Client, Keys: n.keys, Store: p.store, Map: p.idmap, IDs: p.ids,
 		Shapes: n.writes.Shapes, Writer: n.writes.Writer, Batch: n.writes.Batch, Cluster: p.cluster,
 		Calendars: f.cals, Pauses: f.pauses, EveryNode: f.every, LocalRefs: n.refs,
 		TraceParent: TraceParent, Engine: engineSide{n.d, n}, Logger: n.log,
@@ -140,7 +144,9 @@ func New(cfg Config) (*Node, error) {
 	n.d.Deps = dispatch.Deps{Log: n.log, Incarnation: n.incarnation,
 		Life:   dispatch.Life{Ctx: n.life.Ctx, RunCtx: n.life.RunCtx, Starters: &n.life.Starters, Runs: &n.life.Runs},
 		Member: n.member, Keys: n.keys, IDMap: p.idmap, Writes: n.writes, Pauses: f.pauses, Cals: f.cals,
-		Own: n.own, Voter: n.own.Voter(), Runs: (*nodeRuns)(n)}
+		Own: n.own, Voter: n.own.Voter(), Runs: (*nodeRuns)(n.runs)}
+	*n.runs = runPath{cfg: cfg, log: n.log, incarnation: n.incarnation, d: n.d, member: n.member, writes: n.writes,
+		life: n.life, followers: &n.followers, own: n.own, keys: n.keys, refs: n.refs, ids: p.ids}
 	return n, nil
 }
 
@@ -353,7 +359,7 @@ func (n *Node) stopAsync() {
 	})
 }
 
-func (n *Node) emit(ev Event) {
+func (n *runPath) emit(ev Event) {
 	if len(n.cfg.Listeners) == 0 {
 		return
 	}

@@ -45,7 +45,7 @@ const overlapRecheck = 100 * time.Millisecond
 
 // armOverlapLocked queues e's shadow at the next fire time of rec, the
 // record of e's run in flight, if the task allows overlap. n.mu held.
-func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
+func (n *runPath) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
 	if !rec.GetSpec().GetAllowOverlap() || !e.Ident.Scope.Overlaps() {
 		return
 	}
@@ -67,7 +67,7 @@ func (n *Node) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int6
 
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
 // left). n.mu held.
-func (n *Node) dropShadowLocked(e *held.Entry) {
+func (n *runPath) dropShadowLocked(e *held.Entry) {
 	if s := e.Ex().Shadow; s != nil {
 		s.Gone = true
 		n.d.Queue.Remove(s)
@@ -77,7 +77,7 @@ func (n *Node) dropShadowLocked(e *held.Entry) {
 
 // startOverlap starts the overlapping run of a due shadow, if its task's
 // run is still in flight.
-func (n *Node) startOverlap(s *held.Entry) {
+func (n *runPath) startOverlap(s *held.Entry) {
 	n.d.Lock()
 	s.Running = false
 	parent := s.Ex().OverlapOf
@@ -179,7 +179,7 @@ func (n *Node) startOverlap(s *held.Entry) {
 
 // overlapRun is the task of an overlapping run of parent for fire time
 // fire: a one-shot copy of it, labelled with its id.
-func (n *Node) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *storev1.TaskRecord {
+func (n *runPath) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *storev1.TaskRecord {
 	spec := record.Clone(parent).Spec
 	spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(fire)}}}}
 	spec.AllowOverlap, spec.IdempotencyKey, spec.Calendars = false, "", nil

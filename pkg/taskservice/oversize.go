@@ -39,7 +39,7 @@ type oversize struct {
 
 // shrink takes the next step after a commit refused with err (ErrTooLarge);
 // false: no step is left, the flight was ended and the marker stays.
-func (o *oversize) shrink(n *Node, e *held.Entry, f *held.Flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
+func (o *oversize) shrink(n *runPath, e *held.Entry, f *held.Flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
 	st := e.Ident
 	switch {
 	case !o.shrunk && !undo && !o.stripRecord:

@@ -19,7 +19,7 @@ import (
 // execute calls the handler of a started run and commits its result.
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
-func (n *Node) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, entered chan<- struct{}) {
+func (n *runPath) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.life.Runs.Done()
 	// The run's worker slot and its identity's share are freed once its
 	// handler has returned: the commit that follows is batched with others
@@ -91,7 +91,7 @@ func (n *Node) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 
 // veto asks the node's vetoes whether run may start; it returns the first
 // veto's reason, or "".
-func (n *Node) veto(ctx context.Context, run *Run) (reason string) {
+func (n *runPath) veto(ctx context.Context, run *Run) (reason string) {
 	for i, v := range n.cfg.Vetoes {
 		func() {
 			defer func() {
@@ -125,7 +125,7 @@ func notCalledErr(ctx context.Context) error {
 // The node's lease is checked immediately before the call (self-fencing):
 // a node that cannot prove its lease is live calls no handler. runCtx is
 // the flight's context carrying the run's span.
-func (n *Node) callHandler(runCtx context.Context, f *held.Flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
+func (n *runPath) callHandler(runCtx context.Context, f *held.Flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
 	h := n.cfg.Handlers[run.Kind]
 	remote := h == nil && n.cfg.Remote != nil
 	if h == nil && !remote {
@@ -228,7 +228,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 // cannot be encoded is recorded as a retryable ERROR instead, so a task
 // never stays RUNNING. What the fence is, and what a failed fence means,
 // depends on the scope (resultWrite, commitConflict).
-func (n *Node) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult, epoch, rev int64) {
+func (n *runPath) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.Ident
 	res.message = taskspec.CleanMessage(res.message)
 	n.limitOutcome(&res, p.Rec)
@@ -351,7 +351,7 @@ type resultTxn struct {
 //   - EVERY_NODE: this node's progress and history, fenced on the node's
 //     registration, the shared record's revision and the progress
 //     revision; Else reads the shared record.
-func (n *Node) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+func (n *runPath) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	return scopeImpl(e.Ident.Scope).resultWrite(n, e, c, rec, hist)
 }
 
@@ -371,14 +371,14 @@ func (n *Node) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRecor
 // EVERY_NODE: a deleted task, or a changed registration (the node lost its
 // lease), drops the result (the marker stays and the next start resolves
 // it); a changed shared record (cancel, run-now) is folded in.
-func (n *Node) commitConflict(e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
+func (n *runPath) commitConflict(e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
 	return scopeImpl(e.Ident.Scope).commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
 }
 
 // droppedRun ends a run whose result is not committed: DROPPED, its
 // flight ended with the record base (nil: leave it) at rev.
-func (n *Node) droppedRun(f *held.Flight, ev Event, base *storev1.TaskRecord, rev int64) {
+func (n *runPath) droppedRun(f *held.Flight, ev Event, base *storev1.TaskRecord, rev int64) {
 	ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
 	n.emit(ev)
 	n.d.EndFlight(f, base, rev)
@@ -410,7 +410,7 @@ func followUp(rec *storev1.TaskRecord) EventType {
 	return EventNextScheduled
 }
 
-func (n *Node) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
+func (n *runPath) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
 	if outcome != "" {
 		ev.Type = outcome
 		n.emit(ev)
@@ -421,7 +421,7 @@ func (n *Node) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRe
 
 // emitNext emits ev (of type NEXT_SCHEDULED, RETRY_SCHEDULED or FINALIZED)
 // with the time it names.
-func (n *Node) emitNext(ev Event, rec *storev1.TaskRecord) {
+func (n *runPath) emitNext(ev Event, rec *storev1.TaskRecord) {
 	switch ev.Type {
 	case EventRetryScheduled:
 		ev.Next = rec.GetRetryAt().AsTime()

@@ -86,7 +86,7 @@ func Limits(maxPayload int) []Limit { return taskspec.Limits(maxPayload) }
 // keeps its data. It is the one check of every handler's output (Go
 // handlers, exec, webhook, remote workers), made where the outcome is
 // committed.
-func (n *Node) limitOutcome(res *runResult, rec *storev1.TaskRecord) {
+func (n *runPath) limitOutcome(res *runResult, rec *storev1.TaskRecord) {
 	if res.notCalled || res.encodeFailed || res.stale {
 		return
 	}

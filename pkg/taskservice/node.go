@@ -105,6 +105,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	var inc [8]byte
 	_, _ = rand.Read(inc[:])
+	// The run path is filled in last, once what it calls exists; the
+	// followers' callbacks bind to it before.
 	n := &Node{
 		cfg:         cfg,
 		keys:        keyspace.New(cfg.Prefix),

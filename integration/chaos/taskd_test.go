@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +133,29 @@ func (n *taskdNode) launch() (*proc, error) {
 	return p, nil
 }
 
+// waitPortsFree waits until the node's addresses can be bound again. A
+// SIGKILLed taskd is reaped at once, but a handler it was spawning at that
+// instant still holds a copy of its listening sockets until that child's
+// exec closes them (Go forks before it execs; the sockets are
+// close-on-exec): a relaunch in that window fails with "address already in
+// use", which is the harness's timing, not a fault of taskd.
+func (n *taskdNode) waitPortsFree(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return waitFor(wctx, func(context.Context) error {
+		for _, addr := range []string{n.listen, n.httpAddr} {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			if err := l.Close(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // current is the latest incarnation's process.
 func (n *taskdNode) current() *proc {
 	n.mu.Lock()
@@ -148,6 +172,9 @@ func (n *taskdNode) lifetimes() []*proc {
 
 // start launches a new incarnation and waits until it is RUNNING.
 func (n *taskdNode) start(ctx context.Context) error {
+	if err := n.waitPortsFree(ctx); err != nil {
+		return err
+	}
 	p, err := n.launch()
 	if err != nil {
 		return err

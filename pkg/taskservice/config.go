@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/taskd/taskd/internal/runs"
 	"github.com/taskd/taskd/internal/specdefaults"
 	"github.com/taskd/taskd/internal/writepath"
 )
@@ -297,3 +298,11 @@ func (c *Config) checkDeclaredKinds() error {
 	}
 	return nil
 }
+
+// DefaultMaxOverlap is the default bound on the overlapping runs of one
+// task that are unfinished at once.
+const DefaultMaxOverlap = 4
+
+// OverlapLabel labels an overlapping run's task with the id of the task it
+// overlaps (Trigger.allow_overlap).
+const OverlapLabel = runs.OverlapLabel

@@ -39,7 +39,7 @@ func (s engineSide) IdentityMoved(id string, cur identity.Owner) {
 
 // EveryDeleted drops a deleted EVERY_NODE task and this node's progress
 // on it.
-func (s engineSide) EveryDeleted(id, taskID string) { s.node().runs.removeEvery(id, taskID) }
+func (s engineSide) EveryDeleted(id, taskID string) { s.node().runs.RemoveEvery(id, taskID) }
 
 // Kinds are the kinds this node handles.
 func (s engineSide) Kinds() []string { return s.node().Kinds() }
@@ -59,7 +59,7 @@ func (s engineSide) HandlesKind(kind string) bool { return s.node().cfg.Handlers
 
 // Announce emits the event of a change a request made.
 func (s engineSide) Announce(c taskapi.Change, id, taskID, kind string) {
-	s.node().runs.emit(Event{Type: changeEvents[c], Identity: id, TaskID: taskID, Kind: kind})
+	s.node().emit(Event{Type: changeEvents[c], Identity: id, TaskID: taskID, Kind: kind})
 }
 
 // changeEvents are the events of the changes a request makes.

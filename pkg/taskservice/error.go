@@ -2,10 +2,10 @@ package taskservice
 
 import (
 	"errors"
-	"math/rand/v2"
 
 	"github.com/taskd/taskd/internal/eventhub"
 	"github.com/taskd/taskd/internal/outcome"
+	"github.com/taskd/taskd/internal/runs"
 	"github.com/taskd/taskd/internal/writepath"
 )
 
@@ -37,7 +37,7 @@ var ErrOutcomeUnknown = writepath.ErrOutcomeUnknown
 // The node records the run as one whose handler did not run, and the fire
 // time runs again, here once the lease is proven or on the identity's next
 // owner.
-var ErrLeaseNotProven = errors.New("not started: the node could not prove that its lease was live")
+var ErrLeaseNotProven = runs.ErrLeaseNotProven
 
 // ErrAlreadyExists reports an idempotency key that already names a task
 // whose spec differs from the request's (ALREADY_EXISTS). The message
@@ -62,6 +62,3 @@ var errLeaseLost = errors.New("the node lost its lease: it can no longer prove t
 
 // errNodeStopping is the cause of a run's context when its node stops.
 var errNodeStopping = errors.New("the node is stopping")
-
-// jitter is the random source of retry backoff.
-func jitter() float64 { return rand.Float64() }

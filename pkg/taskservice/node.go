@@ -22,6 +22,7 @@ import (
 	"github.com/taskd/taskd/internal/membership"
 	"github.com/taskd/taskd/internal/ownership"
 	"github.com/taskd/taskd/internal/placement"
+	"github.com/taskd/taskd/internal/runs"
 	"github.com/taskd/taskd/internal/startstop"
 	"github.com/taskd/taskd/internal/taskapi"
 	"github.com/taskd/taskd/internal/writepath"
@@ -69,9 +70,10 @@ type Node struct {
 	// (internal/localrefs).
 	api  *taskapi.Service
 	refs *localrefs.Refs
-	// runs is the run path (runpath.go): the start, call, commit and
-	// settling of every run, whatever its scope.
-	runs *runPath
+	// runs is the run path (internal/runs): the start, call, commit and
+	// settling of every run, whatever its scope; it calls the handlers
+	// through calls.go.
+	runs *runs.Path
 }
 
 // followers are what a node follows rather than owns (internal/follow):
@@ -110,7 +112,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:         cfg,
 		keys:        keyspace.New(cfg.Prefix),
-		runs:        &runPath{},
+		runs:        runs.New(),
 		incarnation: hex.EncodeToString(inc[:]),
 		d:           dispatch.New(dispatchConfigOf(cfg)),
 	}
@@ -123,7 +125,7 @@ func New(cfg Config) (*Node, error) {
 	f.pauses = follow.NewPauses(f.watch, follow.OnPause{Began: n.d.PauseBegan, Lifted: n.d.PauseLifted})
 	f.cals = follow.NewCalendars(f.watch)
 	f.every = follow.NewEveryNode(f.watch, cfg.Name,
-		follow.OnEveryNode{Put: n.d.InstallEvery, Deleted: n.runs.removeEvery, Listed: n.runs.everyListed})
+		follow.OnEveryNode{Put: n.d.InstallEvery, Deleted: n.runs.RemoveEvery, Listed: n.runs.EveryListed})
 	n.writes = writepath.NewPath(writepath.PathConfig{Client: cfg.Client, Prefix: cfg.Prefix, Node: cfg.Name,
 		EtcdTimeout: cfg.EtcdTimeout, MaxTxnOps: cfg.MaxTxnOps, MaxRequestBytes: cfg.MaxRequestBytes,
 		Observe: cfg.Observer.observeTxn})
@@ -146,9 +148,10 @@ func New(cfg Config) (*Node, error) {
 	n.d.Deps = dispatch.Deps{Log: n.log, Incarnation: n.incarnation,
 		Life:   dispatch.Life{Ctx: n.life.Ctx, RunCtx: n.life.RunCtx, Starters: &n.life.Starters, Runs: &n.life.Runs},
 		Member: n.member, Keys: n.keys, IDMap: p.idmap, Writes: n.writes, Pauses: f.pauses, Cals: f.cals,
-		Own: n.own, Voter: n.own.Voter(), Runs: (*nodeRuns)(n.runs)}
-	*n.runs = runPath{cfg: cfg, log: n.log, incarnation: n.incarnation, d: n.d, member: n.member, writes: n.writes,
-		life: n.life, followers: &n.followers, own: n.own, keys: n.keys, refs: n.refs, ids: p.ids}
+		Own: n.own, Voter: n.own.Voter(), Runs: n.runs.Runner()}
+	n.runs.Init(runsConfigOf(cfg, n.incarnation, n.log, n.emitRun), runs.Deps{Log: n.log, D: n.d, Member: n.member,
+		Writes: n.writes, Life: n.life, Pauses: f.pauses, Cals: f.cals, Every: f.every, Own: n.own, Keys: n.keys,
+		Refs: n.refs, IDs: p.ids})
 	return n, nil
 }
 
@@ -359,24 +362,4 @@ func (n *Node) stopAsync() {
 		defer cancel()
 		_ = n.Stop(sctx)
 	})
-}
-
-func (n *runPath) emit(ev Event) {
-	if len(n.cfg.Listeners) == 0 {
-		return
-	}
-	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-	}
-	ev.Node = n.cfg.Name
-	for _, l := range n.cfg.Listeners {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					n.log.Error("event listener panicked", "event", string(ev.Type), "panic", fmt.Sprint(r))
-				}
-			}()
-			l(ev)
-		}()
-	}
 }

@@ -53,12 +53,12 @@ func (s ownerSide) Left(id string, rev int64) {
 	n.d.DropIdentityLocked(st)
 	n.d.Unlock()
 	n.log.Debug("identity moved away", "identity", id)
-	n.runs.emit(Event{Type: EventMoved, Identity: id})
+	n.emit(Event{Type: EventMoved, Identity: id})
 }
 
 // HandedOff tells the listeners what a handoff entry brought.
 func (s ownerSide) HandedOff(id, taskID, kind, from string) {
-	s.node().runs.emit(Event{Type: EventHandedOff, Identity: id, TaskID: taskID, Kind: kind, Message: "from " + from})
+	s.node().emit(Event{Type: EventHandedOff, Identity: id, TaskID: taskID, Kind: kind, Message: "from " + from})
 }
 
 // Running reports whether the node is RUNNING.

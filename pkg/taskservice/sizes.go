@@ -2,8 +2,6 @@ package taskservice
 
 import (
 	"github.com/taskd/taskd/internal/taskspec"
-	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
-	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
 // The sizes a user, a handler or a worker controls have one table
@@ -77,26 +75,3 @@ type Limit = taskspec.Limit
 // Limits is the table of every size limit, with a node's --max-payload;
 // docs/limits.md lists the same rows (TestLimitsDocumented).
 func Limits(maxPayload int) []Limit { return taskspec.Limits(maxPayload) }
-
-// limitOutcome turns a run's outcome that asks for what cannot be stored
-// into a failed run saying what was too large (taskspec.OutcomeAsks):
-// new data over --max-payload (or making the task's encoded spec pass
-// MaxTaskBytes), or a snooze or an earliest retry past MaxInstant. The run
-// is an ERROR, retried after backoff as a handler's error is; the task
-// keeps its data. It is the one check of every handler's output (Go
-// handlers, exec, webhook, remote workers), made where the outcome is
-// committed.
-func (n *runPath) limitOutcome(res *runResult, rec *storev1.TaskRecord) {
-	if res.notCalled || res.encodeFailed || res.stale {
-		return
-	}
-	asks := taskspec.OutcomeAsks{Data: res.data, DataSet: res.dataSet, Snooze: res.snooze, RetryAt: res.retryAt}
-	why := asks.Refusal(rec.GetSpec(), n.cfg.MaxPayload)
-	if why == "" {
-		return
-	}
-	n.log.Warn("run outcome refused for its size", "identity", rec.GetSpec().GetIdentity(), "task", rec.GetId(), "reason", why)
-	*res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true,
-		message: taskspec.CleanMessage("the run's outcome was refused: " + why),
-		started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
-}

@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"errors"
@@ -120,13 +120,17 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 			if p.Attempt != 2 {
 				t.Fatalf("attempt %d, want 2", p.Attempt)
 			}
-			// The handler snoozes: the same classification the node does.
-			r := &Run{}
-			snoozeErr := Snooze(tc.until)
+			// The handler snoozes: the answer taskservice.Snooze makes
+			// (a zero time is the moment it was called: TestAnswerOf), then
+			// the same classification the node does.
+			until := tc.until
+			if until.IsZero() {
+				until = time.Now()
+			}
 			var sr runResult
-			classify(&sr, r, snoozeErr, nil)
-			if sr.snooze.IsZero() || IsRetryable(snoozeErr) {
-				t.Fatalf("Snooze(%v) classified as snooze=%v retryable=%v", tc.until, sr.snooze, IsRetryable(snoozeErr))
+			classify(&sr, Answer{Err: errors.New("snoozed"), Ask: AskSnooze, Until: until, Text: "snoozed"}, nil)
+			if sr.snooze.IsZero() || sr.retry {
+				t.Fatalf("Snooze(%v) classified as snooze=%v retry=%v", tc.until, sr.snooze, sr.retry)
 			}
 			end := p.Marker.StartedAt.AsTime().Add(time.Second)
 			if tc.until.IsZero() {
@@ -166,14 +170,8 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 // TestSnoozeZeroIsNotDone: Snooze(time.Time{}) once made the node treat the
 // fire time as done (a once task COMPLETED without having run its work).
 func TestSnoozeZeroIsNotDone(t *testing.T) {
-	before := time.Now()
-	var oe *outcomeError
-	if err := Snooze(time.Time{}); !errors.As(err, &oe) || oe.kind != outcomeSnooze {
-		t.Fatalf("Snooze(zero) = %v, want a snooze", err)
-	}
-	if oe.until.IsZero() || oe.until.Before(before) || oe.until.After(time.Now()) {
-		t.Fatalf("Snooze(zero) until %s: want the moment it was called (at once)", oe.until)
-	}
+	// Snooze(zero) asks for the moment it was called (TestAnswerOf in
+	// pkg/taskservice); any past time is committed as the commit's own.
 	p := mustStart(t, newRecord(nil, rOnce(rt0)), rt0)
 	res := ended(taskdv1.Outcome_OUTCOME_WARNING, rt0.Add(time.Second))
 	res.snooze = rt0.Add(-time.Minute) // any past time
@@ -203,9 +201,8 @@ func TestHandlerDataIsStored(t *testing.T) {
 			res := ended(tc.outcome, rt0.Add(time.Second))
 			res.retry = tc.retry
 			if tc.set {
-				r := &Run{}
-				r.SetData([]byte("new"))
-				classify(&res, r, nil, nil)
+				// What a handler's SetData leaves (answerOf: TestAnswerOf).
+				classify(&res, Answer{Data: []byte("new"), DataSet: true}, nil)
 				res.outcome, res.retry = tc.outcome, tc.retry
 			}
 			rec, _, _ := finish(p, res)

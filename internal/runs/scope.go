@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"context"
@@ -34,27 +34,27 @@ type scope interface {
 	snapLocked(e *held.Entry, s *startSnap)
 	// writeStart writes the run marker of plan p for e (see
 	// Node.writeStart).
-	writeStart(n *runPath, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool)
+	writeStart(n *Path, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool)
 	// beginCommit starts the commit of a run's result: it returns the
 	// state the stored commit loop starts from, or nil when the scope
 	// records the result in memory, which it then has done.
-	beginCommit(n *runPath, e *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, epoch, rev int64) *commitState
+	beginCommit(n *Path, e *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, epoch, rev int64) *commitState
 	// resultWrite builds the Txn that commits rec with its history entry.
-	resultWrite(n *runPath, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error)
+	resultWrite(n *Path, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error)
 	// commitConflict handles a commit whose fence failed (see
 	// Node.commitConflict).
-	commitConflict(n *runPath, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
+	commitConflict(n *Path, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 		r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error)
 	// forwardedResult reads the result another node forwarded for the run
 	// of marker m, and whether that node is still registered under the
 	// marker's incarnation.
-	forwardedResult(n *runPath, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error)
+	forwardedResult(n *Path, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error)
 	// settling is the Txn that settles a run marker, from its commit's.
-	settling(n *runPath, e *held.Entry, commit writepath.Txn) writepath.Txn
+	settling(n *Path, e *held.Entry, commit writepath.Txn) writepath.Txn
 	// settleFailed handles a settling Txn that failed or was refused.
-	settleFailed(n *runPath, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error)
+	settleFailed(n *Path, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error)
 	// purge deletes a finished task at the end of its retention.
-	purge(n *runPath, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64)
+	purge(n *Path, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64)
 }
 
 // scopes are the three scopes' behaviours, by kind; ranged over for what
@@ -68,16 +68,16 @@ func scopeImpl(k held.Scope) scope { return scopes[k] }
 // (dispatch.Runner): the start of a due entry (start.go), the run of an
 // overlap shadow (overlap.go) and the purge of a finished task, as its
 // scope does it.
-type nodeRuns runPath
+type nodeRuns Path
 
 func (r *nodeRuns) Start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
-	return (*runPath)(r).start(e, ahead)
+	return (*Path)(r).start(e, ahead)
 }
-func (r *nodeRuns) StartOverlap(s *held.Entry)     { (*runPath)(r).startOverlap(s) }
-func (r *nodeRuns) DropShadowLocked(e *held.Entry) { (*runPath)(r).dropShadowLocked(e) }
+func (r *nodeRuns) StartOverlap(s *held.Entry)     { (*Path)(r).startOverlap(s) }
+func (r *nodeRuns) DropShadowLocked(e *held.Entry) { (*Path)(r).dropShadowLocked(e) }
 func (r *nodeRuns) StartCtx() (context.Context, context.CancelFunc) {
-	return (*runPath)(r).startCtx()
+	return (*Path)(r).startCtx()
 }
 func (r *nodeRuns) PurgeRecord(k held.Scope, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64) {
-	scopeImpl(k).purge((*runPath)(r), e, rec, rev, epoch)
+	scopeImpl(k).purge((*Path)(r), e, rec, rev, epoch)
 }

@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ type oversize struct {
 
 // shrink takes the next step after a commit refused with err (ErrTooLarge);
 // false: no step is left, the flight was ended and the marker stays.
-func (o *oversize) shrink(n *runPath, e *held.Entry, f *held.Flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
+func (o *oversize) shrink(n *Path, e *held.Entry, f *held.Flight, res *runResult, ev *Event, outcomeEvent *EventType, undo bool, err error) bool {
 	st := e.Ident
 	switch {
 	case !o.shrunk && !undo && !o.stripRecord:
@@ -98,4 +98,27 @@ func stripOversized(rec *storev1.TaskRecord, hist *taskdv1.Run, why string, now 
 		hist.Outcome, hist.Message = taskdv1.Outcome_OUTCOME_ERROR, msg
 	}
 	return msg
+}
+
+// limitOutcome turns a run's outcome that asks for what cannot be stored
+// into a failed run saying what was too large (taskspec.OutcomeAsks):
+// new data over --max-payload (or making the task's encoded spec pass
+// MaxTaskBytes), or a snooze or an earliest retry past MaxInstant. The run
+// is an ERROR, retried after backoff as a handler's error is; the task
+// keeps its data. It is the one check of every handler's output (Go
+// handlers, exec, webhook, remote workers), made where the outcome is
+// committed.
+func (n *Path) limitOutcome(res *runResult, rec *storev1.TaskRecord) {
+	if res.notCalled || res.encodeFailed || res.stale {
+		return
+	}
+	asks := taskspec.OutcomeAsks{Data: res.data, DataSet: res.dataSet, Snooze: res.snooze, RetryAt: res.retryAt}
+	why := asks.Refusal(rec.GetSpec(), n.cfg.MaxPayload)
+	if why == "" {
+		return
+	}
+	n.log.Warn("run outcome refused for its size", "identity", rec.GetSpec().GetIdentity(), "task", rec.GetId(), "reason", why)
+	*res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true,
+		message: taskspec.CleanMessage("the run's outcome was refused: " + why),
+		started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
 }

@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"context"
@@ -41,10 +41,10 @@ import (
 //
 // EVERY_NODE markers are this node's own progress: nothing is forwarded or
 // waited for, and a marker of no run in flight here is resolved at once.
-func (n *runPath) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap) {
+func (n *Path) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap) {
 	m := rec.Running
 	n.d.Lock()
-	if m.Incarnation == n.incarnation && n.d.InFlightLocked(e.Ref()) {
+	if m.Incarnation == n.cfg.Incarnation && n.d.InFlightLocked(e.Ref()) {
 		// This node's own run: it settles its marker itself, and EndFlight
 		// puts the entry back.
 		n.d.Queue.Remove(e)
@@ -68,7 +68,7 @@ func (n *runPath) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap sta
 	switch {
 	case fr != nil:
 		res = resultOfForwarded(fr)
-	case m.Incarnation != n.incarnation && alive &&
+	case m.Incarnation != n.cfg.Incarnation && alive &&
 		(waitingSince.IsZero() || now.Sub(waitingSince) < n.cfg.DrainTimeout):
 		// The run may still be going on its node, which is alive (a planned
 		// move): wait for the result it forwards, up to DrainTimeout.
@@ -84,7 +84,7 @@ func (n *runPath) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap sta
 		n.d.Unlock()
 		return
 	default:
-		res = staleResult(m, n.incarnation, alive, n.cfg.DrainTimeout, now)
+		res = staleResult(m, n.cfg.Incarnation, alive, n.cfg.DrainTimeout, now)
 	}
 	n.settleMarker(e, rec, snap, res, by, fr != nil)
 }
@@ -116,7 +116,7 @@ func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Dura
 // readForwarded reads, in one Txn, the result forwarded for the run of
 // marker m (nil if none) and whether the run's node is still registered
 // under the marker's incarnation.
-func (n *runPath) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (n *Path) readForwarded(ctx context.Context, id, taskID string, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	resp, err := n.writes.Writer.Read(ctx,
 		clientv3.OpGet(n.keys.Result(id, taskID)),
 		clientv3.OpGet(n.keys.Node(m.Node)),
@@ -146,7 +146,7 @@ func (n *runPath) readForwarded(ctx context.Context, id, taskID string, m *store
 // in one Txn fenced as the task's scope requires (resultWrite) that also
 // deletes a forwarded result. If it fails the marker stays, and the entry's
 // next start comes back here.
-func (n *runPath) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
+func (n *Path) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSnap, res runResult, by string, forwarded bool) {
 	st := e.Ident
 	m := rec.Running
 	out := record.Clone(rec)
@@ -205,7 +205,7 @@ func (n *runPath) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap star
 // Txn holds only while the task is at rev, that is while this run's marker
 // still stands, and it writes the new owner a handoff entry for the task
 // so that it looks at once.
-func (n *runPath) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
+func (n *Path) forwardResult(owner identity.Owner, id, taskID string, rev int64, m *storev1.RunMarker, res runResult) (bool, error) {
 	var extra []clientv3.Op
 	if owner.Mapped && owner.Node != n.cfg.Name {
 		op, err := n.writes.Shapes.Handoff(owner.Node, id, taskID)
@@ -214,7 +214,7 @@ func (n *runPath) forwardResult(owner identity.Owner, id, taskID string, rev int
 		}
 		extra = append(extra, op)
 	}
-	txn, err := n.writes.Shapes.Forward(id, taskID, rev, forwardedOf(m, n.cfg.Name, n.incarnation, res), extra...)
+	txn, err := n.writes.Shapes.Forward(id, taskID, rev, forwardedOf(m, n.cfg.Name, n.cfg.Incarnation, res), extra...)
 	if err != nil {
 		return false, err
 	}

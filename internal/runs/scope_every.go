@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"time"
@@ -27,7 +27,7 @@ func (everyScope) snapLocked(e *held.Entry, s *startSnap) {
 
 // writeStart writes this node's progress key, fenced on the node's
 // registration, the shared record's revision and the progress revision.
-func (everyScope) writeStart(n *runPath, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
+func (everyScope) writeStart(n *Path, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
 	st := e.Ident
 	served := snap.served
 	if snap.manualIn && !p.Rec.ManualRequested {
@@ -65,7 +65,7 @@ func (everyScope) writeStart(n *runPath, e *held.Entry, p startPlan, snap startS
 	return rev, func() { e.Rec, e.Extra().Prog, e.X.ProgRev = p.Rec, np, rev }, true
 }
 
-func (everyScope) beginCommit(n *runPath, e *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
+func (everyScope) beginCommit(n *Path, e *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
 	c := &commitState{base: p.Rec, epoch: epoch, rev: rev}
 	n.d.Lock()
 	c.rev, c.progRev, c.served, c.shared = e.Rev, rev, e.Ex().Prog.GetManualServedRev(), e.Ex().Shared
@@ -76,7 +76,7 @@ func (everyScope) beginCommit(n *runPath, e *held.Entry, _ *held.Flight, p start
 // resultWrite is this node's progress and history, fenced on the node's
 // registration, the shared record's revision and the progress revision;
 // Else reads the shared record.
-func (everyScope) resultWrite(n *runPath, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+func (everyScope) resultWrite(n *Path, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	np := record.SplitEvery(rec, c.served)
 	txn, err := n.writes.Shapes.EveryCommit(n.everyFence(e, c.rev, c.progRev), np, hist, n.cfg.History)
 	if err != nil {
@@ -100,7 +100,7 @@ func (everyScope) resultWrite(n *runPath, e *held.Entry, c *commitState, rec *st
 // commitConflict: a deleted task, or a changed registration (the node
 // lost its lease), drops the result (the marker stays and the next start
 // resolves it); a changed shared record (cancel, run-now) is folded in.
-func (everyScope) commitConflict(n *runPath, e *held.Entry, f *held.Flight, c *commitState, _ startPlan, _ runResult,
+func (everyScope) commitConflict(n *Path, e *held.Entry, f *held.Flight, c *commitState, _ startPlan, _ runResult,
 	r writepath.Refusal, ev Event, _ EventType) (bool, error) {
 	kvs := r.Shared.Kvs
 	if len(kvs) == 0 || kvs[0].ModRevision == c.rev {
@@ -122,17 +122,17 @@ func (everyScope) commitConflict(n *runPath, e *held.Entry, f *held.Flight, c *c
 }
 
 // forwardedResult: no node forwards an EVERY_NODE task's result.
-func (everyScope) forwardedResult(*runPath, *held.Entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (everyScope) forwardedResult(*Path, *held.Entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	return nil, false, nil
 }
 
-func (everyScope) settling(_ *runPath, _ *held.Entry, commit writepath.Txn) writepath.Txn {
+func (everyScope) settling(_ *Path, _ *held.Entry, commit writepath.Txn) writepath.Txn {
 	return commit
 }
 
 // settleFailed reads the progress again, so that a marker written after
 // all is resolved.
-func (everyScope) settleFailed(n *runPath, e *held.Entry, _ startSnap, _ writepath.Txn, _ *clientv3.TxnResponse, err error) {
+func (everyScope) settleFailed(n *Path, e *held.Entry, _ startSnap, _ writepath.Txn, _ *clientv3.TxnResponse, err error) {
 	if err != nil {
 		n.log.Warn("settle a run marker: etcd write failed; will retry", "task", e.ID, "error", err)
 	}
@@ -140,6 +140,6 @@ func (everyScope) settleFailed(n *runPath, e *held.Entry, _ startSnap, _ writepa
 	n.d.Spawn(func() { n.followers.every.Reload(n.life.Ctx, e.Ident.Name, e.ID) })
 }
 
-func (everyScope) purge(n *runPath, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) {
+func (everyScope) purge(n *Path, e *held.Entry, _ *storev1.TaskRecord, _, _ int64) {
 	n.d.RemovePurged(e)
 }

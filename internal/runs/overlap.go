@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"time"
@@ -31,10 +31,6 @@ import (
 // runs when the task's own run ends, or when an overlapping one finishes,
 // checked every overlapRecheck).
 
-// DefaultMaxOverlap is the default bound on the overlapping runs of one
-// task that are unfinished at once.
-const DefaultMaxOverlap = 4
-
 // OverlapLabel labels an overlapping run's task with the id of the task it
 // overlaps.
 const OverlapLabel = "taskd.overlap-of"
@@ -45,7 +41,7 @@ const overlapRecheck = 100 * time.Millisecond
 
 // armOverlapLocked queues e's shadow at the next fire time of rec, the
 // record of e's run in flight, if the task allows overlap. n.mu held.
-func (n *runPath) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
+func (n *Path) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev int64, at time.Time) {
 	if !rec.GetSpec().GetAllowOverlap() || !e.Ident.Scope.Overlaps() {
 		return
 	}
@@ -67,7 +63,7 @@ func (n *runPath) armOverlapLocked(e *held.Entry, rec *storev1.TaskRecord, rev i
 
 // dropShadowLocked takes e's shadow out of the queue (its run ended, or it
 // left). n.mu held.
-func (n *runPath) dropShadowLocked(e *held.Entry) {
+func (n *Path) dropShadowLocked(e *held.Entry) {
 	if s := e.Ex().Shadow; s != nil {
 		s.Gone = true
 		n.d.Queue.Remove(s)
@@ -77,7 +73,7 @@ func (n *runPath) dropShadowLocked(e *held.Entry) {
 
 // startOverlap starts the overlapping run of a due shadow, if its task's
 // run is still in flight.
-func (n *runPath) startOverlap(s *held.Entry) {
+func (n *Path) startOverlap(s *held.Entry) {
 	n.d.Lock()
 	s.Running = false
 	parent := s.Ex().OverlapOf
@@ -179,7 +175,7 @@ func (n *runPath) startOverlap(s *held.Entry) {
 
 // overlapRun is the task of an overlapping run of parent for fire time
 // fire: a one-shot copy of it, labelled with its id.
-func (n *runPath) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *storev1.TaskRecord {
+func (n *Path) overlapRun(parent *storev1.TaskRecord, fire, now time.Time) *storev1.TaskRecord {
 	spec := record.Clone(parent).Spec
 	spec.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_Once{Once: &taskdv1.OnceTrigger{At: timestamppb.New(fire)}}}}
 	spec.AllowOverlap, spec.IdempotencyKey, spec.Calendars = false, "", nil

@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"errors"
@@ -25,12 +25,12 @@ func (localScope) ownsRecord() bool                   { return true }
 func (localScope) snapLocked(*held.Entry, *startSnap) {}
 
 // writeStart writes nothing.
-func (localScope) writeStart(_ *runPath, e *held.Entry, p startPlan, _ startSnap) (int64, func(), bool) {
+func (localScope) writeStart(_ *Path, e *held.Entry, p startPlan, _ startSnap) (int64, func(), bool) {
 	return 0, func() { e.Rec = p.Rec }, true
 }
 
 // beginCommit records the result in memory.
-func (localScope) beginCommit(n *runPath, _ *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, _, _ int64) *commitState {
+func (localScope) beginCommit(n *Path, _ *held.Entry, f *held.Flight, p startPlan, res runResult, ev Event, outcomeEvent EventType, _, _ int64) *commitState {
 	rec := record.Clone(p.Rec)
 	_, next := applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
 	n.d.EndFlight(f, rec, 0)
@@ -38,28 +38,28 @@ func (localScope) beginCommit(n *runPath, _ *held.Entry, f *held.Flight, p start
 	return nil
 }
 
-func (localScope) resultWrite(*runPath, *held.Entry, *commitState, *storev1.TaskRecord, *taskdv1.Run) (resultTxn, error) {
+func (localScope) resultWrite(*Path, *held.Entry, *commitState, *storev1.TaskRecord, *taskdv1.Run) (resultTxn, error) {
 	return resultTxn{}, errLocalScope
 }
 
-func (localScope) commitConflict(*runPath, *held.Entry, *held.Flight, *commitState, startPlan, runResult, writepath.Refusal, Event, EventType) (bool, error) {
+func (localScope) commitConflict(*Path, *held.Entry, *held.Flight, *commitState, startPlan, runResult, writepath.Refusal, Event, EventType) (bool, error) {
 	return false, errLocalScope
 }
 
-func (localScope) forwardedResult(*runPath, *held.Entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (localScope) forwardedResult(*Path, *held.Entry, *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	return nil, false, errLocalScope
 }
 
-func (localScope) settling(_ *runPath, _ *held.Entry, commit writepath.Txn) writepath.Txn {
+func (localScope) settling(_ *Path, _ *held.Entry, commit writepath.Txn) writepath.Txn {
 	return commit
 }
 
-func (localScope) settleFailed(*runPath, *held.Entry, startSnap, writepath.Txn, *clientv3.TxnResponse, error) {
+func (localScope) settleFailed(*Path, *held.Entry, startSnap, writepath.Txn, *clientv3.TxnResponse, error) {
 }
 
 // purge drops the task's calendar references, written under the node's
 // lease, and its entry.
-func (localScope) purge(n *runPath, e *held.Entry, rec *storev1.TaskRecord, _, _ int64) {
+func (localScope) purge(n *Path, e *held.Entry, rec *storev1.TaskRecord, _, _ int64) {
 	if rec != nil {
 		n.refs.Drop(rec, rec.GetSpec().GetCalendars())
 	}

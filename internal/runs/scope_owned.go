@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func (ownedScope) snapLocked(e *held.Entry, s *startSnap) { s.epoch = e.Ident.Ep
 
 // writeStart writes the task key, fenced on the identity's epoch and the
 // task's revision, through the batcher.
-func (ownedScope) writeStart(n *runPath, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
+func (ownedScope) writeStart(n *Path, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
 	st := e.Ident
 	// Besides the epoch and the task, a start is fenced on this node's own
 	// registration, under the lease it had when the start was planned
@@ -50,7 +50,7 @@ func (ownedScope) writeStart(n *runPath, e *held.Entry, p startPlan, snap startS
 	ctx, cancel := n.startCtxFrom(parent)
 	out := n.writes.Batch.Do(ctx, txn)
 	cancel()
-	if errors.Is(out.Err, ErrTooLarge) {
+	if errors.Is(out.Err, writepath.ErrTooLarge) {
 		// The task's record is too large to write (one stored before its
 		// fields had limits): nothing was written, and sending it again
 		// every second cannot help; it is tried again after a minute, and
@@ -79,13 +79,13 @@ func (ownedScope) writeStart(n *runPath, e *held.Entry, p startPlan, snap startS
 	return out.Rev, func() { e.Rec, e.Raw, e.Rev = p.Rec, "", out.Rev }, true
 }
 
-func (ownedScope) beginCommit(_ *runPath, _ *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
+func (ownedScope) beginCommit(_ *Path, _ *held.Entry, _ *held.Flight, p startPlan, _ runResult, _ Event, _ EventType, epoch, rev int64) *commitState {
 	return &commitState{base: p.Rec, epoch: epoch, rev: rev}
 }
 
 // resultWrite is the task and its history, fenced on the identity's epoch
 // and the task's revision; Else reads the mapping and the task.
-func (ownedScope) resultWrite(n *runPath, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+func (ownedScope) resultWrite(n *Path, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	st := e.Ident
 
 	// hist nil: an armed run undone leaves no history.
@@ -103,7 +103,7 @@ func (ownedScope) resultWrite(n *runPath, e *held.Entry, c *commitState, rec *st
 // away and back, or the node rejoined) the result is committed under the
 // current epoch; if it moved to another node, the result is forwarded to
 // it (markers.go); a changed task (cancel, run-now) is folded in.
-func (ownedScope) commitConflict(n *runPath, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
+func (ownedScope) commitConflict(n *Path, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
 	st := e.Ident
 
@@ -135,12 +135,12 @@ func (ownedScope) commitConflict(n *runPath, e *held.Entry, f *held.Flight, c *c
 		n.droppedRun(f, ev, fresh, freshRev)
 		return false, nil
 	}
-	if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.incarnation {
+	if oerr == nil && owner.Mapped && owner.Node == n.cfg.Name && owner.Incarnation == n.cfg.Incarnation {
 		c.base, c.rev, c.epoch = fresh, freshRev, owner.Epoch
 		return true, nil
 	}
 	ok, err := n.forwardResult(owner, st.Name, e.ID, freshRev, p.Marker, res)
-	if errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, writepath.ErrTooLarge) {
 		return false, err
 	}
 	if err != nil {
@@ -160,18 +160,18 @@ func (ownedScope) commitConflict(n *runPath, e *held.Entry, f *held.Flight, c *c
 	return false, nil
 }
 
-func (ownedScope) forwardedResult(n *runPath, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
+func (ownedScope) forwardedResult(n *Path, e *held.Entry, m *storev1.RunMarker) (*storev1.ForwardedResult, bool, error) {
 	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	defer cancel()
 	return n.readForwarded(ctx, e.Ident.Name, e.ID, m)
 }
 
 // settling also deletes the result forwarded for the task, if any.
-func (ownedScope) settling(n *runPath, e *held.Entry, commit writepath.Txn) writepath.Txn {
+func (ownedScope) settling(n *Path, e *held.Entry, commit writepath.Txn) writepath.Txn {
 	return n.writes.Shapes.DeletingForwarded(commit, e.Ident.Name, e.ID)
 }
 
-func (ownedScope) settleFailed(n *runPath, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error) {
+func (ownedScope) settleFailed(n *Path, e *held.Entry, snap startSnap, txn writepath.Txn, resp *clientv3.TxnResponse, err error) {
 	if err == nil {
 		n.conflict(e, snap.epoch, txn.Refusal(resp.Responses))
 		return
@@ -182,7 +182,7 @@ func (ownedScope) settleFailed(n *runPath, e *held.Entry, snap startSnap, txn wr
 
 // purge deletes the task fenced on the identity's epoch and the task's
 // revision.
-func (ownedScope) purge(n *runPath, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64) {
+func (ownedScope) purge(n *Path, e *held.Entry, rec *storev1.TaskRecord, rev, epoch int64) {
 	st := e.Ident
 	if rec == nil {
 		n.d.RemovePurged(e)

@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // execute calls the handler of a started run and commits its result.
 // entered is closed just before the handler is called, so that the
 // launcher can call one identity's handlers in order.
-func (n *runPath) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, entered chan<- struct{}) {
+func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, entered chan<- struct{}) {
 	defer n.life.Runs.Done()
 	// The run's worker slot and its identity's share are freed once its
 	// handler has returned: the commit that follows is batched with others
@@ -42,7 +42,7 @@ func (n *runPath) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, 
 	defer free()
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.Rec.Spec
-	run := &Run{
+	call := &Call{
 		Identity:  spec.Identity,
 		TaskID:    e.ID,
 		Kind:      spec.Kind,
@@ -58,19 +58,20 @@ func (n *runPath) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, 
 		Recovery:  p.Recovery,
 		Durable:   e.Ident.Scope.Owned(),
 	}
-	res := runResult{started: time.Now(), fence: run.Fence, recovery: p.Recovery}
-	runCtx, span := n.startRunSpan(f.Ctx, run, p.Rec.Traceparent)
+	res := runResult{started: time.Now(), fence: call.Fence, recovery: p.Recovery}
+	runCtx, span := n.startRunSpan(f.Ctx, call, p.Rec.Traceparent)
 	defer endRunSpan(span, &res)
 	if f.Ctx.Err() != nil {
 		// Not to be called (its node lost its lease or stops, or an armed
 		// run was disarmed): neither vetoed nor started.
 		close(entered)
 		res.ended, res.notCalled = time.Now(), true
-		classify(&res, run, notCalledErr(f.Ctx), nil)
+		classify(&res, Answer{Err: notCalledErr(f.Ctx)}, nil)
 		free()
 		n.commit(e, f, p, res, epoch, rev)
 		return
 	}
+	run := n.cfg.Caller.Prepare(call)
 	if reason := n.veto(runCtx, run); reason != "" {
 		ev.Type, ev.Message = EventVetoed, reason
 		n.emit(ev)
@@ -82,28 +83,18 @@ func (n *runPath) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, 
 	}
 	ev.Type = EventStarted
 	n.emit(ev)
-	err := n.callHandler(runCtx, f, run, spec.GetTimeout().AsDuration(), entered)
+	a := n.callHandler(runCtx, f, call, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
-	classify(&res, run, err, context.Cause(f.Ctx))
+	classify(&res, a, context.Cause(f.Ctx))
 	free()
 	n.commit(e, f, p, res, epoch, rev)
 }
 
 // veto asks the node's vetoes whether run may start; it returns the first
 // veto's reason, or "".
-func (n *runPath) veto(ctx context.Context, run *Run) (reason string) {
-	for i, v := range n.cfg.Vetoes {
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					n.log.Error("run veto panicked; it does not veto", "veto", i, "task", run.TaskID, "panic", fmt.Sprint(r))
-				}
-			}()
-			reason = v(ctx, run)
-		}()
-		if reason != "" {
-			return taskspec.CleanMessage(reason)
-		}
+func (n *Path) veto(ctx context.Context, run Prepared) string {
+	if reason := run.Veto(ctx); reason != "" {
+		return taskspec.CleanMessage(reason)
 	}
 	return ""
 }
@@ -125,60 +116,51 @@ func notCalledErr(ctx context.Context) error {
 // The node's lease is checked immediately before the call (self-fencing):
 // a node that cannot prove its lease is live calls no handler. runCtx is
 // the flight's context carrying the run's span.
-func (n *runPath) callHandler(runCtx context.Context, f *held.Flight, run *Run, timeout time.Duration, entered chan<- struct{}) (err error) {
-	h := n.cfg.Handlers[run.Kind]
-	remote := h == nil && n.cfg.Remote != nil
-	if h == nil && !remote {
+func (n *Path) callHandler(runCtx context.Context, f *held.Flight, c *Call, run Prepared, timeout time.Duration, entered chan<- struct{}) Answer {
+	remote := !n.cfg.Local(c.Kind) && n.cfg.Remote
+	if !remote && !n.cfg.Local(c.Kind) {
 		close(entered)
-		return Retry(fmt.Errorf("node %s has no handler for kind %q", n.cfg.Name, run.Kind))
+		return Answer{Err: fmt.Errorf("node %s has no handler for kind %q", n.cfg.Name, c.Kind)}
 	}
 	if timeout <= 0 {
 		timeout = n.cfg.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(runCtx, timeout)
 	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v", r)
-		}
-	}()
 	if f.Ctx.Err() != nil || !n.member.Fresh() {
 		close(entered)
-		return notCalledErr(f.Ctx)
+		return Answer{Err: notCalledErr(f.Ctx)}
 	}
 	close(entered)
+	var reserved any
 	if remote {
 		// The worker's slot was reserved before the start (internal/dispatch/workerwait.go).
-		res, _ := n.d.TakeReservation(f).(Reservation) // every slot is one (remoteSlots)
-		if res == nil {
-			return Retry(fmt.Errorf("node %s: no worker of kind %q was reserved for the run", n.cfg.Name, run.Kind))
+		if reserved = n.d.TakeReservation(f); reserved == nil {
+			return Answer{Err: fmt.Errorf("node %s: no worker of kind %q was reserved for the run", n.cfg.Name, c.Kind)}
 		}
-		err = res.Work(ctx, run)
-	} else {
-		err = h.Work(ctx, run)
 	}
-	if err == nil && ctx.Err() != nil && f.Ctx.Err() == nil {
+	a := run.Work(ctx, reserved)
+	if a.Err == nil && ctx.Err() != nil && f.Ctx.Err() == nil {
 		// The handler ignored its deadline but returned nil: still a
 		// timeout, and the run's history says so, not the note the handler
 		// left for a success that did not count.
-		err = fmt.Errorf("run timed out after %s: %w", timeout, ctx.Err())
-		run.messageSet = false
+		a.Err, a.Ask = fmt.Errorf("run timed out after %s: %w", timeout, ctx.Err()), AskError
+		a.MessageSet = false
 	}
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.Ctx.Err() == nil {
-		if _, ok := asOutcome(err); !ok {
-			err = Retry(fmt.Errorf("run timed out after %s: %w", timeout, err))
-		}
+	if a.Err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && f.Ctx.Err() == nil && a.Ask == AskError {
+		a.Err = fmt.Errorf("run timed out after %s: %w", timeout, a.Err)
 	}
-	return err
+	return a
 }
 
-// classify turns a handler's return into a run result. cause is why the
-// run's context ended (the node stopped or lost its lease), or nil.
-func classify(res *runResult, run *Run, err error, cause error) {
-	res.data, res.dataSet = run.newData, run.dataSet
-	res.message = run.message
+// classify turns what a handler returned into a run result. cause is why
+// the run's context ended (the node stopped or lost its lease), or nil.
+func classify(res *runResult, a Answer, cause error) {
+	err := a.Err
+	res.data, res.dataSet = a.Data, a.DataSet
+	res.message = a.Message
 	setMsg := func(s string) {
-		if !run.messageSet {
+		if !a.MessageSet {
 			res.message = s
 		}
 	}
@@ -196,30 +178,27 @@ func classify(res *runResult, run *Run, err error, cause error) {
 		setMsg(cause.Error() + ": " + err.Error())
 		return
 	}
-	oe, ok := asOutcome(err)
-	if !ok {
+	switch a.Ask {
+	case AskError:
 		res.outcome, res.retry = taskdv1.Outcome_OUTCOME_ERROR, true
 		setMsg(err.Error())
-		return
-	}
-	switch oe.kind {
-	case outcomeWarning:
+	case AskWarning:
 		res.outcome = taskdv1.Outcome_OUTCOME_WARNING
-		setMsg(oe.msg)
-	case outcomeRunAgain:
+		setMsg(a.Text)
+	case AskRunAgain:
 		res.outcome, res.again = taskdv1.Outcome_OUTCOME_SUCCESS, true
-	case outcomeCancel:
+	case AskCancel:
 		res.outcome, res.cancel = taskdv1.Outcome_OUTCOME_CANCELED, true
-		setMsg(oe.msg)
-	case outcomeSnooze:
-		res.outcome, res.snooze = taskdv1.Outcome_OUTCOME_WARNING, oe.until
-		setMsg(oe.Error())
-	case outcomePermanent:
+		setMsg(a.Text)
+	case AskSnooze:
+		res.outcome, res.snooze = taskdv1.Outcome_OUTCOME_WARNING, a.Until
+		setMsg(a.Text)
+	case AskPermanent:
 		res.outcome = taskdv1.Outcome_OUTCOME_ERROR
-		setMsg(oe.Error())
+		setMsg(a.Text)
 	default:
-		res.outcome, res.retry, res.retryAt = taskdv1.Outcome_OUTCOME_ERROR, true, oe.until
-		setMsg(oe.Error())
+		res.outcome, res.retry, res.retryAt = taskdv1.Outcome_OUTCOME_ERROR, true, a.Until
+		setMsg(a.Text)
 	}
 }
 
@@ -228,7 +207,7 @@ func classify(res *runResult, run *Run, err error, cause error) {
 // cannot be encoded is recorded as a retryable ERROR instead, so a task
 // never stays RUNNING. What the fence is, and what a failed fence means,
 // depends on the scope (resultWrite, commitConflict).
-func (n *runPath) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult, epoch, rev int64) {
+func (n *Path) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.Ident
 	res.message = taskspec.CleanMessage(res.message)
 	n.limitOutcome(&res, p.Rec)
@@ -283,7 +262,7 @@ func (n *runPath) commit(e *held.Entry, f *held.Flight, p startPlan, res runResu
 		ctx, cancel := n.d.EtcdCtx(context.WithoutCancel(n.life.Ctx))
 		out := n.writes.Batch.Do(ctx, w.txn)
 		cancel()
-		if errors.Is(out.Err, ErrTooLarge) {
+		if errors.Is(out.Err, writepath.ErrTooLarge) {
 			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, out.Err) {
 				return
 			}
@@ -311,7 +290,7 @@ func (n *runPath) commit(e *held.Entry, f *held.Flight, p startPlan, res runResu
 			return
 		}
 		again, err := n.commitConflict(e, f, c, p, res, out.Refusal, ev, outcomeEvent)
-		if errors.Is(err, ErrTooLarge) {
+		if errors.Is(err, writepath.ErrTooLarge) {
 			// The result was too large to forward to the identity's new
 			// owner.
 			if !big.shrink(n, e, f, &res, &ev, &outcomeEvent, undo, err) {
@@ -351,7 +330,7 @@ type resultTxn struct {
 //   - EVERY_NODE: this node's progress and history, fenced on the node's
 //     registration, the shared record's revision and the progress
 //     revision; Else reads the shared record.
-func (n *runPath) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
+func (n *Path) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error) {
 	return scopeImpl(e.Ident.Scope).resultWrite(n, e, c, rec, hist)
 }
 
@@ -371,14 +350,14 @@ func (n *runPath) resultWrite(e *held.Entry, c *commitState, rec *storev1.TaskRe
 // EVERY_NODE: a deleted task, or a changed registration (the node lost its
 // lease), drops the result (the marker stays and the next start resolves
 // it); a changed shared record (cancel, run-now) is folded in.
-func (n *runPath) commitConflict(e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
+func (n *Path) commitConflict(e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 	r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error) {
 	return scopeImpl(e.Ident.Scope).commitConflict(n, e, f, c, p, res, r, ev, outcomeEvent)
 }
 
 // droppedRun ends a run whose result is not committed: DROPPED, its
 // flight ended with the record base (nil: leave it) at rev.
-func (n *runPath) droppedRun(f *held.Flight, ev Event, base *storev1.TaskRecord, rev int64) {
+func (n *Path) droppedRun(f *held.Flight, ev Event, base *storev1.TaskRecord, rev int64) {
 	ev.Type, ev.Outcome = EventDropped, taskdv1.Outcome_OUTCOME_DROPPED
 	n.emit(ev)
 	n.d.EndFlight(f, base, rev)
@@ -410,7 +389,7 @@ func followUp(rec *storev1.TaskRecord) EventType {
 	return EventNextScheduled
 }
 
-func (n *runPath) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
+func (n *Path) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
 	if outcome != "" {
 		ev.Type = outcome
 		n.emit(ev)
@@ -421,7 +400,7 @@ func (n *runPath) emitResult(ev Event, outcome, next EventType, rec *storev1.Tas
 
 // emitNext emits ev (of type NEXT_SCHEDULED, RETRY_SCHEDULED or FINALIZED)
 // with the time it names.
-func (n *runPath) emitNext(ev Event, rec *storev1.TaskRecord) {
+func (n *Path) emitNext(ev Event, rec *storev1.TaskRecord) {
 	switch ev.Type {
 	case EventRetryScheduled:
 		ev.Next = rec.GetRetryAt().AsTime()

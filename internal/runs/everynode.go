@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"github.com/taskd/taskd/internal/held"
@@ -10,7 +10,7 @@ import (
 // node keeping its own progress (trigger positions, run numbers, last run,
 // run marker) at keyspace.Keys.EveryProgress. A node sees such tasks through
 // follow.EveryNode (a watch on their prefix), which hands them to
-// the dispatcher (internal/dispatch/every.go), removeEvery and everyListed.
+// the dispatcher (internal/dispatch/every.go), RemoveEvery and EveryListed.
 //
 // The run machinery is the one of identity tasks: a node merges the shared
 // record with its progress into one TaskRecord (record.MergeEvery), plans
@@ -22,22 +22,22 @@ import (
 // revision).
 
 // everyFence is the fence of a write of this node's progress on task.
-func (n *runPath) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.EveryFence {
+func (n *Path) everyFence(e *held.Entry, sharedRev, progRev int64) writepath.EveryFence {
 	lease := n.member.Lease()
 	return writepath.EveryFence{Identity: e.Ident.Name, Task: e.ID, SharedRev: sharedRev, ProgressRev: progRev, Lease: writepath.Lease(lease)}
 }
 
-// everyListed drops the EVERY_NODE tasks this node knows that a list of
+// EveryListed drops the EVERY_NODE tasks this node knows that a list of
 // them (follow.EveryNode's) did not find stored.
-func (n *runPath) everyListed(stored map[string]bool) {
+func (n *Path) EveryListed(stored map[string]bool) {
 	for _, e := range n.d.EveryNotIn(stored) {
-		n.removeEvery(e.Ident.Name, e.ID)
+		n.RemoveEvery(e.Ident.Name, e.ID)
 	}
 }
 
-// removeEvery drops an EVERY_NODE task that was deleted, with this node's
+// RemoveEvery drops an EVERY_NODE task that was deleted, with this node's
 // progress on it.
-func (n *runPath) removeEvery(id, taskID string) {
+func (n *Path) RemoveEvery(id, taskID string) {
 	n.d.DropEvery(id, taskID)
 	ctx, cancel := n.d.EtcdCtx(n.life.Ctx)
 	defer cancel()

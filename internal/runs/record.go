@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // startCtx bounds the start write of a run by the node's lease margin: a
 // start that etcd applies after the node could last prove its lease live
 // is never followed by a handler call (the run is resolved instead).
-func (n *runPath) startCtx() (context.Context, context.CancelFunc) {
+func (n *Path) startCtx() (context.Context, context.CancelFunc) {
 	return n.startCtxFrom(n.life.Ctx)
 }
 
@@ -30,7 +30,7 @@ func (n *runPath) startCtx() (context.Context, context.CancelFunc) {
 // its fire time is not cancelled when the node stops: Stop waits for it,
 // and then undoes it (internal/dispatch/arming.go), where a start cut short might have been
 // applied and be left for the task's next owner to resolve as interrupted.
-func (n *runPath) startCtxFrom(parent context.Context) (context.Context, context.CancelFunc) {
+func (n *Path) startCtxFrom(parent context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(parent, n.member.Deadline())
 }
 
@@ -45,7 +45,7 @@ func (n *runPath) startCtxFrom(parent context.Context) (context.Context, context
 // With ahead > 0 the start is written up to ahead before the fire time
 // and planned as of the fire time: the run is armed (internal/dispatch/arming.go) and
 // returned as such, its handler called when it fires.
-func (n *runPath) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
+func (n *Path) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed) {
 	n.d.Lock()
 	st := e.Ident
 	if e.Gone || st.Lost || st.Leaving || n.d.Phase.Draining || !n.member.Fresh() {
@@ -116,7 +116,7 @@ func (n *runPath) start(e *held.Entry, ahead time.Duration) (func(), *held.Armed
 		return nil, nil
 	}
 
-	p := startPlan{Start: record.PlanStart(cur, n.cfg.Name, n.incarnation, snap.epoch, tm)}
+	p := startPlan{Start: record.PlanStart(cur, n.cfg.Name, n.cfg.Incarnation, snap.epoch, tm)}
 	p.ready = ready
 	if ahead > 0 {
 		p.before = cur // an armed run not called is undone (internal/dispatch/arming.go)
@@ -160,7 +160,7 @@ type startSnap struct {
 	manualIn bool             // EVERY_NODE: a run-now request is pending in the record
 }
 
-func (n *runPath) snapLocked(e *held.Entry) startSnap {
+func (n *Path) snapLocked(e *held.Entry) startSnap {
 	lease, registered := n.member.Registration()
 	s := startSnap{rev: e.Rev, lease: lease, regRev: registered}
 	scopeImpl(e.Ident.Scope).snapLocked(e, &s)
@@ -178,7 +178,7 @@ func (n *runPath) snapLocked(e *held.Entry) startSnap {
 //   - EVERY_NODE: this node's progress key, fenced on the node's
 //     registration, the shared record's revision and the progress revision.
 //   - non-durable: nothing is written.
-func (n *runPath) writeStart(e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
+func (n *Path) writeStart(e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool) {
 	return scopeImpl(e.Ident.Scope).writeStart(n, e, p, snap)
 }
 
@@ -186,7 +186,7 @@ func (n *runPath) writeStart(e *held.Entry, p startPlan, snap startSnap) (int64,
 // itself is put back by the caller; the task's current entry, if it is
 // another one waiting for this flight (the identity was loaded again while
 // the start was being written), is put back here, or it would wait forever.
-func (n *runPath) abortFlight(f *held.Flight, e *held.Entry) {
+func (n *Path) abortFlight(f *held.Flight, e *held.Entry) {
 	n.d.Lock()
 	defer n.d.Unlock()
 	f.Cancel(nil)
@@ -203,7 +203,7 @@ func (n *runPath) abortFlight(f *held.Flight, e *held.Entry) {
 // calls its handler (FIRED, STARTED, then the call), or nil if the plan
 // runs nothing. It is called from a goroutine Stop waits for, and counts
 // the run for Stop from here on.
-func (n *runPath) launcher(e *held.Entry, f *held.Flight, p startPlan, epoch, rev int64) func() {
+func (n *Path) launcher(e *held.Entry, f *held.Flight, p startPlan, epoch, rev int64) func() {
 	ev := Event{Identity: e.Ident.Name, TaskID: e.ID, Kind: p.Rec.Spec.Kind}
 	if p.Misfired > 0 {
 		ev.Type, ev.Count = EventMisfired, p.Misfired
@@ -230,7 +230,7 @@ func (n *runPath) launcher(e *held.Entry, f *held.Flight, p startPlan, epoch, re
 
 // putBack puts back an entry that did not start, at its due time (or
 // parked, if paused).
-func (n *runPath) putBack(e *held.Entry) {
+func (n *Path) putBack(e *held.Entry) {
 	n.d.Lock()
 	defer n.d.Unlock()
 	e.Running = false
@@ -238,7 +238,7 @@ func (n *runPath) putBack(e *held.Entry) {
 }
 
 // settleNotStarted puts back an entry whose start failed, to try again later.
-func (n *runPath) settleNotStarted(e *held.Entry, after time.Duration) {
+func (n *Path) settleNotStarted(e *held.Entry, after time.Duration) {
 	n.d.Lock()
 	defer n.d.Unlock()
 	defer n.d.TouchLocked(e)
@@ -255,7 +255,7 @@ func (n *runPath) settleNotStarted(e *held.Entry, after time.Duration) {
 // changed under us (cancelled, run-now, deleted, or a marker written by a
 // start whose reply was lost). A marker found there is resolved by the
 // entry's next start.
-func (n *runPath) conflict(e *held.Entry, epoch int64, r writepath.Refusal) {
+func (n *Path) conflict(e *held.Entry, epoch int64, r writepath.Refusal) {
 	st := e.Ident
 	if r.Registration != nil && !n.member.Owns(r.Registration) {
 		// This node's registration is gone or another's (its lease ended):

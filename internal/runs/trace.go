@@ -1,4 +1,4 @@
-package taskservice
+package runs
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func linkOf(traceparent string) (link trace.Link, ok bool) {
 
 // tracer is the node's tracer: Config.TracerProvider, else the global one
 // (a no-op unless the process configured OpenTelemetry).
-func (n *runPath) tracer() trace.Tracer {
+func (n *Path) tracer() trace.Tracer {
 	tp := n.cfg.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
@@ -59,7 +59,7 @@ func (n *runPath) tracer() trace.Tracer {
 // startRunSpan starts the span of one run as a child of ctx, linked to the
 // span of the request that scheduled the task; the returned context carries
 // it, so the handler sees it.
-func (n *runPath) startRunSpan(ctx context.Context, run *Run, traceparent string) (context.Context, trace.Span) {
+func (n *Path) startRunSpan(ctx context.Context, run *Call, traceparent string) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(

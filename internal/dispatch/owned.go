@@ -64,7 +64,7 @@ func (n *Dispatcher) TaskGone(id, taskID string) {
 // run, no entry due before horizon, not resting (moved away by this node
 // recently). It looks at a bounded number of identities, in the map's
 // (random) order, so a node mostly busy may give fewer than asked for this
-// round. No run of a leaving identity starts (pkg/taskservice/start.go).
+// round. No run of a leaving identity starts (internal/runs/start.go).
 func (n *Dispatcher) ChooseToMove(limit int, horizon time.Time, resting func(id string) bool) []string {
 	n.Lock()
 	defer n.Unlock()

@@ -58,7 +58,7 @@ type workerWait = admission.Workers[*held.Entry, held.Slot]
 // workerKindLocked is the kind of due entry e if its run needs a remote
 // worker, or "": purges and overlap shadows (whose overlapping run is a
 // task of its own) need none, nor a kind with a handler here, nor a record
-// that carries a run marker: its start settles the marker (pkg/taskservice/markers.go)
+// that carries a run marker: its start settles the marker (internal/runs/markers.go)
 // and calls no handler, and a marker left waiting for a worker would keep
 // the task RUNNING, for nothing, until one came. n.mu held.
 func (n *Dispatcher) workerKindLocked(e *held.Entry) string {

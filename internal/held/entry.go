@@ -54,7 +54,7 @@ type Extra struct {
 	// holds until its start (pkg/taskservice's workerwait.go).
 	WW *WorkerHold
 
-	// allow_overlap (pkg/taskservice's overlap.go): a shadow entry stands for the next fire
+	// allow_overlap (internal/runs/overlap.go): a shadow entry stands for the next fire
 	// time of OverlapOf's task while its run is in flight (it is in the
 	// queue only, never in ident.tasks); shadow is the task's own.
 	OverlapOf *Entry
@@ -75,7 +75,7 @@ func (e *Entry) Extra() *Extra {
 	return e.X
 }
 
-// ClearAwait ends e's wait for a run in flight elsewhere (pkg/taskservice's markers.go).
+// ClearAwait ends e's wait for a run in flight elsewhere (internal/runs/markers.go).
 func (e *Entry) ClearAwait() {
 	if e.X != nil {
 		e.X.AwaitSince, e.X.RecheckAt = 0, 0

@@ -8,7 +8,7 @@ type Ident struct {
 	Name  string
 	Epoch int64
 	// Scope is how the identity's tasks are kept, started and committed
-	// (pkg/taskservice's scope.go): owned here (IDENTITY), EVERY_NODE (not owned: run
+	// (internal/runs/scope.go): owned here (IDENTITY), EVERY_NODE (not owned: run
 	// here), or non-durable.
 	Scope Scope
 	Lost  bool

@@ -3,7 +3,6 @@ package taskservice
 import (
 	"time"
 
-	"github.com/taskd/taskd/internal/held"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -56,63 +55,30 @@ type Stats struct {
 }
 
 // Stats returns a snapshot of the node's counts. It walks the timer queue
-// and the identities' start queues under the node's lock: its cost grows with the number of tasks held, so
+// and the identities' start queues under the engine lock
+// (dispatch.CountsLocked): its cost grows with the number of tasks held, so
 // call it at the pace of a metrics scrape, not per event.
 func (n *Node) Stats() Stats {
 	now := time.Now()
 	n.d.Lock()
 	defer n.d.Unlock()
 	renewed, fresh := n.member.Renewal()
-	s := Stats{
-		State:          n.d.Phase.State,
-		LeaseRenewedAt: renewed,
-		Identities:     len(n.d.Idents),
-		TimerQueue:     len(n.d.Queue),
-		Running:        n.d.Flights.Len(),
+	c := n.d.CountsLocked(now)
+	return Stats{
+		State:            n.d.Phase.State,
+		SelfFenced:       n.d.Phase.State == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh,
+		LeaseRenewedAt:   renewed,
+		Identities:       c.Identities,
+		TimerQueue:       c.TimerQueue,
+		Scheduled:        c.Scheduled,
+		Due:              c.Due,
+		Running:          c.Running,
+		Retained:         c.Retained,
+		Cold:             c.Cold,
+		WaitingForLimit:  c.WaitingForLimit,
+		WaitingForWorker: c.WaitingForWorker,
+		WaitingUnserved:  c.WaitingUnserved,
 	}
-	s.SelfFenced = n.d.Phase.State == taskdv1.NodeState_NODE_STATE_RUNNING && !fresh
-	for _, e := range n.d.Queue {
-		switch {
-		case e.Purge:
-			s.Retained++
-		case e.Due.Time().After(now):
-			s.Scheduled++
-			if e.Cold() {
-				s.Cold++
-			}
-		default:
-			s.Due++
-		}
-	}
-	// Cold tasks being read again before they are due.
-	s.Scheduled += n.d.ThawingLocked()
-	s.Cold += n.d.ThawingLocked()
-	// Due entries taken off the timer queue but not started yet: waiting
-	// for a worker or for their kind's limit.
-	for _, k := range held.Scopes {
-		for _, st := range n.d.TableOf(k) {
-			if st.Active == nil {
-				continue
-			}
-			for _, q := range [][]*held.Entry{st.Active.StartQ, st.Active.GrantQ} {
-				for _, e := range q {
-					if !e.Purge && e.Ex().OverlapOf == nil {
-						s.Due++
-					}
-				}
-			}
-		}
-	}
-	s.WaitingForLimit = n.d.WaitingForLimitLocked()
-	for _, w := range s.WaitingForLimit {
-		s.Due += w
-	}
-	s.WaitingUnserved = n.d.WaitingUnservedLocked()
-	s.WaitingForWorker = n.d.WaitingForWorkerLocked()
-	for _, w := range s.WaitingForWorker {
-		s.Due += w
-	}
-	return s
 }
 
 // Observer receives measurements the node takes on its own work, for

@@ -29,7 +29,7 @@ type Call struct {
 // asks, and what a handler's returned error asks for.
 type Caller interface {
 	// Prepare returns run c as its vetoes and its handler see it.
-	Prepare(c *Call) Prepared
+	Prepare(c Call) Prepared
 }
 
 // Prepared is one run, ready to be vetoed and called.

@@ -42,7 +42,7 @@ func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 	defer free()
 	epoch, rev := ev.Fence.Epoch, ev.Fence.Revision
 	spec := p.Rec.Spec
-	call := &Call{
+	call := Call{
 		Identity:  spec.Identity,
 		TaskID:    e.ID,
 		Kind:      spec.Kind,
@@ -59,7 +59,7 @@ func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 		Durable:   e.Ident.Scope.Owned(),
 	}
 	res := runResult{started: time.Now(), fence: call.Fence, recovery: p.Recovery}
-	runCtx, span := n.startRunSpan(f.Ctx, call, p.Rec.Traceparent)
+	runCtx, span := n.startRunSpan(f.Ctx, &call, p.Rec.Traceparent)
 	defer endRunSpan(span, &res)
 	if f.Ctx.Err() != nil {
 		// Not to be called (its node lost its lease or stops, or an armed
@@ -83,7 +83,7 @@ func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 	}
 	ev.Type = EventStarted
 	n.emit(ev)
-	a := n.callHandler(runCtx, f, call, run, spec.GetTimeout().AsDuration(), entered)
+	a := n.callHandler(runCtx, f, &call, run, spec.GetTimeout().AsDuration(), entered)
 	res.ended = time.Now()
 	classify(&res, a, context.Cause(f.Ctx))
 	free()

@@ -38,11 +38,11 @@ type handlerCalls struct {
 // preparedRun is one run as its vetoes and handler see it.
 type preparedRun struct {
 	Run
-	calls *handlerCalls
+	calls handlerCalls
 }
 
-func (h handlerCalls) Prepare(c *runs.Call) runs.Prepared {
-	return &preparedRun{calls: &h, Run: Run{Identity: c.Identity, TaskID: c.TaskID, Kind: c.Kind,
+func (h handlerCalls) Prepare(c runs.Call) runs.Prepared {
+	return &preparedRun{calls: h, Run: Run{Identity: c.Identity, TaskID: c.TaskID, Kind: c.Kind,
 		Payload: c.Payload, Data: c.Data, Labels: c.Labels, RunNumber: c.RunNumber, Attempt: c.Attempt,
 		FireTime: c.FireTime, Fence: Fence(c.Fence), Node: c.Node, Manual: c.Manual, Recovery: c.Recovery,
 		Durable: c.Durable}}

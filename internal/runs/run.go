@@ -117,8 +117,8 @@ func notCalledErr(ctx context.Context) error {
 // a node that cannot prove its lease is live calls no handler. runCtx is
 // the flight's context carrying the run's span.
 func (n *Path) callHandler(runCtx context.Context, f *held.Flight, c *Call, run Prepared, timeout time.Duration, entered chan<- struct{}) Answer {
-	remote := !n.cfg.Local(c.Kind) && n.cfg.Remote
-	if !remote && !n.cfg.Local(c.Kind) {
+	remote := !n.cfg.Local(c.Kind)
+	if remote && !n.cfg.Remote {
 		close(entered)
 		return Answer{Err: fmt.Errorf("node %s has no handler for kind %q", n.cfg.Name, c.Kind)}
 	}

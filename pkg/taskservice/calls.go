@@ -21,7 +21,7 @@ func runsConfigOf(cfg Config, incarnation string, log hclog.Logger, emit func(ru
 		DefaultTimeout: cfg.DefaultTimeout, DrainTimeout: cfg.DrainTimeout, EtcdTimeout: cfg.EtcdTimeout,
 		HandoffPeriod: cfg.HandoffPeriod, LeaseTTL: cfg.LeaseTTL, Retention: cfg.Retention,
 		History: cfg.History, MaxOverlap: cfg.MaxOverlap, MaxPayload: cfg.MaxPayload, TracerProvider: cfg.TracerProvider,
-		Local:  func(kind string) bool { return cfg.Handlers[kind] != nil },
+		Local:  cfg.hasHandler,
 		Remote: cfg.Remote != nil,
 		Caller: handlerCalls{handlers: cfg.Handlers, vetoes: cfg.Vetoes, log: log},
 		Emit:   emit,

@@ -306,3 +306,7 @@ const DefaultMaxOverlap = 4
 // OverlapLabel labels an overlapping run's task with the id of the task it
 // overlaps (Trigger.allow_overlap).
 const OverlapLabel = runs.OverlapLabel
+
+// hasHandler reports whether a handler of kind runs in this process (a
+// kind without one goes to remote workers).
+func (c Config) hasHandler(kind string) bool { return c.Handlers[kind] != nil }

@@ -1,8 +1,9 @@
 package taskservice_test
 
 // Regression tests for the run path under faults injected into single etcd
-// calls (internal/etcdfault). Each test's doc comment gives the interleaving
-// it forces; each failed on the code before the fix it guards.
+// calls (internal/etcdfault), as in faults_test.go: here those where the
+// identity moves, its owner's lease is in doubt, or a node starts. Each
+// test's doc comment gives the interleaving it forces.
 
 import (
 	"context"

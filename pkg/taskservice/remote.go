@@ -84,7 +84,7 @@ func dispatchConfigOf(cfg Config) dispatch.Config {
 		LeaseTTL: cfg.LeaseTTL, EtcdTimeout: cfg.EtcdTimeout, LookAhead: cfg.LookAhead, ColdAfter: cfg.ColdAfter,
 		MisfireThreshold: cfg.MisfireThreshold, Retention: cfg.Retention,
 		KindLimits: cfg.KindLimits, DeclaredKinds: cfg.DeclaredKinds,
-		HasHandler: func(kind string) bool { return cfg.Handlers[kind] != nil }}
+		HasHandler: cfg.hasHandler}
 	if cfg.Remote != nil {
 		d.Remote = remoteSlots{cfg.Remote}
 	}

@@ -34,7 +34,7 @@ func BenchmarkRunStateMachine(b *testing.B) {
 		now := time.Now()
 		p := record.PlanStart(rec, "n1", "inc", 7, record.Timing{Now: now, Threshold: time.Minute, MaxCatchUp: 100})
 		done := record.Clone(p.Rec)
-		hist, _ := applyResult(done, p.Marker, runResult{outcome: taskdv1.Outcome_OUTCOME_SUCCESS, started: now, ended: now}, "n1", 0.5)
+		hist, _ := applyResult(done, p.Marker, runResult{Result: record.Result{Outcome: taskdv1.Outcome_OUTCOME_SUCCESS, Started: now, Ended: now}}, "n1", 0.5)
 		if _, err := encodeBoth(p.Rec, done, hist); err != nil {
 			b.Fatal(err)
 		}

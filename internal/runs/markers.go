@@ -95,20 +95,18 @@ func (n *Path) resolveMarker(e *held.Entry, rec *storev1.TaskRecord, snap startS
 // handler was never called.
 func staleResult(m *storev1.RunMarker, self string, alive bool, waited time.Duration, now time.Time) runResult {
 	res := runResult{
-		outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED,
-		started: m.StartedAt.AsTime(),
-		ended:   now,
-		fence:   Fence{Epoch: m.Epoch},
-		stale:   true,
+		Result: record.Result{Outcome: taskdv1.Outcome_OUTCOME_INTERRUPTED, Started: m.StartedAt.AsTime(), Ended: now},
+		fence:  Fence{Epoch: m.Epoch},
+		stale:  true,
 	}
 	switch {
 	case m.Incarnation == self:
-		res.notCalled = true
-		res.message = "the run's start was written but its handler was not called"
+		res.NotCalled = true
+		res.Message = "the run's start was written but its handler was not called"
 	case alive:
-		res.message = fmt.Sprintf("node %s did not report the run's result within %s", m.Node, waited)
+		res.Message = fmt.Sprintf("node %s did not report the run's result within %s", m.Node, waited)
 	default:
-		res.message = fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
+		res.Message = fmt.Sprintf("node %s (incarnation %s) stopped during the run", m.Node, m.Incarnation)
 	}
 	return res
 }
@@ -176,10 +174,10 @@ func (n *Path) settleMarker(e *held.Entry, rec *storev1.TaskRecord, snap startSn
 		return
 	}
 	ev := Event{Identity: st.Name, TaskID: e.ID, Kind: rec.Spec.GetKind(), RunNumber: m.RunNumber,
-		Attempt: int(m.Attempt), Outcome: hist.Outcome, Message: res.message, Fence: res.fence}
+		Attempt: int(m.Attempt), Outcome: hist.Outcome, Message: res.Message, Fence: res.fence}
 	if forwarded {
 		n.log.Info("committed a run's result forwarded by the identity's previous owner", "identity", st.Name,
-			"task", e.ID, "run", m.RunNumber, "node", by, "outcome", res.outcome.String())
+			"task", e.ID, "run", m.RunNumber, "node", by, "outcome", res.Outcome.String())
 		ev.Type = next
 		n.emitNext(ev, out)
 	} else {
@@ -232,16 +230,16 @@ func (n *Path) forwardResult(owner identity.Owner, id, taskID string, rev int64,
 func forwardedOf(m *storev1.RunMarker, node, inc string, res runResult) *storev1.ForwardedResult {
 	fr := &storev1.ForwardedResult{
 		RunNumber: m.RunNumber, Node: node, Incarnation: inc,
-		Outcome: res.outcome, Message: res.message, Data: res.data, DataSet: res.dataSet,
-		StartedAt: ts(res.started), EndedAt: ts(res.ended),
-		FenceEpoch: res.fence.Epoch, FenceRevision: res.fence.Revision, Recovery: res.recovery,
-		Retry: res.retry, Cancel: res.cancel, Again: res.again, NotCalled: res.notCalled,
+		Outcome: res.Outcome, Message: res.Message, Data: res.Data, DataSet: res.DataSet,
+		StartedAt: ts(res.Started), EndedAt: ts(res.Ended),
+		FenceEpoch: res.fence.Epoch, FenceRevision: res.fence.Revision, Recovery: res.Recovery,
+		Retry: res.Retry, Cancel: res.Cancel, Again: res.Again, NotCalled: res.NotCalled,
 	}
-	if !res.snooze.IsZero() {
-		fr.Snooze = ts(res.snooze)
+	if !res.Snooze.IsZero() {
+		fr.Snooze = ts(res.Snooze)
 	}
-	if !res.retryAt.IsZero() {
-		fr.RetryAt = ts(res.retryAt)
+	if !res.RetryAt.IsZero() {
+		fr.RetryAt = ts(res.RetryAt)
 	}
 	return fr
 }
@@ -249,16 +247,16 @@ func forwardedOf(m *storev1.RunMarker, node, inc string, res runResult) *storev1
 // resultOfForwarded is the run result a forwarded result carries.
 func resultOfForwarded(fr *storev1.ForwardedResult) runResult {
 	res := runResult{
-		outcome: fr.Outcome, message: fr.Message, data: fr.Data, dataSet: fr.DataSet,
-		started: fr.StartedAt.AsTime(), ended: fr.EndedAt.AsTime(),
-		fence:    Fence{Epoch: fr.FenceEpoch, Revision: fr.FenceRevision},
-		recovery: fr.Recovery, retry: fr.Retry, cancel: fr.Cancel, again: fr.Again, notCalled: fr.NotCalled,
+		Result: record.Result{Outcome: fr.Outcome, Message: fr.Message, Data: fr.Data, DataSet: fr.DataSet,
+			Started: fr.StartedAt.AsTime(), Ended: fr.EndedAt.AsTime(),
+			Recovery: fr.Recovery, Retry: fr.Retry, Cancel: fr.Cancel, Again: fr.Again, NotCalled: fr.NotCalled},
+		fence: Fence{Epoch: fr.FenceEpoch, Revision: fr.FenceRevision},
 	}
 	if fr.Snooze != nil {
-		res.snooze = fr.Snooze.AsTime()
+		res.Snooze = fr.Snooze.AsTime()
 	}
 	if fr.RetryAt != nil {
-		res.retryAt = fr.RetryAt.AsTime()
+		res.RetryAt = fr.RetryAt.AsTime()
 	}
 	return res
 }

@@ -45,9 +45,9 @@ func (o *oversize) shrink(n *Path, e *held.Entry, f *held.Flight, res *runResult
 	case !o.shrunk && !undo && !o.stripRecord:
 		o.shrunk = true
 		n.log.Error("run result too large to store; recording a failed run instead", "identity", st.Name, "task", e.ID,
-			"data_bytes", len(res.data), "message_bytes", len(res.message), "error", err)
+			"data_bytes", len(res.Data), "message_bytes", len(res.Message), "error", err)
 		*res = oversizedResult(*res, err)
-		ev.Outcome, ev.Message, *outcomeEvent = res.outcome, res.message, EventFailed
+		ev.Outcome, ev.Message, *outcomeEvent = res.Outcome, res.Message, EventFailed
 		return true
 	case !o.stripRecord && scopeImpl(st.Scope).ownsRecord():
 		o.stripRecord, o.why = true, err.Error()
@@ -64,14 +64,12 @@ func (o *oversize) shrink(n *Path, e *held.Entry, f *held.Flight, res *runResult
 // large to store (err says by how much).
 func oversizedResult(res runResult, err error) runResult {
 	var parts []string
-	if res.dataSet {
-		parts = append(parts, fmt.Sprintf("data %s", writepath.SizeText(len(res.data))))
+	if res.DataSet {
+		parts = append(parts, fmt.Sprintf("data %s", writepath.SizeText(len(res.Data))))
 	}
-	parts = append(parts, fmt.Sprintf("message %s", writepath.SizeText(len(res.message))))
-	return runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true,
-		message: taskspec.CleanMessage(fmt.Sprintf("outcome too large to store (%s; it was %s): %v",
-			strings.Join(parts, ", "), res.outcome, err)),
-		started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery, stale: res.stale}
+	parts = append(parts, fmt.Sprintf("message %s", writepath.SizeText(len(res.Message))))
+	return runResult{Result: res.failed(fmt.Sprintf("outcome too large to store (%s; it was %s): %v",
+		strings.Join(parts, ", "), res.Outcome, err)), fence: res.fence, stale: res.stale}
 }
 
 // stripOversized makes rec (with its history entry hist, if any) a DEAD
@@ -109,16 +107,14 @@ func stripOversized(rec *storev1.TaskRecord, hist *taskdv1.Run, why string, now 
 // handlers, exec, webhook, remote workers), made where the outcome is
 // committed.
 func (n *Path) limitOutcome(res *runResult, rec *storev1.TaskRecord) {
-	if res.notCalled || res.encodeFailed || res.stale {
+	if res.NotCalled || res.encodeFailed || res.stale {
 		return
 	}
-	asks := taskspec.OutcomeAsks{Data: res.data, DataSet: res.dataSet, Snooze: res.snooze, RetryAt: res.retryAt}
+	asks := taskspec.OutcomeAsks{Data: res.Data, DataSet: res.DataSet, Snooze: res.Snooze, RetryAt: res.RetryAt}
 	why := asks.Refusal(rec.GetSpec(), n.cfg.MaxPayload)
 	if why == "" {
 		return
 	}
 	n.log.Warn("run outcome refused for its size", "identity", rec.GetSpec().GetIdentity(), "task", rec.GetId(), "reason", why)
-	*res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true,
-		message: taskspec.CleanMessage("the run's outcome was refused: " + why),
-		started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
+	*res = runResult{Result: res.failed("the run's outcome was refused: " + why), fence: res.fence}
 }

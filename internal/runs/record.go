@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/taskd/taskd/internal/record"
+	"github.com/taskd/taskd/internal/taskspec"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -26,24 +27,11 @@ type startPlan struct {
 	before *storev1.TaskRecord
 }
 
-// runResult is how a run ended.
+// runResult is how a run ended: the result the state machine folds in,
+// and how it was delivered.
 type runResult struct {
-	outcome  taskdv1.Outcome
-	message  string
-	retry    bool      // retryable failure
-	retryAt  time.Time // retryable failure: the earliest retry (RetryAt); zero: the backoff's
-	snooze   time.Time // run the same fire time again then
-	cancel   bool      // the handler cancelled the task
-	again    bool      // run again now
-	data     []byte
-	dataSet  bool
-	started  time.Time
-	ended    time.Time
-	fence    Fence
-	recovery bool
-	// notCalled: the handler was never called; the fire time runs again
-	// whatever requests_recovery says (nothing ran).
-	notCalled bool
+	record.Result // its Fence is filled in from fence by forRecord
+	fence         Fence
 	// stale: the outcome of a marker that no run reported (recorded by
 	// whoever resolved it, not by the run's node).
 	stale bool
@@ -56,12 +44,16 @@ type runResult struct {
 // stale or as a stand-in for a result that could not be stored, is the
 // node's concern).
 func (res runResult) forRecord() record.Result {
-	return record.Result{
-		Outcome: res.outcome, Message: res.message, Retry: res.retry, RetryAt: res.retryAt, Snooze: res.snooze,
-		Cancel: res.cancel, Again: res.again, Data: res.data, DataSet: res.dataSet,
-		Started: res.started, Ended: res.ended, Fence: res.fence.String(), Recovery: res.recovery,
-		NotCalled: res.notCalled,
-	}
+	r := res.Result
+	r.Fence = res.fence.String()
+	return r
+}
+
+// failed is the retryable ERROR that stands in for res's outcome when it
+// cannot be stored as it is, saying why, with res's timing.
+func (res runResult) failed(why string) record.Result {
+	return record.Result{Outcome: taskdv1.Outcome_OUTCOME_ERROR, Retry: true, Message: taskspec.CleanMessage(why),
+		Started: res.Started, Ended: res.Ended, Recovery: res.Recovery}
 }
 
 // applyResult is record.ApplyResult of res, with what the record waits

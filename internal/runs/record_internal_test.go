@@ -78,7 +78,7 @@ func finish(p startPlan, res runResult) (*storev1.TaskRecord, *taskdv1.Run, Even
 
 // ended is a result of the given outcome, ended at end.
 func ended(outcome taskdv1.Outcome, end time.Time) runResult {
-	return runResult{outcome: outcome, started: end.Add(-100 * time.Millisecond), ended: end,
+	return runResult{Result: record.Result{Outcome: outcome, Started: end.Add(-100 * time.Millisecond), Ended: end},
 		fence: Fence{Epoch: rEpoch, Revision: 7}}
 }
 
@@ -114,7 +114,7 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 			// a snooze that used an attempt would make the next one DEAD.
 			p := mustStart(t, rec, rt0)
 			res := ended(taskdv1.Outcome_OUTCOME_ERROR, rt0.Add(time.Second))
-			res.retry = true
+			res.Retry = true
 			rec, _, _ = finish(p, res)
 			p = mustStart(t, rec, rec.RetryAt.AsTime())
 			if p.Attempt != 2 {
@@ -129,16 +129,16 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 			}
 			var sr runResult
 			classify(&sr, Answer{Err: errors.New("snoozed"), Ask: AskSnooze, Until: until, Text: "snoozed"}, nil)
-			if sr.snooze.IsZero() || sr.retry {
-				t.Fatalf("Snooze(%v) classified as snooze=%v retry=%v", tc.until, sr.snooze, sr.retry)
+			if sr.Snooze.IsZero() || sr.Retry {
+				t.Fatalf("Snooze(%v) classified as snooze=%v retry=%v", tc.until, sr.Snooze, sr.Retry)
 			}
 			end := p.Marker.StartedAt.AsTime().Add(time.Second)
 			if tc.until.IsZero() {
 				// Snooze read the clock for "at once"; our fixed times are
 				// fictional, so place the commit after that reading.
-				end = sr.snooze.Add(time.Second)
+				end = sr.Snooze.Add(time.Second)
 			}
-			sr.started, sr.ended, sr.fence = end.Add(-time.Second), end, Fence{Epoch: rEpoch, Revision: 9}
+			sr.Started, sr.Ended, sr.fence = end.Add(-time.Second), end, Fence{Epoch: rEpoch, Revision: 9}
 			rec, run, ev := finish(p, sr)
 			want := tc.wantAt(end)
 			if rec.State != stRetrying || ev != EventRetryScheduled || !tsEq(rec.RetryAt, want) || rec.Attempt != 1 {
@@ -159,7 +159,7 @@ func TestSnoozeRunsSameFireTimeWithoutAnAttempt(t *testing.T) {
 			// It fails once more: attempt 2 of 2, DEAD. Had the snooze used
 			// an attempt, attempt 3 would have come first.
 			res = ended(taskdv1.Outcome_OUTCOME_ERROR, want.Add(time.Second))
-			res.retry = true
+			res.Retry = true
 			if rec, _, _ = finish(again, res); rec.State != stDead {
 				t.Fatalf("state %s, want DEAD after attempt 2 of 2", rec.State)
 			}
@@ -174,10 +174,10 @@ func TestSnoozeZeroIsNotDone(t *testing.T) {
 	// pkg/taskservice); any past time is committed as the commit's own.
 	p := mustStart(t, newRecord(nil, rOnce(rt0)), rt0)
 	res := ended(taskdv1.Outcome_OUTCOME_WARNING, rt0.Add(time.Second))
-	res.snooze = rt0.Add(-time.Minute) // any past time
+	res.Snooze = rt0.Add(-time.Minute) // any past time
 	rec, _, _ := finish(p, res)
-	if rec.State == stCompleted || !tsEq(rec.RetryAt, res.ended) {
-		t.Fatalf("past snooze: state %s retry_at %s, want RETRYING at the commit %s", rec.State, fmtTS(rec.RetryAt), res.ended)
+	if rec.State == stCompleted || !tsEq(rec.RetryAt, res.Ended) {
+		t.Fatalf("past snooze: state %s retry_at %s, want RETRYING at the commit %s", rec.State, fmtTS(rec.RetryAt), res.Ended)
 	}
 }
 
@@ -199,11 +199,11 @@ func TestHandlerDataIsStored(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustStart(t, newRecord(nil, rOnce(rt0)), rt0)
 			res := ended(tc.outcome, rt0.Add(time.Second))
-			res.retry = tc.retry
+			res.Retry = tc.retry
 			if tc.set {
 				// What a handler's SetData leaves (answerOf: TestAnswerOf).
 				classify(&res, Answer{Data: []byte("new"), DataSet: true}, nil)
-				res.outcome, res.retry = tc.outcome, tc.retry
+				res.Outcome, res.Retry = tc.outcome, tc.retry
 			}
 			rec, _, _ := finish(p, res)
 			if string(rec.Spec.Data) != tc.want {
@@ -275,17 +275,17 @@ func TestForwardedResultKeepsWhatTheHandlerAsked(t *testing.T) {
 	for _, res := range []runResult{
 		func() runResult {
 			r := ended(taskdv1.Outcome_OUTCOME_ERROR, rt0)
-			r.retry, r.retryAt, r.message = true, rt0.Add(time.Hour), "busy"
+			r.Retry, r.RetryAt, r.Message = true, rt0.Add(time.Hour), "busy"
 			return r
 		}(),
 		func() runResult {
 			r := ended(taskdv1.Outcome_OUTCOME_WARNING, rt0)
-			r.snooze, r.data, r.dataSet = rt0.Add(time.Minute), []byte("d"), true
+			r.Snooze, r.Data, r.DataSet = rt0.Add(time.Minute), []byte("d"), true
 			return r
 		}(),
 		func() runResult {
 			r := ended(taskdv1.Outcome_OUTCOME_CANCELED, rt0)
-			r.cancel, r.recovery = true, true
+			r.Cancel, r.Recovery = true, true
 			return r
 		}(),
 	} {
@@ -298,10 +298,10 @@ func TestForwardedResultKeepsWhatTheHandlerAsked(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := resultOfForwarded(&fr)
-		if got.outcome != res.outcome || got.message != res.message || got.retry != res.retry || !got.retryAt.Equal(res.retryAt) ||
-			!got.snooze.Equal(res.snooze) || got.cancel != res.cancel || got.recovery != res.recovery ||
-			string(got.data) != string(res.data) || got.dataSet != res.dataSet || got.fence != res.fence ||
-			!got.started.Equal(res.started) || !got.ended.Equal(res.ended) {
+		if got.Outcome != res.Outcome || got.Message != res.Message || got.Retry != res.Retry || !got.RetryAt.Equal(res.RetryAt) ||
+			!got.Snooze.Equal(res.Snooze) || got.Cancel != res.Cancel || got.Recovery != res.Recovery ||
+			string(got.Data) != string(res.Data) || got.DataSet != res.DataSet || got.fence != res.fence ||
+			!got.Started.Equal(res.Started) || !got.Ended.Equal(res.Ended) {
 			t.Errorf("forwarded %+v\nread back as %+v", res, got)
 		}
 	}
@@ -332,13 +332,14 @@ func TestEventOfNext(t *testing.T) {
 }
 
 // TestForRecordCarriesEveryField: every field of record.Result is filled
-// from a run's result, so that nothing a handler asked for is lost on its
-// way into the state machine (a field added to one and not the other
-// fails here).
+// from a run's result, its fence rendered as the history shows it, so
+// that nothing a handler asked for is lost on its way into the state
+// machine.
 func TestForRecordCarriesEveryField(t *testing.T) {
-	res := runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, message: "m", retry: true, retryAt: rt0.Add(time.Hour),
-		snooze: rt0.Add(time.Minute), cancel: true, again: true, data: []byte("d"), dataSet: true,
-		started: rt0, ended: rt0.Add(time.Second), fence: Fence{Epoch: rEpoch, Revision: 7}, recovery: true, notCalled: true}
+	res := runResult{Result: record.Result{Outcome: taskdv1.Outcome_OUTCOME_ERROR, Message: "m", Retry: true,
+		RetryAt: rt0.Add(time.Hour), Snooze: rt0.Add(time.Minute), Cancel: true, Again: true, Data: []byte("d"),
+		DataSet: true, Started: rt0, Ended: rt0.Add(time.Second), Recovery: true, NotCalled: true},
+		fence: Fence{Epoch: rEpoch, Revision: 7}}
 	got := res.forRecord()
 	v := reflect.ValueOf(got)
 	for i := range v.NumField() {
@@ -346,8 +347,8 @@ func TestForRecordCarriesEveryField(t *testing.T) {
 			t.Errorf("record.Result.%s is not filled from runResult", v.Type().Field(i).Name)
 		}
 	}
-	want := record.Result{Outcome: res.outcome, Message: res.message, Retry: true, RetryAt: res.retryAt, Snooze: res.snooze,
-		Cancel: true, Again: true, Data: res.data, DataSet: true, Started: res.started, Ended: res.ended,
+	want := record.Result{Outcome: res.Outcome, Message: res.Message, Retry: true, RetryAt: res.RetryAt, Snooze: res.Snooze,
+		Cancel: true, Again: true, Data: res.Data, DataSet: true, Started: res.Started, Ended: res.Ended,
 		Fence: "42.7", Recovery: true, NotCalled: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("forRecord = %+v\nwant %+v", got, want)

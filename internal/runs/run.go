@@ -58,14 +58,14 @@ func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 		Recovery:  p.Recovery,
 		Durable:   e.Ident.Scope.Owned(),
 	}
-	res := runResult{started: time.Now(), fence: call.Fence, recovery: p.Recovery}
+	res := runResult{Result: record.Result{Started: time.Now(), Recovery: p.Recovery}, fence: call.Fence}
 	runCtx, span := n.startRunSpan(f.Ctx, &call, p.Rec.Traceparent)
 	defer endRunSpan(span, &res)
 	if f.Ctx.Err() != nil {
 		// Not to be called (its node lost its lease or stops, or an armed
 		// run was disarmed): neither vetoed nor started.
 		close(entered)
-		res.ended, res.notCalled = time.Now(), true
+		res.Ended, res.NotCalled = time.Now(), true
 		classify(&res, Answer{Err: notCalledErr(f.Ctx)}, nil)
 		free()
 		n.commit(e, f, p, res, epoch, rev)
@@ -76,7 +76,7 @@ func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 		ev.Type, ev.Message = EventVetoed, reason
 		n.emit(ev)
 		close(entered)
-		res.ended, res.outcome, res.message = time.Now(), taskdv1.Outcome_OUTCOME_VETOED, reason
+		res.Ended, res.Outcome, res.Message = time.Now(), taskdv1.Outcome_OUTCOME_VETOED, reason
 		free()
 		n.commit(e, f, p, res, epoch, rev)
 		return
@@ -84,7 +84,7 @@ func (n *Path) execute(e *held.Entry, f *held.Flight, p startPlan, ev Event, ent
 	ev.Type = EventStarted
 	n.emit(ev)
 	a := n.callHandler(runCtx, f, &call, run, spec.GetTimeout().AsDuration(), entered)
-	res.ended = time.Now()
+	res.Ended = time.Now()
 	classify(&res, a, context.Cause(f.Ctx))
 	free()
 	n.commit(e, f, p, res, epoch, rev)
@@ -157,47 +157,47 @@ func (n *Path) callHandler(runCtx context.Context, f *held.Flight, c *Call, run 
 // the run's context ended (the node stopped or lost its lease), or nil.
 func classify(res *runResult, a Answer, cause error) {
 	err := a.Err
-	res.data, res.dataSet = a.Data, a.DataSet
-	res.message = a.Message
+	res.Data, res.DataSet = a.Data, a.DataSet
+	res.Message = a.Message
 	setMsg := func(s string) {
 		if !a.MessageSet {
-			res.message = s
+			res.Message = s
 		}
 	}
 	if errors.Is(err, errNotCalled) || errors.Is(err, ErrLeaseNotProven) || errors.Is(err, dispatch.ErrDisarmed) {
-		res.outcome, res.notCalled, res.data, res.dataSet = taskdv1.Outcome_OUTCOME_INTERRUPTED, true, nil, false
-		res.message = err.Error()
+		res.Outcome, res.NotCalled, res.Data, res.DataSet = taskdv1.Outcome_OUTCOME_INTERRUPTED, true, nil, false
+		res.Message = err.Error()
 		return
 	}
 	if err == nil {
-		res.outcome = taskdv1.Outcome_OUTCOME_SUCCESS
+		res.Outcome = taskdv1.Outcome_OUTCOME_SUCCESS
 		return
 	}
 	if cause != nil {
-		res.outcome = taskdv1.Outcome_OUTCOME_INTERRUPTED
+		res.Outcome = taskdv1.Outcome_OUTCOME_INTERRUPTED
 		setMsg(cause.Error() + ": " + err.Error())
 		return
 	}
 	switch a.Ask {
 	case AskError:
-		res.outcome, res.retry = taskdv1.Outcome_OUTCOME_ERROR, true
+		res.Outcome, res.Retry = taskdv1.Outcome_OUTCOME_ERROR, true
 		setMsg(err.Error())
 	case AskWarning:
-		res.outcome = taskdv1.Outcome_OUTCOME_WARNING
+		res.Outcome = taskdv1.Outcome_OUTCOME_WARNING
 		setMsg(a.Text)
 	case AskRunAgain:
-		res.outcome, res.again = taskdv1.Outcome_OUTCOME_SUCCESS, true
+		res.Outcome, res.Again = taskdv1.Outcome_OUTCOME_SUCCESS, true
 	case AskCancel:
-		res.outcome, res.cancel = taskdv1.Outcome_OUTCOME_CANCELED, true
+		res.Outcome, res.Cancel = taskdv1.Outcome_OUTCOME_CANCELED, true
 		setMsg(a.Text)
 	case AskSnooze:
-		res.outcome, res.snooze = taskdv1.Outcome_OUTCOME_WARNING, a.Until
+		res.Outcome, res.Snooze = taskdv1.Outcome_OUTCOME_WARNING, a.Until
 		setMsg(a.Text)
 	case AskPermanent:
-		res.outcome = taskdv1.Outcome_OUTCOME_ERROR
+		res.Outcome = taskdv1.Outcome_OUTCOME_ERROR
 		setMsg(a.Text)
 	default:
-		res.outcome, res.retry, res.retryAt = taskdv1.Outcome_OUTCOME_ERROR, true, a.Until
+		res.Outcome, res.Retry, res.RetryAt = taskdv1.Outcome_OUTCOME_ERROR, true, a.Until
 		setMsg(a.Text)
 	}
 }
@@ -209,12 +209,12 @@ func classify(res *runResult, a Answer, cause error) {
 // depends on the scope (resultWrite, commitConflict).
 func (n *Path) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult, epoch, rev int64) {
 	st := e.Ident
-	res.message = taskspec.CleanMessage(res.message)
+	res.Message = taskspec.CleanMessage(res.Message)
 	n.limitOutcome(&res, p.Rec)
-	outcomeEvent := outcomeEventOf(res.outcome)
+	outcomeEvent := outcomeEventOf(res.Outcome)
 	ev := Event{Identity: st.Name, TaskID: e.ID, Kind: p.Rec.Spec.Kind, RunNumber: p.RunNumber,
-		Attempt: p.Attempt, Fence: res.fence, Outcome: res.outcome, Message: res.message,
-		FireTime: p.Fire, Duration: res.ended.Sub(res.started)}
+		Attempt: p.Attempt, Fence: res.fence, Outcome: res.Outcome, Message: res.Message,
+		FireTime: p.Fire, Duration: res.Ended.Sub(res.Started)}
 	c := scopeImpl(st.Scope).beginCommit(n, e, f, p, res, ev, outcomeEvent, epoch, rev)
 	if c == nil {
 		return // recorded in memory only
@@ -228,7 +228,7 @@ func (n *Path) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 	for {
 		// An armed run not called is undone: what its start changed in the
 		// task goes back to before the start (internal/dispatch/arming.go).
-		undo := res.notCalled && p.before != nil
+		undo := res.NotCalled && p.before != nil
 		var rec *storev1.TaskRecord
 		var hist *taskdv1.Run
 		var next EventType
@@ -239,7 +239,7 @@ func (n *Path) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 			hist, next = applyResult(rec, p.Marker, res, n.cfg.Name, jitter())
 		}
 		if big.stripRecord {
-			ev.Message = stripOversized(rec, hist, big.why, res.ended)
+			ev.Message = stripOversized(rec, hist, big.why, res.Ended)
 			ev.Outcome, outcomeEvent, next = taskdv1.Outcome_OUTCOME_ERROR, EventFailed, EventFinalized
 		}
 		w, err := n.resultWrite(e, c, rec, hist)
@@ -251,10 +251,9 @@ func (n *Path) commit(e *held.Entry, f *held.Flight, p startPlan, res runResult,
 			}
 			// Settle the run as an ERROR rather than leave the task RUNNING.
 			n.log.Error("run result cannot be stored; recording an error instead", "task", e.ID, "error", err)
-			res = runResult{outcome: taskdv1.Outcome_OUTCOME_ERROR, retry: true, encodeFailed: true,
-				message: taskspec.CleanMessage("the run's result could not be stored: " + err.Error()),
-				started: res.started, ended: res.ended, fence: res.fence, recovery: res.recovery}
-			ev.Outcome, ev.Message, outcomeEvent = res.outcome, res.message, EventFailed
+			res = runResult{Result: res.failed("the run's result could not be stored: " + err.Error()),
+				fence: res.fence, encodeFailed: true}
+			ev.Outcome, ev.Message, outcomeEvent = res.Outcome, res.Message, EventFailed
 			continue
 		}
 		// A commit outlives Stop's cancel: a run that ends while the node

@@ -124,7 +124,7 @@ func (ownedScope) commitConflict(n *Path, e *held.Entry, f *held.Flight, c *comm
 	}
 	freshRev := kvs[0].ModRevision
 	if !sameRun(fresh.Running, p.Marker) {
-		if c.maybeApplied && committedAs(fresh, p.Marker, res.ended) {
+		if c.maybeApplied && committedAs(fresh, p.Marker, res.Ended) {
 			// An earlier attempt was applied although its reply was lost.
 			n.d.EndFlight(f, fresh, freshRev)
 			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
@@ -153,7 +153,7 @@ func (ownedScope) commitConflict(n *Path, e *held.Entry, f *held.Flight, c *comm
 		return true, nil // the task changed: look again
 	}
 	n.log.Info("run result forwarded to the identity's new owner", "identity", st.Name, "task", e.ID,
-		"run", p.RunNumber, "owner", owner.Node, "outcome", res.outcome.String())
+		"run", p.RunNumber, "owner", owner.Node, "outcome", res.Outcome.String())
 	ev.Type = outcomeEvent
 	n.emit(ev)
 	n.d.EndFlight(f, nil, 0)

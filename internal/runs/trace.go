@@ -80,9 +80,9 @@ func (n *Path) startRunSpan(ctx context.Context, run *Call, traceparent string) 
 
 // endRunSpan records the run's outcome on its span and ends it.
 func endRunSpan(span trace.Span, res *runResult) {
-	span.SetAttributes(attribute.String("taskd.outcome", res.outcome.String()))
-	if res.outcome != taskdv1.Outcome_OUTCOME_SUCCESS {
-		span.SetStatus(codes.Error, res.message)
+	span.SetAttributes(attribute.String("taskd.outcome", res.Outcome.String()))
+	if res.Outcome != taskdv1.Outcome_OUTCOME_SUCCESS {
+		span.SetStatus(codes.Error, res.Message)
 	}
 	span.End()
 }

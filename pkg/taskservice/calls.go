@@ -93,23 +93,16 @@ func answerOf(err error, run *Run) runs.Answer {
 	if !ok {
 		return a
 	}
-	a.Until, a.Text = oe.until, oe.Error()
-	switch oe.kind {
-	case outcomeRetry:
-		a.Ask = runs.AskRetry
-	case outcomePermanent:
-		a.Ask = runs.AskPermanent
-	case outcomeCancel:
-		a.Ask, a.Text = runs.AskCancel, oe.msg
-	case outcomeSnooze:
-		a.Ask = runs.AskSnooze
-	case outcomeRunAgain:
-		a.Ask = runs.AskRunAgain
-	case outcomeWarning:
-		a.Ask, a.Text = runs.AskWarning, oe.msg
+	a.Ask, a.Until, a.Text = askOf[oe.kind], oe.until, oe.Error()
+	if oe.kind == outcomeCancel || oe.kind == outcomeWarning {
+		a.Text = oe.msg // the handler's own words, not "task cancelled by its handler: …"
 	}
 	return a
 }
+
+// askOf is what each outcome error asks the run path for.
+var askOf = [...]runs.Ask{outcomeRetry: runs.AskRetry, outcomePermanent: runs.AskPermanent, outcomeCancel: runs.AskCancel,
+	outcomeSnooze: runs.AskSnooze, outcomeRunAgain: runs.AskRunAgain, outcomeWarning: runs.AskWarning}
 
 // emitRun tells the listeners an event of the run path.
 func (n *Node) emitRun(ev runs.Event) {

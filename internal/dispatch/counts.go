@@ -44,20 +44,11 @@ func (n *Dispatcher) CountsLocked(now time.Time) Counts {
 	s.Cold += n.ThawingLocked()
 	// Due entries taken off the timer queue but not started yet: waiting
 	// for a worker or for their kind's limit.
-	for _, k := range held.Scopes {
-		for _, st := range n.TableOf(k) {
-			if st.Active == nil {
-				continue
-			}
-			for _, q := range [][]*held.Entry{st.Active.StartQ, st.Active.GrantQ} {
-				for _, e := range q {
-					if !e.Purge && e.Ex().OverlapOf == nil {
-						s.Due++
-					}
-				}
-			}
+	n.eachQueuedLocked(func(e *held.Entry) {
+		if !e.Purge && e.Ex().OverlapOf == nil {
+			s.Due++
 		}
-	}
+	})
 	s.WaitingForLimit = n.WaitingForLimitLocked()
 	for _, w := range s.WaitingForLimit {
 		s.Due += w

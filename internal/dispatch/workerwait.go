@@ -195,14 +195,20 @@ func (n *Dispatcher) forgetWorkerWaitsLocked(st *held.Ident) {
 func (n *Dispatcher) ReleaseQueuedReservations() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.eachQueuedLocked(n.releaseReservationLocked)
+}
+
+// eachQueuedLocked calls f for each entry taken off the timer queue, due,
+// and waiting in an identity's start queues (its grant queue included).
+func (n *Dispatcher) eachQueuedLocked(f func(*held.Entry)) {
 	for _, k := range held.Scopes {
 		for _, st := range n.TableOf(k) {
 			if st.Active == nil {
 				continue
 			}
-			for _, q := range [][]*held.Entry{st.Active.GrantQ, st.Active.StartQ} {
+			for _, q := range [][]*held.Entry{st.Active.StartQ, st.Active.GrantQ} {
 				for _, e := range q {
-					n.releaseReservationLocked(e)
+					f(e)
 				}
 			}
 		}

@@ -158,13 +158,18 @@ func ApplyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res Result, node
 		}
 	}
 	Settle(rec, now)
+	return run, NextOf(rec)
+}
+
+// NextOf is what a settled record waits for.
+func NextOf(rec *storev1.TaskRecord) Next {
 	switch {
 	case rec.State == taskdv1.TaskState_TASK_STATE_RETRYING:
-		return run, RetryScheduled
+		return RetryScheduled
 	case IsFinal(rec.State):
-		return run, Finalized
+		return Finalized
 	}
-	return run, NextScheduled
+	return NextScheduled
 }
 
 func maxBackoff(d time.Duration) time.Duration {

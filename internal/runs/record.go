@@ -63,16 +63,9 @@ func applyResult(rec *storev1.TaskRecord, m *storev1.RunMarker, res runResult, n
 	return run, eventOfNext(next)
 }
 
-// eventOfNext is the event that tells what a record waits for after a run.
-func eventOfNext(next record.Next) EventType {
-	switch next {
-	case record.RetryScheduled:
-		return EventRetryScheduled
-	case record.Finalized:
-		return EventFinalized
-	}
-	return EventNextScheduled
-}
+// eventOfNext is the event that tells what a record waits for after a run
+// (record.Next names it).
+func eventOfNext(next record.Next) EventType { return EventType(next.String()) }
 
 // resolveStale is record.ResolveStale of res, from staleResult.
 func resolveStale(rec *storev1.TaskRecord, res runResult) *taskdv1.Run {

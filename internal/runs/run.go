@@ -377,17 +377,6 @@ func outcomeEventOf(o taskdv1.Outcome) EventType {
 	return EventSucceeded
 }
 
-// followUp is the event that follows a run's outcome in a settled record.
-func followUp(rec *storev1.TaskRecord) EventType {
-	switch {
-	case rec.State == taskdv1.TaskState_TASK_STATE_RETRYING:
-		return EventRetryScheduled
-	case record.IsFinal(rec.State):
-		return EventFinalized
-	}
-	return EventNextScheduled
-}
-
 func (n *Path) emitResult(ev Event, outcome, next EventType, rec *storev1.TaskRecord) {
 	if outcome != "" {
 		ev.Type = outcome

@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskd/taskd/internal/backoff"
 	"github.com/taskd/taskd/internal/held"
+	"github.com/taskd/taskd/internal/record"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -127,7 +128,7 @@ func (ownedScope) commitConflict(n *Path, e *held.Entry, f *held.Flight, c *comm
 		if c.maybeApplied && committedAs(fresh, p.Marker, res.Ended) {
 			// An earlier attempt was applied although its reply was lost.
 			n.d.EndFlight(f, fresh, freshRev)
-			n.emitResult(ev, outcomeEvent, followUp(fresh), fresh)
+			n.emitResult(ev, outcomeEvent, eventOfNext(record.NextOf(fresh)), fresh)
 			return false, nil
 		}
 		n.log.Info("run dropped: its marker was settled by the identity's owner", "identity", st.Name,

@@ -1,6 +1,7 @@
 package vote
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -285,5 +286,346 @@ func TestConsistentOutcome(t *testing.T) {
 		if err := checkSequence(seed); err != nil {
 			t.Fatalf("sequence %d (seed %d): %v", seq, seed, err)
 		}
+	}
+}
+
+func checkSequence(seed int64) error {
+	r := rand.New(rand.NewSource(seed))
+	delay := time.Duration(1+r.Intn(10)) * 10 * time.Millisecond
+	removeDelay := time.Duration(1+r.Intn(10)) * 10 * time.Millisecond
+	tracked := r.Intn(4) != 0
+
+	now := t0
+	var (
+		count      int       // model count
+		lastChange time.Time // last flip (or Track)
+		exists     bool      // the voter has a state for the id
+		votes      []voteRec
+		idled      bool // idle already fired since lastChange
+		err        error
+	)
+	fail := func(format string, a ...any) {
+		if err == nil {
+			err = fmt.Errorf(format, a...)
+		}
+	}
+	v := newVoter(delay, removeDelay,
+		func(id string, active bool) {
+			if id != "a" {
+				fail("vote for unknown id %q", id)
+			}
+			if active != (count > 0) {
+				fail("vote %v at %v while count=%d", active, now.Sub(t0), count)
+			}
+			if now.Sub(lastChange) < delay {
+				fail("vote %v at %v only %v after the last change", active, now.Sub(t0), now.Sub(lastChange))
+			}
+			if n := len(votes); n > 0 {
+				prev := votes[n-1]
+				if prev.active == active {
+					fail("vote %v twice in a row (at %v and %v)", active, prev.at.Sub(t0), now.Sub(t0))
+				}
+				if now.Sub(prev.at) < delay {
+					fail("votes %v apart (< delay %v)", now.Sub(prev.at), delay)
+				}
+			}
+			votes = append(votes, voteRec{id, active, now})
+		},
+		func(id string) {
+			if id != "a" {
+				fail("idle for unknown id %q", id)
+			}
+			if count != 0 {
+				fail("idle at %v while count=%d", now.Sub(t0), count)
+			}
+			if n := len(votes); n == 0 || votes[n-1].active {
+				fail("idle at %v without an inactive last vote", now.Sub(t0))
+			}
+			if now.Sub(lastChange) < removeDelay {
+				fail("idle at %v only %v after the last change", now.Sub(t0), now.Sub(lastChange))
+			}
+			if idled {
+				fail("idle twice without a change, at %v", now.Sub(t0))
+			}
+			idled = true
+		},
+		func() time.Time { return now })
+
+	if tracked {
+		v.Track("a")
+		exists, lastChange = true, now
+	}
+	steps := 10 + r.Intn(50)
+	for range steps {
+		if r.Intn(3) != 0 {
+			now = now.Add(time.Duration(r.Intn(16)) * 10 * time.Millisecond)
+		}
+		if r.Intn(3) == 0 {
+			v.step(now)
+			continue
+		}
+		delta := 1
+		if r.Intn(2) == 0 {
+			delta = -1
+		}
+		was := count > 0
+		count = max(count+delta, 0)
+		v.Add("a", delta)
+		if was != (count > 0) {
+			lastChange, idled, exists = now, false, true
+		}
+		if got := v.Count("a"); got != count {
+			fail("Count = %d, want %d", got, count)
+		}
+	}
+	end := now
+	now = end.Add(delay)
+	v.step(now)
+	now = now.Add(removeDelay)
+	v.step(now)
+	now = now.Add(delay + removeDelay)
+	if next := v.step(now); !next.IsZero() {
+		fail("still due at %v after settling", next.Sub(t0))
+	}
+	if err != nil {
+		return err
+	}
+	final := count > 0
+	active, known := v.Active("a")
+	if !exists {
+		if len(votes) != 0 || known {
+			return fmt.Errorf("votes %v / known %v for an id that never had a status", votes, known)
+		}
+		return nil
+	}
+	if len(votes) == 0 {
+		return fmt.Errorf("no vote at all; final status %v", final)
+	}
+	if last := votes[len(votes)-1]; last.active != final {
+		return fmt.Errorf("last vote %v, final status %v", last.active, final)
+	}
+	if !known || active != final {
+		return fmt.Errorf("Active = %v,%v, want %v,true", active, known, final)
+	}
+	if !final && !idled {
+		return fmt.Errorf("inactive at the end but no idle since the last change")
+	}
+	if final && idled {
+		return fmt.Errorf("active at the end but idle since the last change")
+	}
+	return nil
+}
+
+func TestForget(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness) time.Duration // returns when to Forget
+	}{
+		{name: "vote queued", setup: func(h *harness) time.Duration {
+			h.v.Track("a")
+			h.add("a", +1)
+			return testDelay / 2
+		}},
+		{name: "active voted", setup: func(h *harness) time.Duration {
+			h.v.Track("a")
+			h.add("a", +1)
+			h.step(testDelay)
+			return testDelay
+		}},
+		{name: "idle queued", setup: func(h *harness) time.Duration {
+			h.v.Track("a")
+			h.step(testDelay) // inactive vote; idle queued
+			return testDelay + testRemove/2
+		}},
+		{name: "flip queued", setup: func(h *harness) time.Duration {
+			h.v.Track("a")
+			h.add("a", +1)
+			h.step(testDelay)
+			h.at(2 * testDelay)
+			h.add("a", -1)
+			return 2*testDelay + 1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(testDelay, testRemove)
+			h.v.Track("b") // an unrelated id is unaffected
+			h.add("b", +1)
+			at := tc.setup(h)
+			h.takeVotes()
+			h.takeIdles()
+			h.at(at)
+			h.v.Forget("a")
+			h.add("a", -1) // a late finish of a task counted before the move
+			if a, k := h.v.Active("a"); a || k {
+				t.Fatalf("Active after Forget = %v,%v, want unknown", a, k)
+			}
+			if c := h.v.Count("a"); c != 0 {
+				t.Fatalf("Count after Forget = %d", c)
+			}
+			if _, ok := h.v.ids["a"]; ok {
+				t.Fatalf("state for a kept after Forget")
+			}
+			for i := 1; i <= 10; i++ {
+				h.step(at + time.Duration(i)*(testDelay+testRemove))
+			}
+			for _, v := range h.takeVotes() {
+				if v.id == "a" {
+					t.Fatalf("vote for a forgotten id: %+v", v)
+				}
+			}
+			for _, i := range h.takeIdles() {
+				if i.id == "a" {
+					t.Fatalf("idle for a forgotten id: %+v", i)
+				}
+			}
+			if a, k := h.v.Active("b"); !a || !k {
+				t.Fatalf("Active(b) = %v,%v, want true,true", a, k)
+			}
+		})
+	}
+}
+
+func TestRunRealClock(t *testing.T) {
+	votes := make(chan voteRec, 16)
+	idles := make(chan string, 16)
+	v := New(time.Millisecond, time.Millisecond,
+		func(id string, active bool) { votes <- voteRec{id: id, active: active} },
+		func(id string) { idles <- id })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); v.Run(ctx) }()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+
+	v.Track("a")
+	v.Add("a", +1)
+	select {
+	case got := <-votes:
+		if got.id != "a" || !got.active {
+			t.Fatalf("vote = %+v, want a active", got)
+		}
+	case <-deadline.C:
+		t.Fatal("no vote from Run")
+	}
+	v.Add("a", -1)
+	select {
+	case got := <-votes:
+		if got.id != "a" || got.active {
+			t.Fatalf("vote = %+v, want a inactive", got)
+		}
+	case <-deadline.C:
+		t.Fatal("no inactive vote from Run")
+	}
+	select {
+	case id := <-idles:
+		if id != "a" {
+			t.Fatalf("idle for %q, want a", id)
+		}
+	case <-deadline.C:
+		t.Fatal("no idle from Run")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-deadline.C:
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestCountAndActive(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		track     bool
+		deltas    []int
+		wantCount int
+		wantVote  []bool // votes after the delay
+	}{
+		{name: "unknown id", wantCount: 0},
+		{name: "tracked, no tasks", track: true, wantCount: 0, wantVote: []bool{false}},
+		{name: "two tasks", track: true, deltas: []int{1, 1}, wantCount: 2, wantVote: []bool{true}},
+		{name: "clamp at zero", track: true, deltas: []int{-1, -1, 1}, wantCount: 1, wantVote: []bool{true}},
+		{name: "clamp below zero", track: true, deltas: []int{1, -3}, wantCount: 0, wantVote: []bool{false}},
+		{name: "untracked task", deltas: []int{1}, wantCount: 1, wantVote: []bool{true}},
+		{name: "untracked finish only", deltas: []int{-1}, wantCount: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(testDelay, testRemove)
+			if tc.track {
+				h.v.Track("a")
+				h.v.Track("a") // a second Track changes nothing
+			}
+			h.add("a", tc.deltas...)
+			if c := h.v.Count("a"); c != tc.wantCount {
+				t.Fatalf("Count = %d, want %d", c, tc.wantCount)
+			}
+			if a, k := h.v.Active("a"); a || k {
+				t.Fatalf("Active before a vote = %v,%v, want unknown", a, k)
+			}
+			h.step(testDelay)
+			votes := h.takeVotes()
+			if len(votes) != len(tc.wantVote) {
+				t.Fatalf("votes = %v, want %v", votes, tc.wantVote)
+			}
+			for i, v := range votes {
+				if v.active != tc.wantVote[i] {
+					t.Fatalf("votes = %v, want %v", votes, tc.wantVote)
+				}
+			}
+			a, k := h.v.Active("a")
+			if k != (len(tc.wantVote) > 0) || (k && a != tc.wantVote[0]) {
+				t.Fatalf("Active = %v,%v after votes %v", a, k, tc.wantVote)
+			}
+			if c := h.v.Count("a"); c != tc.wantCount {
+				t.Fatalf("Count after the vote = %d, want %d", c, tc.wantCount)
+			}
+		})
+	}
+}
+
+func BenchmarkAdd(b *testing.B) {
+	v := newVoter(time.Second, time.Second, func(string, bool) {}, func(string) {}, time.Now)
+	ids := make([]string, 64)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("id-%d", i)
+		v.Track(ids[i])
+	}
+	i := 0
+	for b.Loop() {
+		id := ids[i%len(ids)]
+		v.Add(id, +1)
+		v.Add(id, -1)
+		i++
+	}
+}
+
+// Recheck queues one more idle call for an identity whose last vote was
+// inactive and whose idle call has passed (its owner could not unmap it
+// then); it does nothing for an active or unknown identity.
+func TestRecheck(t *testing.T) {
+	h := newHarness(time.Second, 2*time.Second)
+	h.v.Track("a")
+	h.step(time.Second) // the first vote: inactive
+	if v := h.takeVotes(); len(v) != 1 || v[0].active {
+		t.Fatalf("votes %v, want one inactive", v)
+	}
+	h.step(3 * time.Second) // the idle call
+	if i := h.takeIdles(); len(i) != 1 {
+		t.Fatalf("idle calls %v, want one", i)
+	}
+	h.v.Recheck("a")
+	h.step(4 * time.Second)
+	if i := h.takeIdles(); len(i) != 0 {
+		t.Fatalf("idle call before the remove delay: %v", i)
+	}
+	h.step(5 * time.Second)
+	if i := h.takeIdles(); len(i) != 1 || !i[0].at.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("idle calls %v, want one at +5s", i)
+	}
+	h.v.Recheck("nobody") // unknown: nothing
+	h.add("a", 1)
+	h.v.Recheck("a") // active: nothing
+	h.step(time.Minute)
+	if i := h.takeIdles(); len(i) != 0 {
+		t.Fatalf("idle calls %v for an active or unknown identity", i)
 	}
 }

@@ -227,6 +227,9 @@ func describeTrigger(t *taskdv1.Trigger) string {
 	default:
 		s = "unknown trigger"
 	}
+	if t.GetJitter().AsDuration() > 0 {
+		s += ", jitter up to " + t.GetJitter().AsDuration().String()
+	}
 	if t.GetMisfire() != taskdv1.MisfirePolicy_MISFIRE_POLICY_UNSPECIFIED {
 		s += ", misfire " + strings.TrimPrefix(t.GetMisfire().String(), "MISFIRE_POLICY_")
 	}

@@ -34,11 +34,11 @@ type revEvents struct {
 // catch-up's).
 type deriver struct {
 	keys  keyspace.Keys
-	every map[string][2]string // task id: identity, kind
+	every map[string]everyTask // by task id
 }
 
 func (h *Hub) newDeriver() *deriver {
-	return &deriver{keys: h.keys, every: map[string][2]string{}}
+	return &deriver{keys: h.keys, every: map[string]everyTask{}}
 }
 
 // revisions groups one watch response's writes by revision and derives
@@ -82,7 +82,7 @@ func (d *deriver) noteEvery(kv *mvccpb.KeyValue) {
 		return
 	}
 	if rec, err := pending.Decode(kv.Value); err == nil {
-		d.every[taskID] = [2]string{id, rec.GetSpec().GetKind()}
+		d.every[taskID] = everyTask{identity: id, kind: rec.GetSpec().GetKind(), triggers: rec.GetSpec().GetTriggers()}
 	}
 }
 
@@ -122,8 +122,8 @@ func (d *deriver) derive(we *clientv3.Event) []*taskdv1.Event {
 			return nil
 		}
 		who := d.every[taskID]
-		return taskEvents(progressOrNil(prev), progressOrNil(cur),
-			&taskdv1.Event{Identity: who[0], TaskId: taskID, Kind: who[1], Node: node}, we.Kv.ModRevision, true)
+		return taskEvents(progressOrNil(prev, taskID, who.triggers), progressOrNil(cur, taskID, who.triggers),
+			&taskdv1.Event{Identity: who.identity, TaskId: taskID, Kind: who.kind, Node: node}, we.Kv.ModRevision, true)
 	case strings.HasPrefix(key, d.keys.Mappings()):
 		id, err := d.keys.SplitMapping(key)
 		if err != nil || cur == nil || prev == nil {
@@ -173,7 +173,7 @@ func decodeOrNil(b []byte) *storev1.TaskRecord {
 	return rec
 }
 
-func progressOrNil(b []byte) *runView {
+func progressOrNil(b []byte, taskID string, triggers []*taskdv1.Trigger) *runView {
 	if b == nil {
 		return nil
 	}
@@ -181,5 +181,12 @@ func progressOrNil(b []byte) *runView {
 	if proto.Unmarshal(b, p) != nil {
 		return nil
 	}
-	return progressView(p)
+	return progressView(p, taskID, triggers)
+}
+
+// everyTask is what the deriver keeps of an EVERY_NODE task stored, for
+// the events of the nodes' progress on it.
+type everyTask struct {
+	identity, kind string
+	triggers       []*taskdv1.Trigger // their jitter delays the next fire times told
 }

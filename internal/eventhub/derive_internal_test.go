@@ -103,7 +103,7 @@ func TestDeriveEveryNodeProgress(t *testing.T) {
 	// note, which the Hub uses while no stream listens, keeps the same.
 	quiet := New(Config{Prefix: testPrefix}).newDeriver()
 	quiet.note([]*clientv3.Event{write(keys.Every("bob", "e1"), nil, task, 3)})
-	if who := quiet.every["e1"]; who != [2]string{"bob", "sweep"} {
+	if who := quiet.every["e1"]; who.identity != "bob" || who.kind != "sweep" {
 		t.Fatalf("note kept %v for the task", who)
 	}
 }

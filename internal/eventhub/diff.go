@@ -2,7 +2,6 @@ package eventhub
 
 import (
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -26,7 +25,9 @@ type runView struct {
 	retryAt   *timestamppb.Timestamp
 	misfires  int64
 	triggers  []*storev1.TriggerState
-	state     taskdv1.TaskState // UNSPECIFIED for progress
+	taskID    string             // with spec: what a trigger's jitter delay is seeded by
+	spec      []*taskdv1.Trigger // the task's triggers
+	state     taskdv1.TaskState  // UNSPECIFIED for progress
 	pausedAt  *timestamppb.Timestamp
 	specVer   int64
 	createdAt *timestamppb.Timestamp
@@ -37,14 +38,16 @@ func recordView(r *storev1.TaskRecord) *runView {
 		return nil
 	}
 	return &runView{running: r.Running, lastRun: r.LastRun, retryAt: r.RetryAt, misfires: r.Misfires,
-		triggers: r.Triggers, state: r.State, pausedAt: r.PausedAt, specVer: r.SpecVersion, createdAt: r.CreatedAt}
+		triggers: r.Triggers, state: r.State, pausedAt: r.PausedAt, specVer: r.SpecVersion, createdAt: r.CreatedAt,
+		taskID: r.Id, spec: r.GetSpec().GetTriggers()}
 }
 
-func progressView(p *storev1.EveryNodeProgress) *runView {
+func progressView(p *storev1.EveryNodeProgress, taskID string, spec []*taskdv1.Trigger) *runView {
 	if p == nil {
 		return nil
 	}
-	return &runView{running: p.Running, lastRun: p.LastRun, retryAt: p.RetryAt, misfires: p.Misfires, triggers: p.Triggers}
+	return &runView{running: p.Running, lastRun: p.LastRun, retryAt: p.RetryAt, misfires: p.Misfires, triggers: p.Triggers,
+		taskID: taskID, spec: spec}
 }
 
 // taskEvents returns the events between two versions of a task record or
@@ -106,7 +109,7 @@ func taskEvents(prev, cur *runView, base *taskdv1.Event, rev int64, every bool) 
 		default:
 			add(taskdv1.EventType_EVENT_TYPE_NEXT_SCHEDULED, lr.EndedAt, func(e *taskdv1.Event) {
 				result(e)
-				if at, ok := earliestNext(cur.triggers); ok {
+				if at, ok := record.NextDue(cur.taskID, cur.spec, cur.triggers); ok {
 					e.Next = timestamppb.New(at)
 				}
 			})
@@ -141,16 +144,4 @@ func outcomeEventType(o taskdv1.Outcome) taskdv1.EventType {
 		return taskdv1.EventType_EVENT_TYPE_VETOED
 	}
 	return taskdv1.EventType_EVENT_TYPE_FAILED
-}
-
-// earliestNext is the earliest stored next fire time of a task's triggers.
-func earliestNext(ts []*storev1.TriggerState) (time.Time, bool) {
-	var at time.Time
-	ok := false
-	for _, st := range ts {
-		if st.GetNext() != nil && (!ok || st.Next.AsTime().Before(at)) {
-			at, ok = st.Next.AsTime(), true
-		}
-	}
-	return at, ok
 }

@@ -107,6 +107,25 @@ func TestScheduleRejectsBadInput(t *testing.T) {
 		{"periodic interval 500µs", func(s *taskdv1.TaskSpec) {
 			s.Triggers = periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(500 * time.Microsecond)})
 		}, codes.InvalidArgument, "task.triggers[0].periodic.interval", ""},
+		{"jitter not below the interval", func(s *taskdv1.TaskSpec) {
+			s.Triggers = periodic(&taskdv1.PeriodicTrigger{Interval: hour})
+			s.Triggers[0].Jitter = hour
+		}, codes.InvalidArgument, "task.triggers[0].jitter", "less than the interval"},
+		{"jitter over 24h", func(s *taskdv1.TaskSpec) {
+			s.Triggers = periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(48 * time.Hour)})
+			s.Triggers[0].Jitter = durationpb.New(25 * time.Hour)
+		}, codes.InvalidArgument, "task.triggers[0].jitter", "24h"},
+		{"negative jitter", func(s *taskdv1.TaskSpec) {
+			s.Triggers = periodic(&taskdv1.PeriodicTrigger{Interval: hour})
+			s.Triggers[0].Jitter = durationpb.New(-time.Second)
+		}, codes.InvalidArgument, "task.triggers[0].jitter", ""},
+		{"jitter on a once trigger", func(s *taskdv1.TaskSpec) {
+			s.Triggers = once(&taskdv1.OnceTrigger{Delay: hour})
+			s.Triggers[0].Jitter = durationpb.New(time.Second)
+		}, codes.InvalidArgument, "task.triggers[0].jitter", "only periodic and cron"},
+		{"jitter on an on-start-up trigger", func(s *taskdv1.TaskSpec) {
+			s.Triggers = []*taskdv1.Trigger{{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}, Jitter: durationpb.New(time.Second)}}
+		}, codes.InvalidArgument, "task.triggers[0].jitter", "only periodic and cron"},
 		{"periodic negative count", func(s *taskdv1.TaskSpec) {
 			s.Triggers = periodic(&taskdv1.PeriodicTrigger{Interval: hour, Count: -1})
 		}, codes.InvalidArgument, "task.triggers[0].periodic.count", ""},

@@ -92,7 +92,16 @@ func (a *TaskService) PreviewTriggers(ctx context.Context, req *taskdv1.PreviewT
 		}
 		from = req.From.AsTime()
 	}
-	fts, err := a.node.PreviewTriggers(ctx, req.Triggers, req.Calendars, from, int(req.Count))
+	preview := a.node.PreviewTriggers
+	if req.TaskId != "" {
+		if err := checkTaskID(req.TaskId); err != nil {
+			return nil, err
+		}
+		preview = func(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
+			return a.node.PreviewTaskTriggers(ctx, req.TaskId, triggers, calendars, from, count)
+		}
+	}
+	fts, err := preview(ctx, req.Triggers, req.Calendars, from, int(req.Count))
 	return reply(&taskdv1.PreviewTriggersResponse{FireTimes: fts}, err)
 }
 

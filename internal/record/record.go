@@ -1,7 +1,6 @@
 package record
 
 import (
-	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -59,28 +58,37 @@ func InitTriggers(rec *storev1.TaskRecord, cals schedule.Exclusions) {
 	}
 }
 
-// NextTrigger returns the trigger with the earliest next fire time. An
-// on-start-up trigger counts when it is due on a node that began
-// dispatching at dispatchStart: its fire time is that start (or the task's
-// creation, if later).
-func NextTrigger(rec *storev1.TaskRecord, dispatchStart time.Time) (idx int, at time.Time, ok bool) {
+// NextTrigger returns the trigger that is due first, and when: its next
+// fire time delayed by its jitter (jitter.go). An on-start-up trigger
+// counts when it is due on a node that began dispatching at dispatchStart:
+// its fire time is that start (or the task's creation, if later).
+func NextTrigger(rec *storev1.TaskRecord, dispatchStart time.Time) (idx int, due time.Time, ok bool) {
+	idx, _, due, ok = NextFire(rec, dispatchStart)
+	return idx, due, ok
+}
+
+// NextFire is NextTrigger with the trigger's fire time itself (fire, which
+// a run carries) beside the instant it is due.
+func NextFire(rec *storev1.TaskRecord, dispatchStart time.Time) (idx int, fire, due time.Time, ok bool) {
 	idx = -1
 	for i, st := range rec.Triggers {
-		var t time.Time
+		var f, d time.Time
 		switch {
 		case st.GetNext() != nil:
-			t = st.Next.AsTime()
+			f = st.Next.AsTime()
+			d = DueOf(rec.GetId(), rec.GetSpec().GetTriggers(), i, f)
 		case i < len(rec.GetSpec().GetTriggers()) && schedule.IsOnStartup(rec.Spec.Triggers[i]) &&
 			!dispatchStart.IsZero() && schedule.OnStartupDue(optTime(st.GetLastStart()), dispatchStart):
-			t = maxTime(dispatchStart, rec.GetCreatedAt().AsTime())
+			f = maxTime(dispatchStart, rec.GetCreatedAt().AsTime())
+			d = f
 		default:
 			continue
 		}
-		if idx < 0 || t.Before(at) {
-			idx, at = i, t
+		if idx < 0 || d.Before(due) {
+			idx, fire, due = i, f, d
 		}
 	}
-	return idx, at, idx >= 0
+	return idx, fire, due, idx >= 0
 }
 
 // hasFuture reports whether the record's triggers can fire again: one has
@@ -190,10 +198,7 @@ func TriggerName(rec *storev1.TaskRecord, i int) string {
 	if i < 0 || i >= len(ts) {
 		return ""
 	}
-	if ts[i].GetName() == "" {
-		return ServerNamePrefix + strconv.Itoa(i)
-	}
-	return ts[i].GetName()
+	return nameIn(ts, i)
 }
 
 // TriggerNames are the names of rec's triggers, as TriggerName reads them.

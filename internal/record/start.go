@@ -56,25 +56,25 @@ func PlanStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm Timing
 		p.RunNumber, p.Fire, p.Attempt = rec.RunCount, rec.PendingFire.AsTime(), int(rec.Attempt)
 		trigger, triggerName = rec.PendingTrigger, rec.PendingTriggerName
 	default:
-		i, due, ok := NextTrigger(rec, tm.DispatchStart)
+		i, fire, due, ok := NextFire(rec, tm.DispatchStart)
 		if !ok {
 			p.Runs = false
 			return p
 		}
 		tr, st := rec.Spec.Triggers[i], rec.Triggers[i]
 		startup := schedule.IsOnStartup(tr)
-		if !startup && tm.Calendars != nil && tm.Calendars.Excludes(due) {
+		if !startup && tm.Calendars != nil && tm.Calendars.Excludes(fire) {
 			// A calendar created or replaced since this fire time was
 			// computed excludes it: skipped, not misfired.
 			st.Next = nil
-			if at, ok := schedule.Next(tr, due, tm.Calendars); ok {
+			if at, ok := schedule.Next(tr, fire, tm.Calendars); ok {
 				st.Next = ts(at)
 			}
 			p.Runs = false
 			Settle(rec, now)
 			return p
 		}
-		plan := planDue(tr, due, rec.Spec.Misfire, tm)
+		plan := planDue(tr, fire, due, rec.Spec.Misfire, tm)
 		AdvanceTrigger(rec, i, plan, now)
 		p.Misfired = plan.Misfired
 		if !plan.Run {
@@ -110,16 +110,24 @@ func PlanStart(cur *storev1.TaskRecord, node, inc string, epoch int64, tm Timing
 	return p
 }
 
-// planDue plans trigger tr's fire time due, which has come, in the timing
-// tm (contract §4.4): caught up if it came before the task was taken here
+// planDue plans trigger tr's fire time fire, due at due (delayed by its
+// jitter), which has come, in the timing tm (contract §4.4): caught up if
+// it came due before the task was taken here
 // (tm.TakenAt: the fire times passed while nobody could run them, and
 // follow the misfire policy whatever the threshold says), else judged by
 // the threshold.
-func planDue(tr *taskdv1.Trigger, due time.Time, taskPolicy taskdv1.MisfirePolicy, tm Timing) schedule.Plan {
+func planDue(tr *taskdv1.Trigger, fire, due time.Time, taskPolicy taskdv1.MisfirePolicy, tm Timing) schedule.Plan {
 	if due.Before(tm.TakenAt) {
-		return schedule.CatchUp(tr, due, tm.Now, tm.Threshold, taskPolicy, tm.MaxCatchUp, tm.Calendars)
+		return schedule.CatchUp(tr, fire, tm.Now.Add(-due.Sub(fire)), tm.Threshold, taskPolicy, tm.MaxCatchUp, tm.Calendars)
 	}
-	return schedule.Due(tr, due, tm.Now, tm.Threshold, taskPolicy, tm.MaxCatchUp, tm.Calendars)
+	return PlanDue(tr, fire, due, taskPolicy, tm)
+}
+
+// PlanDue is schedule.Due of trigger tr's fire time fire, due at due (fire
+// delayed by its jitter), which has come: its lateness counts from due,
+// so a jitter longer than the misfire threshold is no misfire.
+func PlanDue(tr *taskdv1.Trigger, fire, due time.Time, taskPolicy taskdv1.MisfirePolicy, tm Timing) schedule.Plan {
+	return schedule.Due(tr, fire, tm.Now.Add(-due.Sub(fire)), tm.Threshold, taskPolicy, tm.MaxCatchUp, tm.Calendars)
 }
 
 // AdvanceTrigger records in rec that trigger i's due fire time was planned

@@ -10,7 +10,6 @@ import (
 	"github.com/taskd/taskd/internal/taskspec"
 	"github.com/taskd/taskd/internal/writepath"
 	"github.com/taskd/taskd/pkg/pending"
-	"github.com/taskd/taskd/pkg/schedule"
 	storev1 "github.com/taskd/taskd/proto/taskd/store/v1"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
@@ -94,7 +93,7 @@ func (n *Path) startOverlap(s *held.Entry) {
 		return
 	}
 	tm := n.d.TimingLocked(cur, now)
-	i, due, ok := record.NextTrigger(cur, tm.DispatchStart)
+	i, fire, due, ok := record.NextFire(cur, tm.DispatchStart)
 	if !ok {
 		n.d.Unlock()
 		return
@@ -123,7 +122,7 @@ func (n *Path) startOverlap(s *held.Entry) {
 	n.d.Unlock()
 
 	rec := record.Clone(cur)
-	plan := schedule.Due(rec.Spec.Triggers[i], due, now, tm.Threshold, rec.Spec.Misfire, tm.MaxCatchUp, tm.Calendars)
+	plan := record.PlanDue(rec.Spec.Triggers[i], fire, due, rec.Spec.Misfire, tm)
 	record.AdvanceTrigger(rec, i, plan, now)
 	rec.OverlapRuns = live
 	var child *storev1.TaskRecord

@@ -16,8 +16,9 @@ import (
 
 // PreviewTriggers returns the first count fire times at or after from that
 // triggers make under the named calendars, merged in time order, without
-// scheduling anything.
-func (a *Service) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
+// scheduling anything. With a taskID each is the instant that task's run
+// of it is due: delayed by its trigger's jitter (record.DueOf).
+func (a *Service) PreviewTriggers(ctx context.Context, taskID string, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
 	count, err := taskspec.CheckPreview(triggers, calendars, count, a.cfg.Calendars.Stored)
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (a *Service) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigg
 		}
 	}
 	var out []*taskdv1.PreviewFireTime
-	merged := fireTimes{next: next, ok: ok, triggers: spec.Triggers, cals: cals}
+	merged := fireTimes{next: next, ok: ok, triggers: spec.Triggers, cals: cals, taskID: taskID}
 	for len(out) < count && ctx.Err() == nil {
 		i, at, more := merged.pop()
 		if !more {
@@ -75,7 +76,7 @@ func (a *Service) upcoming(rec *storev1.TaskRecord, k int) []*timestamppb.Timest
 	if at, ok := record.ArmedFire(rec, time.Now()); ok {
 		out = append(out, timestamppb.New(at))
 	}
-	merged := fireTimes{next: next, ok: ok, triggers: rec.Spec.GetTriggers(), cals: cals}
+	merged := fireTimes{next: next, ok: ok, triggers: rec.Spec.GetTriggers(), cals: cals, taskID: rec.GetId()}
 	for len(out) < k {
 		_, at, more := merged.pop()
 		if !more {
@@ -93,21 +94,33 @@ type fireTimes struct {
 	ok       []bool
 	triggers []*taskdv1.Trigger
 	cals     schedule.Exclusions
+	taskID   string // the task whose jitter delays the fire times ("": none)
 }
 
-// pop returns the earliest fire time and its trigger, and advances that
-// trigger; more is false when no trigger has one left.
+// pop returns the earliest instant a fire time is due (with taskID, its
+// jitter's delay after it) and its trigger, and advances that trigger;
+// more is false when no trigger has one left.
 func (f *fireTimes) pop() (trigger int, at time.Time, more bool) {
-	best := -1
+	best, bestAt := -1, time.Time{}
 	for i := range f.next {
-		if f.ok[i] && (best < 0 || f.next[i].Before(f.next[best])) {
-			best = i
+		if !f.ok[i] {
+			continue
+		}
+		if due := f.due(i); best < 0 || due.Before(bestAt) {
+			best, bestAt = i, due
 		}
 	}
 	if best < 0 {
 		return 0, time.Time{}, false
 	}
-	at = f.next[best]
-	f.next[best], f.ok[best] = schedule.Next(f.triggers[best], at, f.cals)
-	return best, at, true
+	f.next[best], f.ok[best] = schedule.Next(f.triggers[best], f.next[best], f.cals)
+	return best, bestAt, true
+}
+
+// due is when trigger i's next fire time is due.
+func (f *fireTimes) due(i int) time.Time {
+	if f.taskID == "" {
+		return f.next[i]
+	}
+	return record.DueOf(f.taskID, f.triggers, i, f.next[i])
 }

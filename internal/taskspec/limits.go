@@ -50,6 +50,9 @@ const (
 	// MaxCursorLen bounds a WatchEvents cursor ("<revision>.<index>").
 	MaxCursorLen = 64
 	maxHorizon   = 100 * 365 * 24 * time.Hour
+	// MaxJitter bounds a periodic or cron trigger's jitter (which is also
+	// less than a periodic trigger's interval).
+	MaxJitter = 24 * time.Hour
 	// maxSpecOverhead bounds the encoded size of a spec without its
 	// payload and data when every other field is at its limit
 	// (TestSpecOverheadBound builds one).
@@ -116,6 +119,7 @@ func Limits(maxPayload int) []Limit {
 		{"cron expression", b(cron.MaxLen), "task.triggers[i].cron.expression, calendar.cron.expression", api},
 		{"time zone name", b(cron.MaxZoneLen), "task.triggers[i].cron.time_zone, calendar.time_zone", api},
 		{"delay and interval", "at most 100 years", "task.triggers[i].once.delay, task.triggers[i].periodic.interval", api},
+		{"jitter", fmt.Sprintf("at most %d h, less than a periodic trigger's interval; periodic and cron triggers only", MaxJitter/time.Hour), "task.triggers[i].jitter", api},
 		{"instant", fmt.Sprintf("from %s to before %s", MinInstant.Format(time.DateOnly), MaxInstant.Format(time.DateOnly)), "task.triggers[i].once.at, ….start, ….end, from", api},
 		{"calendars per task", fmt.Sprint(MaxCalendarsPerTask), "task.calendars", api},
 		{"labels per task", fmt.Sprint(MaxLabels), "task.labels", api},

@@ -182,6 +182,43 @@ func CheckTriggers(field string, ts []*taskdv1.Trigger) error {
 }
 
 func checkTrigger(field string, t *taskdv1.Trigger) error {
+	if err := checkTriggerKind(field, t); err != nil {
+		return err
+	}
+	return checkJitter(field, t)
+}
+
+// checkJitter checks a trigger's jitter: not negative, at most MaxJitter,
+// less than a periodic trigger's interval (so a delayed fire time never
+// passes the next one), and for periodic and cron triggers only. A cron
+// trigger's fire times may be closer than its jitter: each delay is then
+// kept below the gap to the next fire time (internal/record/jitter.go).
+func checkJitter(field string, t *taskdv1.Trigger) error {
+	if t.Jitter == nil {
+		return nil
+	}
+	if err := t.Jitter.CheckValid(); err != nil {
+		return Invalid(field+".jitter", "%s", err.Error())
+	}
+	j := t.Jitter.AsDuration()
+	if j < 0 || j > MaxJitter {
+		return Invalid(field+".jitter", "is %s, must be between 0s and %s", j, MaxJitter)
+	}
+	switch k := t.GetKind().(type) {
+	case *taskdv1.Trigger_Periodic:
+		if iv := k.Periodic.GetInterval().AsDuration(); j >= iv && j > 0 {
+			return Invalid(field+".jitter", "is %s, must be less than the interval %s", j, iv)
+		}
+	case *taskdv1.Trigger_Cron:
+	default:
+		if j > 0 {
+			return Invalid(field+".jitter", "only periodic and cron triggers take a jitter")
+		}
+	}
+	return nil
+}
+
+func checkTriggerKind(field string, t *taskdv1.Trigger) error {
 	if t == nil {
 		return Invalid(field, "is required")
 	}

@@ -53,7 +53,7 @@ func (t Trigger) toProto() *taskdv1.Trigger {
 	if t.Proto != nil {
 		return t.Proto
 	}
-	p := &taskdv1.Trigger{Name: t.Name, Misfire: misfireToProto(t.Misfire)}
+	p := &taskdv1.Trigger{Name: t.Name, Misfire: misfireToProto(t.Misfire), Jitter: durationOrNil(t.Jitter)}
 	switch {
 	case t.Cron != "":
 		p.Kind = &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{
@@ -70,7 +70,7 @@ func (t Trigger) toProto() *taskdv1.Trigger {
 }
 
 func triggerFromProto(p *taskdv1.Trigger) Trigger {
-	t := Trigger{Name: p.GetName(), Misfire: misfireFromProto(p.GetMisfire())}
+	t := Trigger{Name: p.GetName(), Misfire: misfireFromProto(p.GetMisfire()), Jitter: p.GetJitter().AsDuration()}
 	switch k := p.GetKind().(type) {
 	case *taskdv1.Trigger_Once:
 		t.At, t.Delay = timeOf(k.Once.GetAt()), k.Once.GetDelay().AsDuration()

@@ -19,6 +19,9 @@ type PreviewSpec struct {
 	From time.Time
 	// Count of fire times, 1-1000; 0 is 10.
 	Count int32
+	// TaskID, if set, names the task whose jitter delays the fire times:
+	// they are then the instants that task's runs are due.
+	TaskID string
 }
 
 // FireTime is one fire time of a preview.
@@ -37,7 +40,7 @@ type FireTime struct {
 // Preview returns the next fire times the triggers and calendars of p
 // would make, in order, without scheduling anything.
 func (c *Client) Preview(ctx context.Context, p PreviewSpec) ([]FireTime, error) {
-	req := &taskdv1.PreviewTriggersRequest{Calendars: p.Calendars, From: timeOrNil(p.From), Count: p.Count}
+	req := &taskdv1.PreviewTriggersRequest{Calendars: p.Calendars, From: timeOrNil(p.From), Count: p.Count, TaskId: p.TaskID}
 	for _, t := range p.Triggers {
 		req.Triggers = append(req.Triggers, t.toProto())
 	}

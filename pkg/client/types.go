@@ -89,6 +89,10 @@ type Trigger struct {
 	Name string
 	// Misfire overrides the task's misfire policy for this trigger.
 	Misfire Misfire
+	// Jitter delays each fire time of a periodic or cron trigger by an
+	// amount from 0 up to Jitter, fixed by the task's id, the trigger's
+	// name and the fire time (at most 24 h, less than Interval).
+	Jitter time.Duration
 	// Proto, when set, is sent as it is instead of the fields above: for a
 	// caller that holds the API's form already (a trigger read as
 	// protojson), which the fields cannot all express (a trigger without a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskd/taskd/internal/taskapi"
 	"github.com/taskd/taskd/internal/taskspec"
+	"github.com/taskd/taskd/pkg/pending"
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
@@ -82,7 +83,19 @@ func (n *Node) DescribeNodes(ctx context.Context) ([]*taskdv1.Node, error) {
 // starts one interval after it, a cron trigger without a start at it). An
 // on-start-up trigger makes no fire time here.
 func (n *Node) PreviewTriggers(ctx context.Context, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
-	return n.api.PreviewTriggers(ctx, triggers, calendars, from, count)
+	return n.api.PreviewTriggers(ctx, "", triggers, calendars, from, count)
+}
+
+// PreviewTaskTriggers is PreviewTriggers for the task taskID (a task id,
+// stored or not): each fire time is the instant that task's run of it is
+// due, delayed by its trigger's jitter, which the task's id and the
+// trigger's name fix (an unnamed trigger is named "#<index>" as a new
+// task's are).
+func (n *Node) PreviewTaskTriggers(ctx context.Context, taskID string, triggers []*taskdv1.Trigger, calendars []string, from time.Time, count int) ([]*taskdv1.PreviewFireTime, error) {
+	if !pending.ValidTaskID(taskID) {
+		return nil, invalid("task_id", "%q is not a task id (26 characters of base32)", taskID)
+	}
+	return n.api.PreviewTriggers(ctx, taskID, triggers, calendars, from, count)
 }
 
 // UpdateTask replaces an existing task's spec (Quartz's rescheduleJob): its

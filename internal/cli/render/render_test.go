@@ -182,6 +182,9 @@ func TestDescribeTrigger(t *testing.T) {
 		{&taskdv1.Trigger{Name: "nightly", Misfire: taskdv1.MisfirePolicy_MISFIRE_POLICY_FIRE_ALL,
 			Kind: &taskdv1.Trigger_Periodic{Periodic: &taskdv1.PeriodicTrigger{Interval: durationpb.New(24 * time.Hour)}}},
 			"nightly: every 24h, misfire FIRE_ALL"},
+		{&taskdv1.Trigger{Jitter: durationpb.New(10 * time.Minute),
+			Kind: &taskdv1.Trigger_Cron{Cron: &taskdv1.CronTrigger{Expression: "0 0 0 * * ?"}}},
+			`cron "0 0 0 * * ?" in UTC, jitter up to 10m`},
 	} {
 		if got := describeTrigger(tc.tr); got != tc.want {
 			t.Errorf("describeTrigger(%v) = %q, want %q", tc.tr, got, tc.want)

@@ -18,6 +18,9 @@ import (
 // has one, its misfire policy last if it has its own.
 func describeTrigger(t *taskdv1.Trigger) string {
 	s := describeTriggerKind(t)
+	if t.GetJitter().AsDuration() > 0 {
+		s += ", jitter up to " + formatDuration(t.GetJitter())
+	}
 	if t.GetName() != "" {
 		s = t.GetName() + ": " + s
 	}

@@ -45,7 +45,7 @@ func Preview(fs *flag.FlagSet) command.Action {
 // previewSpec is the client's form of a preview request: its triggers as
 // the API spells them.
 func previewSpec(req *taskdv1.PreviewTriggersRequest) client.PreviewSpec {
-	p := client.PreviewSpec{Calendars: req.GetCalendars(), Count: req.GetCount()}
+	p := client.PreviewSpec{Calendars: req.GetCalendars(), Count: req.GetCount(), TaskID: req.GetTaskId()}
 	if req.GetFrom() != nil {
 		p.From = req.GetFrom().AsTime()
 	}

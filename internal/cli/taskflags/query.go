@@ -20,6 +20,7 @@ type PreviewOptions struct {
 	Calendars []string
 	From      string
 	Count     int
+	TaskID    string
 }
 
 // DefinePreviewFlags registers the preview command's flags into o.
@@ -28,6 +29,7 @@ func DefinePreviewFlags(fs *flag.FlagSet, o *PreviewOptions) {
 	fs.Var((*cmdline.StringList)(&o.Calendars), "calendar", "`NAME` of an exclusion calendar to apply (repeatable)")
 	fs.StringVar(&o.From, "from", "", "list the fire times from the `RFC3339` time on (default: now)")
 	fs.IntVar(&o.Count, "n", 10, "number of fire times, 1-1000 (`N`)")
+	fs.StringVar(&o.TaskID, "task", "", "show the instants the task `ID`'s runs are due: its id fixes each --jitter delay")
 }
 
 // BuildPreviewRequest turns the preview flags into a PreviewTriggersRequest.
@@ -52,7 +54,7 @@ func BuildPreviewRequest(o PreviewOptions, now time.Time) (*taskdv1.PreviewTrigg
 	if err != nil {
 		return nil, err
 	}
-	req := &taskdv1.PreviewTriggersRequest{Triggers: triggers, Calendars: cals, Count: int32(o.Count)}
+	req := &taskdv1.PreviewTriggersRequest{Triggers: triggers, Calendars: cals, Count: int32(o.Count), TaskId: o.TaskID}
 	if from != nil {
 		req.From = timestamppb.New(*from)
 	}

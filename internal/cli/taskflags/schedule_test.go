@@ -74,6 +74,12 @@ func TestBuildScheduleRequest(t *testing.T) {
 			"--count", "5", "--until", "2026-05-02T00:00:00Z"},
 			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Hour), Start: ts("2026-05-01T00:00:00Z"),
 				Count: 5, End: ts("2026-05-02T00:00:00Z")}))},
+		{"every with jitter", []string{"--scope", "identity", "--every", "1h", "--jitter", "10m"},
+			func() *taskdv1.ScheduleTaskRequest {
+				r := spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(time.Hour)}))
+				r.Task.Triggers[0].Jitter = durationpb.New(10 * time.Minute)
+				return r
+			}()},
 		{"every count", []string{"--scope", "identity", "--every", "10s", "--count", "3"},
 			spec(id, periodic(&taskdv1.PeriodicTrigger{Interval: durationpb.New(10 * time.Second), Count: 3}))},
 		{"every until", []string{"--scope", "identity", "--every", "10s", "--until", "2026-05-02T00:00:00Z"},
@@ -179,6 +185,9 @@ func TestBuildScheduleRequestErrors(t *testing.T) {
 		{"timeout-task bad", scoped("--timeout-task", "long"), "flag --timeout-task"},
 		{"cron empty", scoped("--cron", ""), "flag --cron"},
 		{"tz without cron", scoped("--tz", "UTC"), "--tz needs --cron"},
+		{"jitter without every or cron", scoped("--delay", "1m", "--jitter", "10s"), "--jitter needs --every or --cron"},
+		{"jitter bad", scoped("--every", "1m", "--jitter", "a bit"), "flag --jitter"},
+		{"jitter negative", scoped("--every", "1m", "--jitter", "-1s"), "flag --jitter: must be positive"},
 		{"tz with every only", scoped("--every", "1m", "--tz", "UTC"), "--tz needs --cron"},
 		{"count with cron only", scoped("--cron", "0 0 * * * ?", "--count", "3"), "--count needs --every"},
 		{"cron until before start", scoped("--cron", "0 0 * * * ?", "--start", "2026-05-02T00:00:00Z", "--until", "2026-05-01T00:00:00Z"),

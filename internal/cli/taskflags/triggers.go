@@ -28,12 +28,13 @@ type triggerOptions struct {
 	Until     string   // periodic and cron last instant
 	Cron      []string // one cron trigger each
 	TimeZone  string   // zone of the cron triggers
+	Jitter    string   // delay of each periodic and cron fire time, up to
 	OnStartup bool
 }
 
 // triggerFlags names every trigger flag, for update to tell whether the
 // triggers are to be replaced.
-var triggerFlags = []string{"delay", "at", "every", "start", "count", "until", "cron", "tz", "on-startup"}
+var triggerFlags = []string{"delay", "at", "every", "start", "count", "until", "cron", "tz", "jitter", "on-startup"}
 
 // defineTriggerFlags registers the trigger flags into o. onStartup adds
 // --on-startup (preview has no use for it: such a trigger makes no fire
@@ -47,6 +48,7 @@ func defineTriggerFlags(fs *flag.FlagSet, o *triggerOptions, onStartup bool) {
 	fs.StringVar(&o.Until, "until", "", "with --every or --cron: last instant a fire time may have, `RFC3339`")
 	fs.Var((*cmdline.StringList)(&o.Cron), "cron", "fire when the Quartz cron `EXPR` matches, e.g. '0 30 2 ? * MON-FRI' (repeatable: one trigger each)")
 	fs.StringVar(&o.TimeZone, "tz", "", "IANA time `ZONE` the --cron expressions are read in, e.g. Europe/Berlin (default UTC)")
+	fs.StringVar(&o.Jitter, "jitter", "", "with --every or --cron: delay each fire time by up to `DUR`, fixed per task and fire time (spreads tasks on one schedule)")
 	if onStartup {
 		fs.BoolVar(&o.OnStartup, "on-startup", false, "fire once each time the node that runs the task starts")
 	}
@@ -110,6 +112,17 @@ func buildTriggers(o triggerOptions, now time.Time) ([]*taskdv1.Trigger, error) 
 	if !hasCron && o.TimeZone != "" {
 		return nil, cmdline.Usagef("--tz needs --cron")
 	}
+	jitter, hasJitter, err := parseDurationFlag("jitter", o.Jitter, false)
+	if err != nil {
+		return nil, err
+	}
+	if hasJitter && !hasEvery && !hasCron {
+		return nil, cmdline.Usagef("--jitter needs --every or --cron")
+	}
+	var jitterPB *durationpb.Duration
+	if hasJitter && jitter > 0 {
+		jitterPB = durationpb.New(jitter)
+	}
 
 	var triggers []*taskdv1.Trigger
 	if !hasEvery && (hasDelay || at != nil) {
@@ -146,7 +159,7 @@ func buildTriggers(o triggerOptions, now time.Time) ([]*taskdv1.Trigger, error) 
 		if until != nil {
 			p.End = timestamppb.New(*until)
 		}
-		triggers = append(triggers, &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: p}})
+		triggers = append(triggers, &taskdv1.Trigger{Kind: &taskdv1.Trigger_Periodic{Periodic: p}, Jitter: jitterPB})
 	}
 	if hasCron && start != nil && until != nil && until.Before(*start) {
 		return nil, cmdline.Usagef("invalid value %q for flag --until: before --start %s", o.Until, render.Time(timestamppb.New(*start)))
@@ -159,7 +172,7 @@ func buildTriggers(o triggerOptions, now time.Time) ([]*taskdv1.Trigger, error) 
 		if until != nil {
 			c.End = timestamppb.New(*until)
 		}
-		triggers = append(triggers, &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: c}})
+		triggers = append(triggers, &taskdv1.Trigger{Kind: &taskdv1.Trigger_Cron{Cron: c}, Jitter: jitterPB})
 	}
 	if o.OnStartup {
 		triggers = append(triggers, &taskdv1.Trigger{Kind: &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}})

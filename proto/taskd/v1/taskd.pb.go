@@ -733,7 +733,17 @@ type Trigger struct {
 	// the task was given, counted from 0 and never reused, so that a name in
 	// history never comes to mean another trigger. A request may give a name
 	// beginning with '#' only for a trigger the task already has under it.
-	Name          string `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
+	// jitter, for a periodic or cron trigger, delays each of its fire times
+	// by an amount from 0 up to (not including) jitter, so that many tasks
+	// on one schedule do not all run at the same instant. The amount is
+	// fixed by the task's id, the trigger's name and the fire time: every
+	// node, every restart and a preview with the task's id give the same
+	// instant. A fire time is due, and judged late, from its delayed instant;
+	// a run's fire_time is the undelayed one. Less than a periodic trigger's
+	// interval, at most 24h (docs/limits.md); none for once and on_startup
+	// triggers.
+	Jitter        *durationpb.Duration `protobuf:"bytes,12,opt,name=jitter,proto3" json:"jitter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,6 +833,13 @@ func (x *Trigger) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *Trigger) GetJitter() *durationpb.Duration {
+	if x != nil {
+		return x.Jitter
+	}
+	return nil
 }
 
 type isTrigger_Kind interface {
@@ -3887,7 +3904,12 @@ type PreviewTriggersRequest struct {
 	// from is the instant to start after; unset is now.
 	From *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
 	// count of fire times, 1-1000; 0 means 10.
-	Count         int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	Count int32 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
+	// task_id, if set, is the id of the task whose triggers' jitter to
+	// apply: the fire times are then the instants that task's runs are due.
+	// Without it a trigger with a jitter shows its undelayed fire times
+	// (the delay of each depends on the task's id, which the server makes).
+	TaskId        string `protobuf:"bytes,5,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3948,6 +3970,13 @@ func (x *PreviewTriggersRequest) GetCount() int32 {
 		return x.Count
 	}
 	return 0
+}
+
+func (x *PreviewTriggersRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
 }
 
 // PreviewTriggersResponse lists the fire times.
@@ -5327,7 +5356,7 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\ttime_zone\x18\x02 \x01(\tR\btimeZone\x120\n" +
 	"\x05start\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05start\x12,\n" +
 	"\x03end\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x03end\"\x12\n" +
-	"\x10OnStartupTrigger\"\xa8\x02\n" +
+	"\x10OnStartupTrigger\"\xdb\x02\n" +
 	"\aTrigger\x12+\n" +
 	"\x04once\x18\x01 \x01(\v2\x15.taskd.v1.OnceTriggerH\x00R\x04once\x127\n" +
 	"\bperiodic\x18\x02 \x01(\v2\x19.taskd.v1.PeriodicTriggerH\x00R\bperiodic\x12+\n" +
@@ -5336,7 +5365,8 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"on_startup\x18\x04 \x01(\v2\x1a.taskd.v1.OnStartupTriggerH\x00R\tonStartup\x121\n" +
 	"\amisfire\x18\n" +
 	" \x01(\x0e2\x17.taskd.v1.MisfirePolicyR\amisfire\x12\x12\n" +
-	"\x04name\x18\v \x01(\tR\x04nameB\x06\n" +
+	"\x04name\x18\v \x01(\tR\x04name\x121\n" +
+	"\x06jitter\x18\f \x01(\v2\x19.google.protobuf.DurationR\x06jitterB\x06\n" +
 	"\x04kind\"k\n" +
 	"\aBackoff\x123\n" +
 	"\ainitial\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\ainitial\x12+\n" +
@@ -5542,12 +5572,13 @@ const file_taskd_v1_taskd_proto_rawDesc = "" +
 	"\x12ResumeKindResponse\"\x13\n" +
 	"\x11ListPausesRequest\"=\n" +
 	"\x12ListPausesResponse\x12'\n" +
-	"\x06pauses\x18\x01 \x03(\v2\x0f.taskd.v1.PauseR\x06pauses\"\xab\x01\n" +
+	"\x06pauses\x18\x01 \x03(\v2\x0f.taskd.v1.PauseR\x06pauses\"\xc4\x01\n" +
 	"\x16PreviewTriggersRequest\x12-\n" +
 	"\btriggers\x18\x01 \x03(\v2\x11.taskd.v1.TriggerR\btriggers\x12\x1c\n" +
 	"\tcalendars\x18\x02 \x03(\tR\tcalendars\x12.\n" +
 	"\x04from\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x04from\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\x05R\x05count\"S\n" +
+	"\x05count\x18\x04 \x01(\x05R\x05count\x12\x17\n" +
+	"\atask_id\x18\x05 \x01(\tR\x06taskId\"S\n" +
 	"\x17PreviewTriggersResponse\x128\n" +
 	"\n" +
 	"fire_times\x18\x01 \x03(\v2\x19.taskd.v1.PreviewFireTimeR\tfireTimes\"m\n" +
@@ -5839,138 +5870,139 @@ var file_taskd_v1_taskd_proto_depIdxs = []int32{
 	8,   // 9: taskd.v1.Trigger.cron:type_name -> taskd.v1.CronTrigger
 	9,   // 10: taskd.v1.Trigger.on_startup:type_name -> taskd.v1.OnStartupTrigger
 	1,   // 11: taskd.v1.Trigger.misfire:type_name -> taskd.v1.MisfirePolicy
-	84,  // 12: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
-	84,  // 13: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
-	10,  // 14: taskd.v1.TaskSpec.triggers:type_name -> taskd.v1.Trigger
-	0,   // 15: taskd.v1.TaskSpec.scope:type_name -> taskd.v1.Scope
-	1,   // 16: taskd.v1.TaskSpec.misfire:type_name -> taskd.v1.MisfirePolicy
-	11,  // 17: taskd.v1.TaskSpec.backoff:type_name -> taskd.v1.Backoff
-	84,  // 18: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
-	81,  // 19: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
-	3,   // 20: taskd.v1.RunSummary.outcome:type_name -> taskd.v1.Outcome
-	83,  // 21: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
-	83,  // 22: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
-	12,  // 23: taskd.v1.Task.spec:type_name -> taskd.v1.TaskSpec
-	2,   // 24: taskd.v1.Task.state:type_name -> taskd.v1.TaskState
-	83,  // 25: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	83,  // 26: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
-	13,  // 27: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
-	83,  // 28: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
-	83,  // 29: taskd.v1.Task.next_fire_times:type_name -> google.protobuf.Timestamp
-	83,  // 30: taskd.v1.Task.waiting_since:type_name -> google.protobuf.Timestamp
-	83,  // 31: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
-	83,  // 32: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
-	83,  // 33: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
-	3,   // 34: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
-	83,  // 35: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
-	4,   // 36: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
-	83,  // 37: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
-	83,  // 38: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
-	84,  // 39: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
-	12,  // 40: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
-	14,  // 41: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
-	12,  // 42: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
-	14,  // 43: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
-	14,  // 44: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
-	2,   // 45: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
-	82,  // 46: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
-	14,  // 47: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
-	14,  // 48: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 49: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
-	15,  // 50: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
-	16,  // 51: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
-	16,  // 52: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
-	17,  // 53: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
-	17,  // 54: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
-	12,  // 55: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
-	10,  // 56: taskd.v1.UpdateTaskRequest.add_triggers:type_name -> taskd.v1.Trigger
-	14,  // 57: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 58: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
-	14,  // 59: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
-	83,  // 60: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
-	48,  // 61: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
-	48,  // 62: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
-	48,  // 63: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
-	10,  // 64: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
-	83,  // 65: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
-	61,  // 66: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
-	83,  // 67: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
-	62,  // 68: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
-	62,  // 69: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
-	63,  // 70: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
-	64,  // 71: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
-	65,  // 72: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
-	66,  // 73: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
-	67,  // 74: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
-	68,  // 75: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
-	69,  // 76: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
-	69,  // 77: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	69,  // 78: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
-	69,  // 79: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
-	5,   // 80: taskd.v1.Event.type:type_name -> taskd.v1.EventType
-	83,  // 81: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,   // 82: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
-	83,  // 83: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
-	83,  // 84: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
-	5,   // 85: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
-	78,  // 86: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
-	18,  // 87: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
-	20,  // 88: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
-	22,  // 89: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
-	24,  // 90: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
-	26,  // 91: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
-	28,  // 92: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
-	30,  // 93: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
-	32,  // 94: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
-	34,  // 95: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
-	35,  // 96: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
-	37,  // 97: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
-	40,  // 98: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
-	42,  // 99: taskd.v1.TaskService.DeleteTask:input_type -> taskd.v1.DeleteTaskRequest
-	44,  // 100: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
-	46,  // 101: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
-	49,  // 102: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
-	51,  // 103: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
-	53,  // 104: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
-	55,  // 105: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
-	57,  // 106: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
-	59,  // 107: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
-	70,  // 108: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
-	72,  // 109: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
-	74,  // 110: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
-	76,  // 111: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
-	79,  // 112: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
-	19,  // 113: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
-	21,  // 114: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
-	23,  // 115: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
-	25,  // 116: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
-	27,  // 117: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
-	29,  // 118: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
-	31,  // 119: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
-	33,  // 120: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
-	39,  // 121: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
-	36,  // 122: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
-	38,  // 123: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
-	41,  // 124: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
-	43,  // 125: taskd.v1.TaskService.DeleteTask:output_type -> taskd.v1.DeleteTaskResponse
-	45,  // 126: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
-	47,  // 127: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
-	50,  // 128: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
-	52,  // 129: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
-	54,  // 130: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
-	56,  // 131: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
-	58,  // 132: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
-	60,  // 133: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
-	71,  // 134: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
-	73,  // 135: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
-	75,  // 136: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
-	77,  // 137: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
-	80,  // 138: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
-	113, // [113:139] is the sub-list for method output_type
-	87,  // [87:113] is the sub-list for method input_type
-	87,  // [87:87] is the sub-list for extension type_name
-	87,  // [87:87] is the sub-list for extension extendee
-	0,   // [0:87] is the sub-list for field type_name
+	84,  // 12: taskd.v1.Trigger.jitter:type_name -> google.protobuf.Duration
+	84,  // 13: taskd.v1.Backoff.initial:type_name -> google.protobuf.Duration
+	84,  // 14: taskd.v1.Backoff.max:type_name -> google.protobuf.Duration
+	10,  // 15: taskd.v1.TaskSpec.triggers:type_name -> taskd.v1.Trigger
+	0,   // 16: taskd.v1.TaskSpec.scope:type_name -> taskd.v1.Scope
+	1,   // 17: taskd.v1.TaskSpec.misfire:type_name -> taskd.v1.MisfirePolicy
+	11,  // 18: taskd.v1.TaskSpec.backoff:type_name -> taskd.v1.Backoff
+	84,  // 19: taskd.v1.TaskSpec.timeout:type_name -> google.protobuf.Duration
+	81,  // 20: taskd.v1.TaskSpec.labels:type_name -> taskd.v1.TaskSpec.LabelsEntry
+	3,   // 21: taskd.v1.RunSummary.outcome:type_name -> taskd.v1.Outcome
+	83,  // 22: taskd.v1.RunSummary.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 23: taskd.v1.RunSummary.ended_at:type_name -> google.protobuf.Timestamp
+	12,  // 24: taskd.v1.Task.spec:type_name -> taskd.v1.TaskSpec
+	2,   // 25: taskd.v1.Task.state:type_name -> taskd.v1.TaskState
+	83,  // 26: taskd.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	83,  // 27: taskd.v1.Task.next_fire_time:type_name -> google.protobuf.Timestamp
+	13,  // 28: taskd.v1.Task.last_run:type_name -> taskd.v1.RunSummary
+	83,  // 29: taskd.v1.Task.finished_at:type_name -> google.protobuf.Timestamp
+	83,  // 30: taskd.v1.Task.next_fire_times:type_name -> google.protobuf.Timestamp
+	83,  // 31: taskd.v1.Task.waiting_since:type_name -> google.protobuf.Timestamp
+	83,  // 32: taskd.v1.Run.fire_time:type_name -> google.protobuf.Timestamp
+	83,  // 33: taskd.v1.Run.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 34: taskd.v1.Run.ended_at:type_name -> google.protobuf.Timestamp
+	3,   // 35: taskd.v1.Run.outcome:type_name -> taskd.v1.Outcome
+	83,  // 36: taskd.v1.Identity.status_since:type_name -> google.protobuf.Timestamp
+	4,   // 37: taskd.v1.Node.state:type_name -> taskd.v1.NodeState
+	83,  // 38: taskd.v1.Node.started_at:type_name -> google.protobuf.Timestamp
+	83,  // 39: taskd.v1.Node.dispatch_start:type_name -> google.protobuf.Timestamp
+	84,  // 40: taskd.v1.Node.lease_remaining:type_name -> google.protobuf.Duration
+	12,  // 41: taskd.v1.ScheduleTaskRequest.task:type_name -> taskd.v1.TaskSpec
+	14,  // 42: taskd.v1.ScheduleTaskResponse.task:type_name -> taskd.v1.Task
+	12,  // 43: taskd.v1.ScheduleTasksRequest.tasks:type_name -> taskd.v1.TaskSpec
+	14,  // 44: taskd.v1.ScheduleTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 45: taskd.v1.GetTaskResponse.task:type_name -> taskd.v1.Task
+	2,   // 46: taskd.v1.ListTasksRequest.states:type_name -> taskd.v1.TaskState
+	82,  // 47: taskd.v1.ListTasksRequest.labels:type_name -> taskd.v1.ListTasksRequest.LabelsEntry
+	14,  // 48: taskd.v1.ListTasksResponse.tasks:type_name -> taskd.v1.Task
+	14,  // 49: taskd.v1.CancelTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 50: taskd.v1.RunTaskNowResponse.task:type_name -> taskd.v1.Task
+	15,  // 51: taskd.v1.ListRunsResponse.runs:type_name -> taskd.v1.Run
+	16,  // 52: taskd.v1.GetIdentityResponse.identity:type_name -> taskd.v1.Identity
+	16,  // 53: taskd.v1.MoveIdentityResponse.identity:type_name -> taskd.v1.Identity
+	17,  // 54: taskd.v1.DrainNodeResponse.node:type_name -> taskd.v1.Node
+	17,  // 55: taskd.v1.ListNodesResponse.nodes:type_name -> taskd.v1.Node
+	12,  // 56: taskd.v1.UpdateTaskRequest.spec:type_name -> taskd.v1.TaskSpec
+	10,  // 57: taskd.v1.UpdateTaskRequest.add_triggers:type_name -> taskd.v1.Trigger
+	14,  // 58: taskd.v1.UpdateTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 59: taskd.v1.PauseTaskResponse.task:type_name -> taskd.v1.Task
+	14,  // 60: taskd.v1.ResumeTaskResponse.task:type_name -> taskd.v1.Task
+	83,  // 61: taskd.v1.Pause.since:type_name -> google.protobuf.Timestamp
+	48,  // 62: taskd.v1.PauseIdentityResponse.pause:type_name -> taskd.v1.Pause
+	48,  // 63: taskd.v1.PauseKindResponse.pause:type_name -> taskd.v1.Pause
+	48,  // 64: taskd.v1.ListPausesResponse.pauses:type_name -> taskd.v1.Pause
+	10,  // 65: taskd.v1.PreviewTriggersRequest.triggers:type_name -> taskd.v1.Trigger
+	83,  // 66: taskd.v1.PreviewTriggersRequest.from:type_name -> google.protobuf.Timestamp
+	61,  // 67: taskd.v1.PreviewTriggersResponse.fire_times:type_name -> taskd.v1.PreviewFireTime
+	83,  // 68: taskd.v1.PreviewFireTime.at:type_name -> google.protobuf.Timestamp
+	62,  // 69: taskd.v1.DatesCalendar.dates:type_name -> taskd.v1.Date
+	62,  // 70: taskd.v1.AnnualCalendar.days:type_name -> taskd.v1.Date
+	63,  // 71: taskd.v1.Calendar.dates:type_name -> taskd.v1.DatesCalendar
+	64,  // 72: taskd.v1.Calendar.annual:type_name -> taskd.v1.AnnualCalendar
+	65,  // 73: taskd.v1.Calendar.monthly:type_name -> taskd.v1.MonthlyCalendar
+	66,  // 74: taskd.v1.Calendar.weekly:type_name -> taskd.v1.WeeklyCalendar
+	67,  // 75: taskd.v1.Calendar.daily:type_name -> taskd.v1.DailyCalendar
+	68,  // 76: taskd.v1.Calendar.cron:type_name -> taskd.v1.CronCalendar
+	69,  // 77: taskd.v1.CreateCalendarRequest.calendar:type_name -> taskd.v1.Calendar
+	69,  // 78: taskd.v1.CreateCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	69,  // 79: taskd.v1.GetCalendarResponse.calendar:type_name -> taskd.v1.Calendar
+	69,  // 80: taskd.v1.ListCalendarsResponse.calendars:type_name -> taskd.v1.Calendar
+	5,   // 81: taskd.v1.Event.type:type_name -> taskd.v1.EventType
+	83,  // 82: taskd.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,   // 83: taskd.v1.Event.outcome:type_name -> taskd.v1.Outcome
+	83,  // 84: taskd.v1.Event.next:type_name -> google.protobuf.Timestamp
+	83,  // 85: taskd.v1.Event.fire_time:type_name -> google.protobuf.Timestamp
+	5,   // 86: taskd.v1.WatchEventsRequest.types:type_name -> taskd.v1.EventType
+	78,  // 87: taskd.v1.WatchEventsResponse.events:type_name -> taskd.v1.Event
+	18,  // 88: taskd.v1.TaskService.ScheduleTask:input_type -> taskd.v1.ScheduleTaskRequest
+	20,  // 89: taskd.v1.TaskService.ScheduleTasks:input_type -> taskd.v1.ScheduleTasksRequest
+	22,  // 90: taskd.v1.TaskService.GetTask:input_type -> taskd.v1.GetTaskRequest
+	24,  // 91: taskd.v1.TaskService.ListTasks:input_type -> taskd.v1.ListTasksRequest
+	26,  // 92: taskd.v1.TaskService.CancelTask:input_type -> taskd.v1.CancelTaskRequest
+	28,  // 93: taskd.v1.TaskService.RunTaskNow:input_type -> taskd.v1.RunTaskNowRequest
+	30,  // 94: taskd.v1.TaskService.ListRuns:input_type -> taskd.v1.ListRunsRequest
+	32,  // 95: taskd.v1.TaskService.GetIdentity:input_type -> taskd.v1.GetIdentityRequest
+	34,  // 96: taskd.v1.TaskService.ListNodes:input_type -> taskd.v1.ListNodesRequest
+	35,  // 97: taskd.v1.TaskService.MoveIdentity:input_type -> taskd.v1.MoveIdentityRequest
+	37,  // 98: taskd.v1.TaskService.DrainNode:input_type -> taskd.v1.DrainNodeRequest
+	40,  // 99: taskd.v1.TaskService.UpdateTask:input_type -> taskd.v1.UpdateTaskRequest
+	42,  // 100: taskd.v1.TaskService.DeleteTask:input_type -> taskd.v1.DeleteTaskRequest
+	44,  // 101: taskd.v1.TaskService.PauseTask:input_type -> taskd.v1.PauseTaskRequest
+	46,  // 102: taskd.v1.TaskService.ResumeTask:input_type -> taskd.v1.ResumeTaskRequest
+	49,  // 103: taskd.v1.TaskService.PauseIdentity:input_type -> taskd.v1.PauseIdentityRequest
+	51,  // 104: taskd.v1.TaskService.ResumeIdentity:input_type -> taskd.v1.ResumeIdentityRequest
+	53,  // 105: taskd.v1.TaskService.PauseKind:input_type -> taskd.v1.PauseKindRequest
+	55,  // 106: taskd.v1.TaskService.ResumeKind:input_type -> taskd.v1.ResumeKindRequest
+	57,  // 107: taskd.v1.TaskService.ListPauses:input_type -> taskd.v1.ListPausesRequest
+	59,  // 108: taskd.v1.TaskService.PreviewTriggers:input_type -> taskd.v1.PreviewTriggersRequest
+	70,  // 109: taskd.v1.TaskService.CreateCalendar:input_type -> taskd.v1.CreateCalendarRequest
+	72,  // 110: taskd.v1.TaskService.GetCalendar:input_type -> taskd.v1.GetCalendarRequest
+	74,  // 111: taskd.v1.TaskService.ListCalendars:input_type -> taskd.v1.ListCalendarsRequest
+	76,  // 112: taskd.v1.TaskService.DeleteCalendar:input_type -> taskd.v1.DeleteCalendarRequest
+	79,  // 113: taskd.v1.TaskService.WatchEvents:input_type -> taskd.v1.WatchEventsRequest
+	19,  // 114: taskd.v1.TaskService.ScheduleTask:output_type -> taskd.v1.ScheduleTaskResponse
+	21,  // 115: taskd.v1.TaskService.ScheduleTasks:output_type -> taskd.v1.ScheduleTasksResponse
+	23,  // 116: taskd.v1.TaskService.GetTask:output_type -> taskd.v1.GetTaskResponse
+	25,  // 117: taskd.v1.TaskService.ListTasks:output_type -> taskd.v1.ListTasksResponse
+	27,  // 118: taskd.v1.TaskService.CancelTask:output_type -> taskd.v1.CancelTaskResponse
+	29,  // 119: taskd.v1.TaskService.RunTaskNow:output_type -> taskd.v1.RunTaskNowResponse
+	31,  // 120: taskd.v1.TaskService.ListRuns:output_type -> taskd.v1.ListRunsResponse
+	33,  // 121: taskd.v1.TaskService.GetIdentity:output_type -> taskd.v1.GetIdentityResponse
+	39,  // 122: taskd.v1.TaskService.ListNodes:output_type -> taskd.v1.ListNodesResponse
+	36,  // 123: taskd.v1.TaskService.MoveIdentity:output_type -> taskd.v1.MoveIdentityResponse
+	38,  // 124: taskd.v1.TaskService.DrainNode:output_type -> taskd.v1.DrainNodeResponse
+	41,  // 125: taskd.v1.TaskService.UpdateTask:output_type -> taskd.v1.UpdateTaskResponse
+	43,  // 126: taskd.v1.TaskService.DeleteTask:output_type -> taskd.v1.DeleteTaskResponse
+	45,  // 127: taskd.v1.TaskService.PauseTask:output_type -> taskd.v1.PauseTaskResponse
+	47,  // 128: taskd.v1.TaskService.ResumeTask:output_type -> taskd.v1.ResumeTaskResponse
+	50,  // 129: taskd.v1.TaskService.PauseIdentity:output_type -> taskd.v1.PauseIdentityResponse
+	52,  // 130: taskd.v1.TaskService.ResumeIdentity:output_type -> taskd.v1.ResumeIdentityResponse
+	54,  // 131: taskd.v1.TaskService.PauseKind:output_type -> taskd.v1.PauseKindResponse
+	56,  // 132: taskd.v1.TaskService.ResumeKind:output_type -> taskd.v1.ResumeKindResponse
+	58,  // 133: taskd.v1.TaskService.ListPauses:output_type -> taskd.v1.ListPausesResponse
+	60,  // 134: taskd.v1.TaskService.PreviewTriggers:output_type -> taskd.v1.PreviewTriggersResponse
+	71,  // 135: taskd.v1.TaskService.CreateCalendar:output_type -> taskd.v1.CreateCalendarResponse
+	73,  // 136: taskd.v1.TaskService.GetCalendar:output_type -> taskd.v1.GetCalendarResponse
+	75,  // 137: taskd.v1.TaskService.ListCalendars:output_type -> taskd.v1.ListCalendarsResponse
+	77,  // 138: taskd.v1.TaskService.DeleteCalendar:output_type -> taskd.v1.DeleteCalendarResponse
+	80,  // 139: taskd.v1.TaskService.WatchEvents:output_type -> taskd.v1.WatchEventsResponse
+	114, // [114:140] is the sub-list for method output_type
+	88,  // [88:114] is the sub-list for method input_type
+	88,  // [88:88] is the sub-list for extension type_name
+	88,  // [88:88] is the sub-list for extension extendee
+	0,   // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_taskd_v1_taskd_proto_init() }

@@ -502,15 +502,17 @@ class PreviewFireTime(_message.Message):
     def __init__(self, at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., trigger: _Optional[int] = ..., local: _Optional[str] = ...) -> None: ...
 
 class PreviewTriggersRequest(_message.Message):
-    __slots__ = ["calendars", "count", "triggers"]
+    __slots__ = ["calendars", "count", "task_id", "triggers"]
     CALENDARS_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     FROM_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TRIGGERS_FIELD_NUMBER: _ClassVar[int]
     calendars: _containers.RepeatedScalarFieldContainer[str]
     count: int
+    task_id: str
     triggers: _containers.RepeatedCompositeFieldContainer[Trigger]
-    def __init__(self, triggers: _Optional[_Iterable[_Union[Trigger, _Mapping]]] = ..., calendars: _Optional[_Iterable[str]] = ..., count: _Optional[int] = ..., **kwargs) -> None: ...
+    def __init__(self, triggers: _Optional[_Iterable[_Union[Trigger, _Mapping]]] = ..., calendars: _Optional[_Iterable[str]] = ..., count: _Optional[int] = ..., task_id: _Optional[str] = ..., **kwargs) -> None: ...
 
 class PreviewTriggersResponse(_message.Message):
     __slots__ = ["fire_times"]
@@ -726,20 +728,22 @@ class TaskSpec(_message.Message):
     def __init__(self, identity: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., data: _Optional[bytes] = ..., triggers: _Optional[_Iterable[_Union[Trigger, _Mapping]]] = ..., non_durable: bool = ..., scope: _Optional[_Union[Scope, str]] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., priority: _Optional[int] = ..., max_attempts: _Optional[int] = ..., backoff: _Optional[_Union[Backoff, _Mapping]] = ..., timeout: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ..., requests_recovery: bool = ..., allow_overlap: bool = ..., calendars: _Optional[_Iterable[str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
 
 class Trigger(_message.Message):
-    __slots__ = ["cron", "misfire", "name", "on_startup", "once", "periodic"]
+    __slots__ = ["cron", "jitter", "misfire", "name", "on_startup", "once", "periodic"]
     CRON_FIELD_NUMBER: _ClassVar[int]
+    JITTER_FIELD_NUMBER: _ClassVar[int]
     MISFIRE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ONCE_FIELD_NUMBER: _ClassVar[int]
     ON_STARTUP_FIELD_NUMBER: _ClassVar[int]
     PERIODIC_FIELD_NUMBER: _ClassVar[int]
     cron: CronTrigger
+    jitter: _duration_pb2.Duration
     misfire: MisfirePolicy
     name: str
     on_startup: OnStartupTrigger
     once: OnceTrigger
     periodic: PeriodicTrigger
-    def __init__(self, once: _Optional[_Union[OnceTrigger, _Mapping]] = ..., periodic: _Optional[_Union[PeriodicTrigger, _Mapping]] = ..., cron: _Optional[_Union[CronTrigger, _Mapping]] = ..., on_startup: _Optional[_Union[OnStartupTrigger, _Mapping]] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., name: _Optional[str] = ...) -> None: ...
+    def __init__(self, once: _Optional[_Union[OnceTrigger, _Mapping]] = ..., periodic: _Optional[_Union[PeriodicTrigger, _Mapping]] = ..., cron: _Optional[_Union[CronTrigger, _Mapping]] = ..., on_startup: _Optional[_Union[OnStartupTrigger, _Mapping]] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., name: _Optional[str] = ..., jitter: _Optional[_Union[_duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class UpdateTaskRequest(_message.Message):
     __slots__ = ["add_triggers", "identity", "remove_triggers", "revision", "spec", "task_id"]

@@ -61,6 +61,9 @@ func triggerMismatch(req, stored *taskdv1.Trigger) string {
 	if req.Misfire != stored.Misfire {
 		return ".misfire"
 	}
+	if req.GetJitter().AsDuration() != stored.GetJitter().AsDuration() {
+		return ".jitter"
+	}
 	if req.Name != stored.Name && (req.Name != "" || !IsServerName(stored.Name)) {
 		return ".name" // (a trigger asked for unnamed was named by the server)
 	}

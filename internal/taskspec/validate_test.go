@@ -195,8 +195,8 @@ func TestTriggerNames(t *testing.T) {
 }
 
 // TestIdempotencyMismatch: a retry of the same request matches the task
-// it stored (its delay and unnamed triggers resolved), another payload or
-// trigger does not.
+// it stored (its delay and unnamed triggers resolved), another payload,
+// jitter or trigger does not.
 func TestIdempotencyMismatch(t *testing.T) {
 	req := validSpec()
 	req.Triggers[0].GetOnce().Delay = durationpb.New(time.Minute)
@@ -211,6 +211,11 @@ func TestIdempotencyMismatch(t *testing.T) {
 		t.Fatalf("another payload: differs in %q", f)
 	}
 	req.Payload = nil
+	req.Triggers[0].Jitter = durationpb.New(time.Second)
+	if f := IdempotencyMismatch(req, stored); f != "triggers[0].jitter" {
+		t.Fatalf("another jitter: differs in %q", f)
+	}
+	req.Triggers[0].Jitter = nil
 	req.Triggers[0].Kind = &taskdv1.Trigger_OnStartup{OnStartup: &taskdv1.OnStartupTrigger{}}
 	if f := IdempotencyMismatch(req, stored); f != "triggers[0] (its kind)" {
 		t.Fatalf("another trigger kind: differs in %q", f)

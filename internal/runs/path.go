@@ -95,8 +95,8 @@ type followers struct {
 	every  *follow.EveryNode
 }
 
-// New returns the run path of cfg over deps. It may be made before deps
-// exist and filled in by Init, so that what binds to its methods (the
+// New returns an empty run path, to be filled in by Init once its
+// Config and Deps exist, so that what binds to its methods (the
 // followers' callbacks) can be built first.
 func New() *Path { return &Path{} }
 

@@ -16,7 +16,7 @@ import (
 // §6), so that a run's start, commit and settling, and a task's purge, are
 // one path each through the node, with the scope's part behind this
 // interface. Each implementation holds no state: a held.Ident carries
-// its scope's kind (held.Scope), and the node passes itself in.
+// its scope's kind (held.Scope), and the run path passes itself in.
 //
 //   - ownedScope (IDENTITY, durable): the identity is owned here at an
 //     epoch; the task's record is written fenced on the epoch and its
@@ -33,7 +33,7 @@ type scope interface {
 	// snapLocked adds to s what a start of e carries under this scope.
 	snapLocked(e *held.Entry, s *startSnap)
 	// writeStart writes the run marker of plan p for e (see
-	// Node.writeStart).
+	// Path.writeStart).
 	writeStart(n *Path, e *held.Entry, p startPlan, snap startSnap) (int64, func(), bool)
 	// beginCommit starts the commit of a run's result: it returns the
 	// state the stored commit loop starts from, or nil when the scope
@@ -42,7 +42,7 @@ type scope interface {
 	// resultWrite builds the Txn that commits rec with its history entry.
 	resultWrite(n *Path, e *held.Entry, c *commitState, rec *storev1.TaskRecord, hist *taskdv1.Run) (resultTxn, error)
 	// commitConflict handles a commit whose fence failed (see
-	// Node.commitConflict).
+	// Path.commitConflict).
 	commitConflict(n *Path, e *held.Entry, f *held.Flight, c *commitState, p startPlan, res runResult,
 		r writepath.Refusal, ev Event, outcomeEvent EventType) (bool, error)
 	// forwardedResult reads the result another node forwarded for the run

@@ -12,7 +12,9 @@ import (
 	taskdv1 "github.com/taskd/taskd/proto/taskd/v1"
 )
 
-// tracerName names the instrumentation scope of the run spans.
+// tracerName names the instrumentation scope of the run spans: the public
+// package a user embeds, as before the run path moved here, so that trace
+// queries by scope keep working.
 const tracerName = "github.com/taskd/taskd/pkg/taskservice"
 
 // traceContext reads and writes the W3C traceparent form. It is used
